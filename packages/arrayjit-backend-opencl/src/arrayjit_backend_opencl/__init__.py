@@ -1,0 +1,5 @@
+"""arrayjit_backend_opencl."""
+
+from arrayjit_backend_opencl.__about__ import __version__
+
+__all__ = ["__version__"]

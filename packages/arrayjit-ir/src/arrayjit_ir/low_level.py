@@ -1,0 +1,215 @@
+"""The low-level IR: loops, stores and scalar expressions over tensor nodes.
+
+Statements: :class:`Noop`, :class:`Comment`, :class:`Seq`, :class:`For_loop`,
+:class:`Zero_out`, :class:`Set`, :class:`Set_local`.
+Scalar expressions: :class:`Get`, :class:`Get_merge_buffer`, :class:`Local_scope`,
+:class:`Get_local`, :class:`Embed_index`, :class:`Constant`, :class:`Constant_bits`,
+:class:`Binop`, :class:`Unop`, :class:`Ternop`.
+
+Evaluation model: a scalar expression is evaluated in the precision of the node it is stored
+into (the ``Set`` target, or the node of the ``Local_scope``); every leaf is converted to that
+precision. The condition of ``where`` keeps its own natural precision. ``For_loop`` bounds are
+inclusive. Indices are buffer indices (padding already applied).
+
+All IR values are frozen dataclasses compared structurally; tensor nodes compare by id.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from arrayjit_ir import ops
+from arrayjit_ir.indexing import AxisIndex, Symbol
+
+if TYPE_CHECKING:
+    from arrayjit_tnode import Tnode
+
+
+@dataclass(frozen=True)
+class ScopeId:
+    """A scalar local variable holding one value of the (virtual) node ``tn``.
+
+    Rendered as ``v<id>_<node name>``; its precision is ``tn``'s."""
+
+    tn: Tnode
+    id: int
+
+
+# ---- statements -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Noop:  # noqa: N801
+    """Does nothing."""
+
+
+@dataclass(frozen=True)
+class Comment:  # noqa: N801
+    """A comment carried into generated code."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class Seq:  # noqa: N801
+    """Statements run in order."""
+
+    stmts: tuple[Stmt, ...]
+
+
+@dataclass(frozen=True)
+class For_loop:  # noqa: N801
+    """``for index in from_ .. to_inclusive: body``. ``trace_it=False`` means the loop must not
+    be unrolled while tracing and the nodes it writes are not virtualizable."""
+
+    index: Symbol
+    from_: int
+    to_inclusive: int
+    body: Stmt
+    trace_it: bool = True
+
+
+@dataclass(frozen=True)
+class Zero_out:  # noqa: N801
+    """Set every cell of ``tn`` to zero."""
+
+    tn: Tnode
+
+
+@dataclass(frozen=True)
+class Set:  # noqa: N801
+    """``tn[indices] = value`` (value evaluated in ``tn``'s precision)."""
+
+    tn: Tnode
+    indices: tuple[AxisIndex, ...]
+    value: Expr
+
+
+@dataclass(frozen=True)
+class Set_local:  # noqa: N801
+    """Assign a scalar local."""
+
+    scope: ScopeId
+    value: Expr
+
+
+Stmt = Noop | Comment | Seq | For_loop | Zero_out | Set | Set_local
+
+
+# ---- scalar expressions ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Get:  # noqa: N801
+    """Read ``tn[indices]``."""
+
+    tn: Tnode
+    indices: tuple[AxisIndex, ...]
+
+
+@dataclass(frozen=True)
+class Get_merge_buffer:  # noqa: N801
+    """Read ``indices`` of the stream's merge buffer, which holds a value of ``tn``."""
+
+    tn: Tnode
+    indices: tuple[AxisIndex, ...]
+
+
+@dataclass(frozen=True)
+class Local_scope:  # noqa: N801
+    """The value of local ``scope`` after running ``body``: an inlined virtual computation.
+
+    ``orig_indices`` are the indices of the read it replaced (used to revert it)."""
+
+    scope: ScopeId
+    body: Stmt
+    orig_indices: tuple[AxisIndex, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Get_local:  # noqa: N801
+    """Read a scalar local."""
+
+    scope: ScopeId
+
+
+@dataclass(frozen=True)
+class Embed_index:  # noqa: N801
+    """The integer value of an axis index, used as a number."""
+
+    index: AxisIndex
+
+
+@dataclass(frozen=True)
+class Constant:  # noqa: N801
+    """A numeric literal (converted to the precision of the consumer)."""
+
+    value: float
+
+
+@dataclass(frozen=True)
+class Constant_bits:  # noqa: N801
+    """An exact integer bit pattern (for integers wider than a double's mantissa, uint4x32)."""
+
+    value: int
+
+
+@dataclass(frozen=True)
+class Binop:  # noqa: N801
+    """``op(a, b)``."""
+
+    op: ops.Binop
+    a: Expr
+    b: Expr
+
+
+@dataclass(frozen=True)
+class Unop:  # noqa: N801
+    """``op(a)``."""
+
+    op: ops.Unop
+    a: Expr
+
+
+@dataclass(frozen=True)
+class Ternop:  # noqa: N801
+    """``op(a, b, c)``."""
+
+    op: ops.Ternop
+    a: Expr
+    b: Expr
+    c: Expr
+
+
+Expr = (
+    Get
+    | Get_merge_buffer
+    | Local_scope
+    | Get_local
+    | Embed_index
+    | Constant
+    | Constant_bits
+    | Binop
+    | Unop
+    | Ternop
+)
+
+
+def seq(*stmts: Stmt) -> Stmt:
+    """Sequence statements, flattening nested ``Seq`` and dropping ``Noop``; a single
+    statement is returned as is and none gives ``Noop()``."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        match s:
+            case Seq(stmts=inner):
+                flat.extend(x for x in inner if not isinstance(x, Noop))
+            case Noop():
+                pass
+            case _:
+                flat.append(s)
+    if not flat:
+        return Noop()
+    if len(flat) == 1:
+        return flat[0]
+    return Seq(tuple(flat))

@@ -1,0 +1,201 @@
+"""Precisions: the element types of tensor nodes.
+
+Each precision has a name, a byte size, whether it is a float, its numpy dtype (bfloat16 and
+fp8 through ``ml_dtypes``; fp8 is E5M2) and its C storage type name. ``uint4x32`` is a 16-byte
+vector of four uint32 lanes used for random-number state: its numpy dtype is ``uint32`` and host
+arrays of it carry one extra trailing axis of length 4 (see :meth:`Prec.host_shape`).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from arrayjit_tnode.errors import UsageError
+
+
+class Prec(enum.Enum):
+    """A precision. The value is the canonical lower-case name."""
+
+    byte = "byte"
+    uint16 = "uint16"
+    int32 = "int32"
+    uint32 = "uint32"
+    int64 = "int64"
+    uint64 = "uint64"
+    uint4x32 = "uint4x32"
+    half = "half"
+    bfloat16 = "bfloat16"
+    fp8 = "fp8"
+    single = "single"
+    double = "double"
+
+    @property
+    def byte_size(self) -> int:
+        """Bytes per element (16 for uint4x32)."""
+        return _INFO[self][0]
+
+    @property
+    def is_float(self) -> bool:
+        """Whether this is a floating-point precision."""
+        return _INFO[self][1]
+
+    @property
+    def numpy_dtype(self) -> np.dtype[Any]:
+        """The numpy dtype of host arrays (per lane for uint4x32)."""
+        return _INFO[self][2]
+
+    @property
+    def c_type(self) -> str:
+        """The C storage type name of one element."""
+        return _INFO[self][3]
+
+    @property
+    def lanes(self) -> int:
+        """Number of numpy elements per arrayjit element: 4 for uint4x32, else 1."""
+        return 4 if self is Prec.uint4x32 else 1
+
+    def host_shape(self, dims: tuple[int, ...]) -> tuple[int, ...]:
+        """Shape of a host array holding a node of these dims."""
+        return (*dims, 4) if self is Prec.uint4x32 else tuple(dims)
+
+    @property
+    def is_signed_int(self) -> bool:
+        """Whether this is a signed integer precision."""
+        return self in (Prec.int32, Prec.int64)
+
+    @property
+    def rank(self) -> int:
+        """Promotion rank: higher wins in :func:`promote`."""
+        return _PROMOTION_ORDER.index(self)
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Prec.{self.value}"
+
+
+_INFO: dict[Prec, tuple[int, bool, np.dtype[Any], str]] = {
+    Prec.byte: (1, False, np.dtype(np.uint8), "uint8_t"),
+    Prec.uint16: (2, False, np.dtype(np.uint16), "uint16_t"),
+    Prec.int32: (4, False, np.dtype(np.int32), "int32_t"),
+    Prec.uint32: (4, False, np.dtype(np.uint32), "uint32_t"),
+    Prec.int64: (8, False, np.dtype(np.int64), "int64_t"),
+    Prec.uint64: (8, False, np.dtype(np.uint64), "uint64_t"),
+    Prec.uint4x32: (16, False, np.dtype(np.uint32), "uint4x32_t"),
+    Prec.half: (2, True, np.dtype(np.float16), "_Float16"),
+    Prec.bfloat16: (2, True, np.dtype(ml_dtypes.bfloat16), "uint16_t"),
+    Prec.fp8: (1, True, np.dtype(ml_dtypes.float8_e5m2), "uint8_t"),
+    Prec.single: (4, True, np.dtype(np.float32), "float"),
+    Prec.double: (8, True, np.dtype(np.float64), "double"),
+}
+
+# Lowest first. Floats beat integers, a wider range beats a narrower one, double beats all
+# floats; uint4x32 beats everything because its ops accept nothing else.
+_PROMOTION_ORDER: tuple[Prec, ...] = (
+    Prec.byte,
+    Prec.uint16,
+    Prec.int32,
+    Prec.uint32,
+    Prec.int64,
+    Prec.uint64,
+    Prec.fp8,
+    Prec.half,
+    Prec.bfloat16,
+    Prec.single,
+    Prec.double,
+    Prec.uint4x32,
+)
+
+# Module-level names, so `precision.single` reads well: `Tnode.create(.., prec=P.single)`.
+byte = Prec.byte
+uint16 = Prec.uint16
+int32 = Prec.int32
+uint32 = Prec.uint32
+int64 = Prec.int64
+uint64 = Prec.uint64
+uint4x32 = Prec.uint4x32
+half = Prec.half
+bfloat16 = Prec.bfloat16
+fp8 = Prec.fp8
+single = Prec.single
+double = Prec.double
+
+ALL: tuple[Prec, ...] = tuple(Prec)
+FLOATS: tuple[Prec, ...] = tuple(p for p in Prec if p.is_float)
+INTS: tuple[Prec, ...] = tuple(p for p in Prec if not p.is_float and p is not Prec.uint4x32)
+
+
+def parse(name: str | Prec) -> Prec:
+    """Parse a precision from its name, case-insensitively (``"SINGLE"``, ``"single"``).
+
+    Also accepts a few common aliases (``float32``, ``float64``, ``float16``, ``bf16``,
+    ``uint8``). Raises :class:`UsageError` listing the valid names for an unknown one.
+    """
+    if isinstance(name, Prec):
+        return name
+    key = str(name).strip().lower()
+    key = _ALIASES.get(key, key)
+    try:
+        return Prec(key)
+    except ValueError:
+        valid = ", ".join(p.value for p in Prec)
+        raise UsageError(f"unknown precision {name!r}; valid names: {valid}") from None
+
+
+_ALIASES = {
+    "float32": "single",
+    "float": "single",
+    "f32": "single",
+    "float64": "double",
+    "f64": "double",
+    "float16": "half",
+    "f16": "half",
+    "fp16": "half",
+    "bf16": "bfloat16",
+    "uint8": "byte",
+    "u8": "byte",
+    "float8_e5m2": "fp8",
+}
+
+
+def promote(a: Prec, b: Prec) -> Prec:
+    """The precision of an expression mixing ``a`` and ``b``."""
+    return a if a.rank >= b.rank else b
+
+
+def of_dtype(dtype: Any) -> Prec:
+    """The precision whose numpy dtype is ``dtype``; raises :class:`UsageError` if none."""
+    dt = np.dtype(dtype)
+    for p in (Prec.byte, Prec.uint16, Prec.int32, Prec.uint32, Prec.int64, Prec.uint64,
+              Prec.half, Prec.bfloat16, Prec.fp8, Prec.single, Prec.double):
+        if p.numpy_dtype == dt:
+            return p
+    raise UsageError(f"no arrayjit precision has numpy dtype {dt}")
+
+
+__all__ = [
+    "ALL",
+    "FLOATS",
+    "INTS",
+    "Prec",
+    "bfloat16",
+    "byte",
+    "double",
+    "fp8",
+    "half",
+    "int32",
+    "int64",
+    "of_dtype",
+    "parse",
+    "promote",
+    "single",
+    "uint4x32",
+    "uint16",
+    "uint32",
+    "uint64",
+]
