@@ -42,21 +42,21 @@ class StaticSymbol:
 
 
 @dataclass(frozen=True)
-class Fixed_idx:  # noqa: N801  (IR constructor names follow the design document)
+class Fixed_idx:
     """A constant position."""
 
     value: int
 
 
 @dataclass(frozen=True)
-class Iterator:  # noqa: N801
+class Iterator:
     """The value of a loop symbol or static symbol."""
 
     symbol: Symbol | StaticSymbol
 
 
 @dataclass(frozen=True)
-class Affine:  # noqa: N801
+class Affine:
     """``sum(coeff * symbol) + offset``."""
 
     terms: tuple[tuple[int, Symbol | StaticSymbol], ...]

@@ -40,26 +40,26 @@ class ScopeId:
 
 
 @dataclass(frozen=True)
-class Noop:  # noqa: N801
+class Noop:
     """Does nothing."""
 
 
 @dataclass(frozen=True)
-class Comment:  # noqa: N801
+class Comment:
     """A comment carried into generated code."""
 
     text: str
 
 
 @dataclass(frozen=True)
-class Seq:  # noqa: N801
+class Seq:
     """Statements run in order."""
 
     stmts: tuple[Stmt, ...]
 
 
 @dataclass(frozen=True)
-class For_loop:  # noqa: N801
+class For_loop:
     """``for index in from_ .. to_inclusive: body``. ``trace_it=False`` means the loop must not
     be unrolled while tracing and the nodes it writes are not virtualizable."""
 
@@ -71,14 +71,14 @@ class For_loop:  # noqa: N801
 
 
 @dataclass(frozen=True)
-class Zero_out:  # noqa: N801
+class Zero_out:
     """Set every cell of ``tn`` to zero."""
 
     tn: Tnode
 
 
 @dataclass(frozen=True)
-class Set:  # noqa: N801
+class Set:
     """``tn[indices] = value`` (value evaluated in ``tn``'s precision)."""
 
     tn: Tnode
@@ -87,7 +87,7 @@ class Set:  # noqa: N801
 
 
 @dataclass(frozen=True)
-class Set_local:  # noqa: N801
+class Set_local:
     """Assign a scalar local."""
 
     scope: ScopeId
@@ -101,7 +101,7 @@ Stmt = Noop | Comment | Seq | For_loop | Zero_out | Set | Set_local
 
 
 @dataclass(frozen=True)
-class Get:  # noqa: N801
+class Get:
     """Read ``tn[indices]``."""
 
     tn: Tnode
@@ -109,7 +109,7 @@ class Get:  # noqa: N801
 
 
 @dataclass(frozen=True)
-class Get_merge_buffer:  # noqa: N801
+class Get_merge_buffer:
     """Read ``indices`` of the stream's merge buffer, which holds a value of ``tn``."""
 
     tn: Tnode
@@ -117,7 +117,7 @@ class Get_merge_buffer:  # noqa: N801
 
 
 @dataclass(frozen=True)
-class Local_scope:  # noqa: N801
+class Local_scope:
     """The value of local ``scope`` after running ``body``: an inlined virtual computation.
 
     ``orig_indices`` are the indices of the read it replaced (used to revert it)."""
@@ -128,35 +128,35 @@ class Local_scope:  # noqa: N801
 
 
 @dataclass(frozen=True)
-class Get_local:  # noqa: N801
+class Get_local:
     """Read a scalar local."""
 
     scope: ScopeId
 
 
 @dataclass(frozen=True)
-class Embed_index:  # noqa: N801
+class Embed_index:
     """The integer value of an axis index, used as a number."""
 
     index: AxisIndex
 
 
 @dataclass(frozen=True)
-class Constant:  # noqa: N801
+class Constant:
     """A numeric literal (converted to the precision of the consumer)."""
 
     value: float
 
 
 @dataclass(frozen=True)
-class Constant_bits:  # noqa: N801
+class Constant_bits:
     """An exact integer bit pattern (for integers wider than a double's mantissa, uint4x32)."""
 
     value: int
 
 
 @dataclass(frozen=True)
-class Binop:  # noqa: N801
+class Binop:
     """``op(a, b)``."""
 
     op: ops.Binop
@@ -165,7 +165,7 @@ class Binop:  # noqa: N801
 
 
 @dataclass(frozen=True)
-class Unop:  # noqa: N801
+class Unop:
     """``op(a)``."""
 
     op: ops.Unop
@@ -173,7 +173,7 @@ class Unop:  # noqa: N801
 
 
 @dataclass(frozen=True)
-class Ternop:  # noqa: N801
+class Ternop:
     """``op(a, b, c)``."""
 
     op: ops.Ternop

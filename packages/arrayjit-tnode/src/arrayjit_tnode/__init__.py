@@ -1,6 +1,6 @@
 """arrayjit_tnode: precisions, host arrays, tensor nodes and memory modes."""
 
-from arrayjit_tnode import errors, precision
+from arrayjit_tnode import errors, memory_mode, precision
 from arrayjit_tnode.__about__ import __version__
 from arrayjit_tnode.errors import (
     ArrayjitError,
@@ -11,16 +11,22 @@ from arrayjit_tnode.errors import (
     UsageError,
 )
 from arrayjit_tnode.precision import Prec
+from arrayjit_tnode.tnode import Padding, Tnode, find, registered_nodes
 
 __all__ = [
     "ArrayjitError",
     "BackendMissingError",
     "CompileError",
     "MemoryModeError",
+    "Padding",
     "Prec",
     "StreamError",
+    "Tnode",
     "UsageError",
     "__version__",
     "errors",
+    "find",
+    "memory_mode",
     "precision",
+    "registered_nodes",
 ]

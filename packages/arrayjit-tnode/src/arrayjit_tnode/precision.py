@@ -171,11 +171,70 @@ def promote(a: Prec, b: Prec) -> Prec:
 def of_dtype(dtype: Any) -> Prec:
     """The precision whose numpy dtype is ``dtype``; raises :class:`UsageError` if none."""
     dt = np.dtype(dtype)
-    for p in (Prec.byte, Prec.uint16, Prec.int32, Prec.uint32, Prec.int64, Prec.uint64,
-              Prec.half, Prec.bfloat16, Prec.fp8, Prec.single, Prec.double):
+    for p in (
+        Prec.byte,
+        Prec.uint16,
+        Prec.int32,
+        Prec.uint32,
+        Prec.int64,
+        Prec.uint64,
+        Prec.half,
+        Prec.bfloat16,
+        Prec.fp8,
+        Prec.single,
+        Prec.double,
+    ):
         if p.numpy_dtype == dt:
             return p
     raise UsageError(f"no arrayjit precision has numpy dtype {dt}")
+
+
+# ---- bit-level conversions of the small float formats ------------------------------------------
+# Generated kernels store bfloat16 and fp8 (E5M2) as raw bits and compute in float32; these are
+# the reference conversions they must match (round to nearest, ties to even; NaN stays NaN,
+# overflow rounds to infinity).
+
+
+def bfloat16_bits_to_single(bits: np.ndarray) -> np.ndarray:
+    """Decode bfloat16 bit patterns (uint16) to float32, exactly."""
+    return (np.asarray(bits, dtype=np.uint16).astype(np.uint32) << 16).view(np.float32)
+
+
+def single_to_bfloat16_bits(values: np.ndarray) -> np.ndarray:
+    """Encode float32 values as bfloat16 bit patterns (uint16), rounding to nearest even."""
+    x = np.ascontiguousarray(values, dtype=np.float32)
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    nan = np.isnan(x)
+    if nan.any():
+        sign = ((bits >> 16) & 0x8000).astype(np.uint16)
+        rounded = np.where(nan, sign | np.uint16(0x7FC0), rounded)
+    return rounded
+
+
+def fp8_bits_to_single(bits: np.ndarray) -> np.ndarray:
+    """Decode fp8 E5M2 bit patterns (uint8) to float32, exactly (E5M2 is the top byte of an
+    IEEE half)."""
+    half_bits = np.asarray(bits, dtype=np.uint8).astype(np.uint16) << 8
+    return half_bits.view(np.float16).astype(np.float32)
+
+
+def single_to_fp8_bits(values: np.ndarray) -> np.ndarray:
+    """Encode float32 values as fp8 E5M2 bit patterns (uint8), rounding to nearest even in one
+    step (no double rounding through half); overflow gives infinity."""
+    x = np.asarray(values, dtype=np.float32).astype(np.float64)
+    mag = np.abs(x)
+    finite = np.isfinite(mag) & (mag > 0)
+    _, exp = np.frexp(np.where(finite, mag, 1.0))
+    # Quantum of the E5M2 grid around |x|: 2 mantissa bits; subnormals below 2**-14.
+    quantum = np.ldexp(1.0, np.maximum(exp - 1, -14) - 2)
+    rounded = np.where(finite, np.round(mag / quantum) * quantum, mag)
+    rounded = np.where(rounded >= 65536.0, np.inf, rounded)
+    half_bits = rounded.astype(np.float16).view(np.uint16)
+    out = (half_bits >> 8).astype(np.uint8)
+    out = np.where(np.isnan(x), np.uint8(0x7E), out)
+    sign = np.signbit(x).astype(np.uint8) << 7
+    return (out | sign).astype(np.uint8)
 
 
 __all__ = [
@@ -184,9 +243,11 @@ __all__ = [
     "INTS",
     "Prec",
     "bfloat16",
+    "bfloat16_bits_to_single",
     "byte",
     "double",
     "fp8",
+    "fp8_bits_to_single",
     "half",
     "int32",
     "int64",
@@ -194,6 +255,8 @@ __all__ = [
     "parse",
     "promote",
     "single",
+    "single_to_bfloat16_bits",
+    "single_to_fp8_bits",
     "uint4x32",
     "uint16",
     "uint32",

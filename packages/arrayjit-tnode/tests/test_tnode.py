@@ -1,0 +1,387 @@
+"""Tensor nodes: creation, dims, precision, predicates, forcing, host values, registry."""
+
+import gc
+import threading
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from arrayjit_tnode import MemoryModeError, Tnode, UsageError, find, registered_nodes
+from arrayjit_tnode import memory_mode as mm
+from arrayjit_tnode import precision as P
+from arrayjit_tnode.tnode import STACK_THRESHOLD_BYTES, Padding
+
+
+def test_architecture_example() -> None:
+    x = Tnode.create((64, 2), prec=P.single, label=["mlp", "x"])
+    assert x.memory_mode is None and x.dims == (64, 2) and x.prec is P.single
+    w = Tnode.create((2, 16), label="w", hosted=True)
+    vals = np.random.default_rng(0).standard_normal((2, 16))
+    w.set_values(vals)
+    np.testing.assert_allclose(w.get_values(), vals.astype(np.float32))
+    text = str(w)
+    assert text.splitlines()[0] == w.header()
+    assert "Hosted(Unset_hosted)" in text and "2x16" in text and "single" in text
+    assert f"{vals[0, 0]:.4f}"[:5] in text
+
+
+def test_ids_unique_and_identity() -> None:
+    a, b = Tnode.create((1,)), Tnode.create((1,))
+    assert a.id != b.id and a != b and a == a
+    assert {a: 1, b: 2}[a] == 1
+    assert sorted([b, a])[0] is a
+    with pytest.raises(TypeError, match=r"Tnode.create"):
+        Tnode()
+
+
+def test_label_forms_and_debug_name() -> None:
+    assert Tnode.create((1,), label="w").label == ["w"]
+    tn = Tnode.create((1,), label=["mlp", "layer 1", "layer 1", "w!"])
+    assert tn.debug_name == "mlp_layer1_w"
+    assert tn.debug_label == f"mlp.layer 1.layer 1.w!#{tn.id}"
+    anon = Tnode.create((1,))
+    assert anon.debug_name == f"n{anon.id}"
+    assert Tnode.create((1,), label="3d").debug_name == "n3d"
+    anon.code_name = "custom"
+    assert anon.debug_name == "custom"
+
+
+def test_lazy_dims() -> None:
+    calls = []
+
+    def dims() -> tuple[int, int]:
+        calls.append(1)
+        return (3, 5)
+
+    tn = Tnode.create(dims, label="lazy")
+    assert not tn.dims_known and calls == []
+    assert "(lazy)" in tn.header() and "(lazy)" in repr(tn)
+    assert tn.dims == (3, 5) and tn.dims == (3, 5)
+    assert calls == [1]
+    assert tn.num_elems == 15 and tn.size_in_bytes == 60
+
+
+def test_negative_dims_rejected() -> None:
+    with pytest.raises(UsageError, match=r"bad#\d+: dims must be non-negative, got \(2, -1\)"):
+        Tnode.create((2, -1), label="bad")
+
+
+def test_scalar_and_empty_nodes() -> None:
+    s = Tnode.create((), label="s", hosted=True)
+    assert s.num_elems == 1 and s.dims == ()
+    s.set_values(np.float32(2.5))
+    assert s.get_values() == np.float32(2.5)
+    assert s.get_value(()) == 2.5
+    e = Tnode.create((0, 3), label="e", hosted=True)
+    assert e.num_elems == 0 and e.size_in_bytes == 0
+    assert e.get_values().shape == (0, 3)
+    assert "scalar" in s.header()
+
+
+def test_padding_dims_and_values() -> None:
+    tn = Tnode.create((2, 3), label="p", hosted=True, padding=Padding(((1, 1), (0, 2)), -1.0))
+    assert tn.dims == (4, 5) and tn.dims_without_padding == (2, 3)
+    arr = tn.array
+    assert arr is not None and arr.shape == (4, 5)
+    assert arr[0, 0] == -1.0 and arr[1, 0] == 0.0
+    tn.set_values(np.arange(6).reshape(2, 3))
+    np.testing.assert_array_equal(tn.get_values(), np.arange(6).reshape(2, 3))
+    assert tn.array[1:3, 0:3].sum() == 15 and tn.array[0].sum() == -5  # type: ignore[index]
+    tn.set_value((1, 2), 9.0)
+    assert tn.get_value((1, 2)) == 9.0 and tn.array[2, 2] == 9.0  # type: ignore[index]
+    assert "logical 2x3" in tn.header()
+
+
+def test_padding_rank_mismatch() -> None:
+    with pytest.raises(UsageError, match=r"padding has 1 axes but the node has 2 dims"):
+        Tnode.create((2, 3), label="q", padding=Padding(((1, 1),)))
+    with pytest.raises(UsageError, match="negative padding"):
+        Tnode.create((2,), label="q", padding=Padding(((-1, 0),)))
+
+
+def test_delayed_precision() -> None:
+    tn = Tnode.create((2,), label="d")
+    assert not tn.prec_specified
+    tn.update_prec("double")
+    assert tn.prec is P.double and tn.prec_specified
+    tn.update_prec(P.double)  # same: fine
+    with pytest.raises(UsageError, match=r"d#\d+: precision already specified as double"):
+        tn.update_prec("half")
+
+
+def test_precision_fixed_once_read() -> None:
+    tn = Tnode.create((2,), label="r")
+    assert tn.prec is P.single
+    with pytest.raises(UsageError, match=r"precision single was already used"):
+        tn.update_prec("half")
+
+
+def test_unknown_precision() -> None:
+    with pytest.raises(UsageError, match="unknown precision 'f128'"):
+        Tnode.create((1,), prec="f128")
+
+
+def test_initial_memory_mode_and_hosted_conflict() -> None:
+    tn = Tnode.create((1,), label="v", memory_mode=(mm.Virtual(), 5))
+    assert tn.known_virtual() and tn.memory_mode_provenance == 5
+    with pytest.raises(MemoryModeError, match=r"v#\d+: memory mode Hosted.*provenance 0.*Virtual"):
+        Tnode.create((1,), label="v", memory_mode=(mm.Virtual(), 5), hosted=True)
+
+
+PREDICATES = [
+    # mode, virtual, non_virtual, not_materialized, constant, volatile, unspecified, hosted
+    (None, False, False, False, False, False, True, False),
+    (mm.Effectively_constant(), False, False, False, True, False, True, False),
+    (mm.Virtual(), True, False, True, False, False, False, False),
+    (mm.Never_virtual(), False, True, False, False, False, True, False),
+    (mm.Local(), False, True, True, False, False, False, False),
+    (mm.Device_only(), False, True, False, False, False, False, False),
+    (mm.On_device(), False, True, False, False, False, False, False),
+    (mm.Materialized(), False, True, False, False, False, False, False),
+    (mm.Hosted(mm.Constant()), False, True, False, True, False, False, True),
+    (mm.Hosted(mm.Volatile()), False, True, False, False, True, False, True),
+]
+
+
+@pytest.mark.parametrize("row", PREDICATES, ids=lambda r: str(r[0]))
+def test_predicates(row: tuple) -> None:  # type: ignore[type-arg]
+    mode, virt, nonvirt, notmat, const, vol, unspec, hosted = row
+    tn = Tnode.create((2,), label="pred")
+    if mode is not None:
+        tn.update_memory_mode(mode, 1)
+    assert tn.known_virtual() is virt
+    assert tn.known_non_virtual() is nonvirt
+    assert tn.known_not_materialized() is notmat
+    assert tn.known_constant() is const
+    assert tn.known_volatile() is vol
+    assert tn.mode_is_unspecified() is unspec
+    assert tn.is_hosted() is hosted
+
+
+def test_cross_stream_predicates() -> None:
+    local = Tnode.create((2,), memory_mode=(mm.Local(), 1))
+    assert local.known_non_cross_stream() and not local.potentially_cross_stream()
+    const = Tnode.create((2,), memory_mode=(mm.Hosted(mm.Constant()), 1))
+    assert const.potentially_cross_stream() and not const.known_non_cross_stream()
+    plain = Tnode.create((2,), memory_mode=(mm.On_device(), 1))
+    assert not plain.potentially_cross_stream() and not plain.known_non_cross_stream()
+
+
+SMALL = STACK_THRESHOLD_BYTES // 4
+BIG = SMALL + 1
+
+
+@pytest.mark.parametrize(
+    "mode,size,expected",
+    [
+        (None, SMALL, mm.Virtual()),
+        (mm.Effectively_constant(), SMALL, mm.Virtual()),
+        (mm.Never_virtual(), SMALL, mm.Local()),
+        (mm.Never_virtual(), BIG, mm.On_device()),
+        (mm.Device_only(), SMALL, mm.Local()),
+        (mm.Device_only(), BIG, mm.On_device()),
+        (mm.Materialized(), SMALL, mm.On_device()),
+        (mm.Local(), SMALL, mm.Local()),
+        (mm.Hosted(), SMALL, mm.Hosted()),
+        (mm.Virtual(), BIG, mm.Virtual()),
+    ],
+)
+def test_default_to_most_local(mode: mm.MemoryMode | None, size: int, expected: object) -> None:
+    tn = Tnode.create((size,), label="f")
+    if mode is not None:
+        tn.update_memory_mode(mode, 7)
+    tn.default_to_most_local(3)
+    assert tn.memory_mode == expected
+    if mode is not None and mode != expected:
+        assert tn.memory_mode_provenance == 7003
+
+
+def test_force_functions() -> None:
+    a = Tnode.create((2,))
+    assert a.is_virtual_force(1) and a.known_virtual()
+    b = Tnode.create((2,), memory_mode=(mm.Never_virtual(), 1))
+    assert not b.is_virtual_force(2) and b.memory_mode == mm.Never_virtual()
+    assert not b.is_materialized_force(3) and b.memory_mode == mm.Local()
+    c = Tnode.create((2,), memory_mode=(mm.Materialized(), 1))
+    assert c.is_in_context_force(2) and c.memory_mode == mm.On_device()
+    assert not c.is_hosted_force(3)
+    d = Tnode.create((2,), hosted=True)
+    assert d.is_hosted_force(1) and d.is_in_context_force(1) and d.is_materialized_force(1)
+    e = Tnode.create((2,), memory_mode=(mm.Effectively_constant(), 1))
+    assert not e.is_in_context_force(2) and e.known_virtual()
+
+
+@pytest.mark.parametrize("prec", [p for p in P.Prec])
+def test_host_roundtrip_every_precision(prec: P.Prec) -> None:
+    tn = Tnode.create((3, 2), prec=prec, label="rt", hosted=True)
+    shape = prec.host_shape((3, 2))
+    if prec.is_float:
+        vals = (np.arange(6).reshape(shape) - 2.5).astype(prec.numpy_dtype)
+    else:
+        vals = np.arange(int(np.prod(shape))).reshape(shape).astype(prec.numpy_dtype)
+    tn.set_values(vals)
+    got = tn.get_values()
+    assert got.dtype == prec.numpy_dtype and got.shape == shape
+    np.testing.assert_array_equal(got.astype(np.float64), vals.astype(np.float64))
+
+
+def test_set_values_converts_within_kind() -> None:
+    tn = Tnode.create((2,), prec="bfloat16", hosted=True)
+    tn.set_values(np.array([1.0, 3.14159]))
+    np.testing.assert_array_equal(
+        tn.get_values(), np.array([1.0, 3.140625], dtype=ml_dtypes.bfloat16)
+    )
+    ints = Tnode.create((2,), prec="int32", hosted=True)
+    ints.set_values([1, 2])
+    assert ints.get_values().tolist() == [1, 2]
+
+
+def test_set_values_errors() -> None:
+    tn = Tnode.create((2, 3), label="w", hosted=True)
+    with pytest.raises(UsageError, match=r"w#\d+ expects values of shape \[2, 3\], got \[3, 2\]"):
+        tn.set_values(np.zeros((3, 2)))
+    ints = Tnode.create((2,), prec="int32", label="i", hosted=True)
+    with pytest.raises(UsageError, match=r"i#\d+ has precision int32; values of dtype float64"):
+        ints.set_values(np.array([1.5, 2.0]))
+
+
+def test_reading_a_node_that_is_not_hosted() -> None:
+    tn = Tnode.create((2,), label="dev")
+    for call in (
+        tn.get_values,
+        lambda: tn.set_values([1.0, 2.0]),
+        lambda: tn.get_value((0,)),
+        lambda: tn.set_value((0,), 1.0),
+        lambda: tn.points_1d(0),
+    ):
+        with pytest.raises(UsageError, match=r"node dev#\d+ is not hosted"):
+            call()
+    assert tn.array is None
+    assert str(tn).endswith("(not hosted)")
+
+
+def test_index_errors() -> None:
+    tn = Tnode.create((2, 3), label="ix", hosted=True)
+    with pytest.raises(
+        UsageError, match=r"ix#\d+: index \[2, 0\] is out of bounds for dims \[2, 3\]"
+    ):
+        tn.get_value((2, 0))
+    with pytest.raises(UsageError, match="out of bounds"):
+        tn.set_value((0,), 1.0)
+    with pytest.raises(UsageError, match="out of bounds"):
+        tn.get_value((0, -1))
+
+
+def test_get_value_uint4x32_refused() -> None:
+    tn = Tnode.create((2,), prec="uint4x32", label="rng", hosted=True)
+    with pytest.raises(UsageError, match="uint4x32; use get_values"):
+        tn.get_value((0,))
+
+
+def test_points() -> None:
+    tn = Tnode.create((3, 2), label="pts", hosted=True)
+    tn.set_values(np.array([[0, 1], [2, 3], [4, 5]], dtype=np.float32))
+    np.testing.assert_array_equal(tn.points_1d(1), [1, 3, 5])
+    np.testing.assert_array_equal(tn.points_2d(0, 1), [[0, 1], [2, 3], [4, 5]])
+    np.testing.assert_array_equal(tn.points_1d(2, from_axis=0), [4, 5])
+    with pytest.raises(UsageError, match=r"axis 1 has 2 entries, coordinate 2 is out of range"):
+        tn.points_2d(0, 2)
+    s = Tnode.create((), hosted=True)
+    with pytest.raises(UsageError, match="is a scalar"):
+        s.points_1d(0)
+
+
+def test_set_values_marks_devices_lagging() -> None:
+    tn = Tnode.create((2,), hosted=True)
+    tn.devices_not_lagging_host.update({1, 2})
+    tn.set_values([1.0, 2.0])
+    assert tn.devices_not_lagging_host == set()
+    tn.devices_not_lagging_host.add(3)
+    tn.set_value((0,), 5.0)
+    assert tn.devices_not_lagging_host == set()
+
+
+def test_prepare_read_waits_and_transfers_once() -> None:
+    tn = Tnode.create((2,), hosted=True)
+    log: list[str] = []
+    done = [False]
+
+    def sync() -> None:
+        log.append("sync")
+        done[0] = True
+
+    def transfer() -> None:
+        log.append("transfer")
+        tn.array[:] = [7.0, 8.0]  # type: ignore[index]
+
+    tn.prepare_read(lambda: done[0], sync, transfer)
+    assert tn.get_values().tolist() == [7.0, 8.0]
+    assert log == ["sync", "transfer"]
+    tn.get_values()
+    assert log == ["sync", "transfer"]  # the hook runs once
+
+
+def test_prepare_read_skips_sync_when_done() -> None:
+    tn = Tnode.create((2,), hosted=True)
+    log: list[str] = []
+    tn.prepare_read(lambda: True, lambda: log.append("sync"))
+    tn.get_value((0,))
+    assert log == []
+
+
+def test_prepare_write_waits_before_writing() -> None:
+    tn = Tnode.create((2,), hosted=True)
+    seen: list[list[float]] = []
+
+    def sync() -> None:
+        seen.append(tn.array.tolist())  # type: ignore[union-attr]
+
+    tn.prepare_write(lambda: False, sync)
+    tn.set_values([3.0, 4.0])
+    assert seen == [[0.0, 0.0]]  # the pending reader saw the old values
+    assert tn.get_values().tolist() == [3.0, 4.0]
+    tn.prepare_write(lambda: True, sync)
+    tn.set_value((1,), 1.0)
+    assert len(seen) == 1
+
+
+def test_registry_find_and_weakness() -> None:
+    tn = Tnode.create((1,), label="reg")
+    ident = tn.id
+    assert find(ident) is tn
+    assert tn in registered_nodes()
+    del tn
+    gc.collect()
+    assert find(ident) is None
+
+
+def test_thread_safe_ids_and_registry() -> None:
+    made: list[list[Tnode]] = [[] for _ in range(8)]
+
+    def work(k: int) -> None:
+        for _ in range(200):
+            made[k].append(Tnode.create((1,)))
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    nodes = [tn for group in made for tn in group]
+    assert len({tn.id for tn in nodes}) == 1600
+    assert all(find(tn.id) is tn for tn in nodes)
+
+
+def test_backend_info_and_repr() -> None:
+    tn = Tnode.create((2, 2), label="b")
+    tn.backend_info["cc"] = "param"
+    assert tn.backend_info == {"cc": "param"}
+    assert repr(tn) == f"<Tnode b#{tn.id} (2, 2)>"
+    tn.update_memory_mode(mm.On_device(), 42)
+    assert f"#{tn.id} b [On_device(Unset)/42] 2x2 single 16 bytes" == tn.header()
+
+
+def test_large_array_print_is_elided() -> None:
+    tn = Tnode.create((1000,), hosted=True)
+    assert "..." in str(tn)
