@@ -13,8 +13,9 @@ $(VENV)/bin/python:
 install: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q $(PKGS)
 
+# Until the CPU backend lands, the demo is the tensor-node demo (issue 2).
 demo: install
-	$(VENV)/bin/arrayjit demo
+	$(VENV)/bin/python -m arrayjit_tnode.demo
 
 dev: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q $(PKGS) -e packages/arrayjit-backend-opencl[pocl] \

@@ -385,3 +385,11 @@ def test_backend_info_and_repr() -> None:
 def test_large_array_print_is_elided() -> None:
     tn = Tnode.create((1000,), hosted=True)
     assert "..." in str(tn)
+
+
+def test_demo_runs_and_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    from arrayjit_tnode import demo
+
+    assert demo.main() == 0
+    out = capsys.readouterr().out
+    assert "all checks passed" in out and "FAILED" not in out
