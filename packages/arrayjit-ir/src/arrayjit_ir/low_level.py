@@ -36,7 +36,7 @@ class ScopeId:
     id: int
 
 
-# ---- statements -----------------------------------------------------------------------------
+# ---- statements ----
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ class Set_local:
 Stmt = Noop | Comment | Seq | For_loop | Zero_out | Set | Set_local
 
 
-# ---- scalar expressions ---------------------------------------------------------------------
+# ---- scalar expressions ----
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import enum
 import math
+from typing import Any
+
+import numpy as np
 
 
 class Binop(enum.Enum):
@@ -100,3 +103,265 @@ def parse_ternop(name: str | Ternop) -> Ternop:
     if isinstance(name, Ternop):
         return name
     return Ternop(name)
+
+
+# ---- reference semantics (numpy) ----
+# Each function takes numpy arrays (or scalars) already converted to the *computation dtype*
+# and returns a value of that dtype. Integer division and remainder follow C: the quotient
+# truncates toward zero and the remainder takes the sign of the dividend; division by zero gives 0
+# for integers (C leaves it undefined; arrayjit pins it so that every backend agrees).
+
+_ONE_ZERO = (1, 0)
+
+
+def _as(dtype: np.dtype[Any], value: Any) -> Any:
+    return np.asarray(value).astype(dtype)
+
+
+def _int_div(a: Any, b: Any) -> Any:
+    safe_b = np.where(b == 0, 1, b)
+    q = np.abs(a) // np.abs(safe_b)
+    q = np.where((a < 0) != (safe_b < 0), -q, q)
+    return np.where(b == 0, 0, q)
+
+
+def _int_mod(a: Any, b: Any) -> Any:
+    safe_b = np.where(b == 0, 1, b)
+    return np.where(b == 0, 0, np.fmod(a, safe_b))
+
+
+def apply_binop(op: Binop, a: Any, b: Any, dtype: np.dtype[Any]) -> Any:
+    """``op(a, b)`` computed in ``dtype`` (a numpy float or integer dtype)."""
+    a = _as(dtype, a)
+    b = _as(dtype, b)
+    is_int = dtype.kind in "iu"
+    with np.errstate(all="ignore"):
+        match op:
+            case Binop.arg1:
+                r = a
+            case Binop.arg2:
+                r = b
+            case Binop.add:
+                r = a + b
+            case Binop.sub:
+                r = a - b
+            case Binop.mul:
+                r = a * b
+            case Binop.div:
+                r = _int_div(a, b) if is_int else a / b
+            case Binop.pow:
+                if is_int:
+                    r = np.power(a.astype(np.float64), b.astype(np.float64))
+                    r = np.trunc(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
+                else:
+                    r = np.power(a, b)
+            case Binop.relu_gate:
+                r = np.where(a > 0, b, 0)
+            case Binop.satur01_gate:
+                r = np.where((a > 0) & (a < 1), b, 0)
+            case Binop.max:
+                r = np.maximum(a, b)
+            case Binop.min:
+                r = np.minimum(a, b)
+            case Binop.mod:
+                r = _int_mod(a, b) if is_int else np.fmod(a, b)
+            case Binop.cmplt:
+                r = np.where(a < b, *_ONE_ZERO)
+            case Binop.cmpeq:
+                r = np.where(a == b, *_ONE_ZERO)
+            case Binop.cmpne:
+                r = np.where(a != b, *_ONE_ZERO)
+            case Binop.or_:
+                r = np.where((a != 0) | (b != 0), *_ONE_ZERO)
+            case Binop.and_:
+                r = np.where((a != 0) & (b != 0), *_ONE_ZERO)
+            case Binop.threefry4x32:
+                raise TypeError("threefry4x32 works on uint4x32 values: use threefry4x32()")
+        return _as(dtype, r)
+
+
+def apply_unop(op: Unop, a: Any, dtype: np.dtype[Any]) -> Any:
+    """``op(a)`` computed in ``dtype``."""
+    a = _as(dtype, a)
+    is_int = dtype.kind in "iu"
+    with np.errstate(all="ignore"):
+        match op:
+            case Unop.identity:
+                r = a
+            case Unop.relu:
+                r = np.maximum(a, 0)
+            case Unop.satur01:
+                r = np.clip(a, 0, 1)
+            case Unop.neg:
+                r = -a
+            case Unop.trunc:
+                r = a if is_int else np.trunc(a)
+            case Unop.not_:
+                r = np.where(a == 0, *_ONE_ZERO)
+            case Unop.recip:
+                r = _int_div(np.ones_like(a), a) if is_int else 1 / a
+            case Unop.uint4x32_to_prec_uniform:
+                raise TypeError("uint4x32_to_prec_uniform works on uint4x32 values")
+            case _:
+                fn = _FLOAT_UNOPS[op]
+                src = a.astype(np.float64) if is_int else a
+                r = fn(src)
+                if is_int:
+                    r = np.trunc(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
+        return _as(dtype, r)
+
+
+_FLOAT_UNOPS: dict[Unop, Any] = {
+    Unop.exp: np.exp,
+    Unop.log: np.log,
+    Unop.exp2: np.exp2,
+    Unop.log2: np.log2,
+    Unop.sin: np.sin,
+    Unop.cos: np.cos,
+    Unop.sqrt: np.sqrt,
+    Unop.recip_sqrt: lambda x: 1 / np.sqrt(x),
+    Unop.tanh: np.tanh,
+}
+
+
+def apply_ternop(op: Ternop, a: Any, b: Any, c: Any, dtype: np.dtype[Any]) -> Any:
+    """``op(a, b, c)`` computed in ``dtype``; for ``where``, ``a`` is the condition (any dtype)."""
+    with np.errstate(all="ignore"):
+        match op:
+            case Ternop.where:
+                return _as(dtype, np.where(np.asarray(a) != 0, _as(dtype, b), _as(dtype, c)))
+            case Ternop.fma:
+                a, b, c = _as(dtype, a), _as(dtype, b), _as(dtype, c)
+                return _as(dtype, a * b + c)
+    raise TypeError(f"unknown ternary op {op}")
+
+
+# ---- random bits ----
+# Threefry-4x32 with 20 rounds (Salmon et al., "Parallel random numbers: as easy as 1, 2, 3"):
+# the Random123 rotation constants, key-schedule parity 0x1BD11BDA and a key injection every four
+# rounds. Values are uint32 arrays whose last axis holds the four lanes.
+
+_ROTATIONS = ((10, 26), (11, 21), (13, 27), (23, 5), (6, 20), (17, 11), (25, 10), (18, 20))
+_PARITY = 0x1BD11BDA
+THREEFRY_ROUNDS = 20
+
+
+def _rotl(x: Any, r: int) -> Any:
+    return ((x << np.uint32(r)) | (x >> np.uint32(32 - r))).astype(np.uint32)
+
+
+def threefry4x32(key: Any, counter: Any) -> Any:
+    """Random bits from ``key`` and ``counter`` (uint32 arrays of shape ``(..., 4)``)."""
+    k = np.asarray(key, dtype=np.uint32)
+    x = np.array(
+        np.broadcast_to(
+            np.asarray(counter, dtype=np.uint32), np.broadcast_shapes(k.shape, np.shape(counter))
+        ),
+        dtype=np.uint32,
+    )
+    ks = [k[..., i] for i in range(4)]
+    ks.append(np.bitwise_xor.reduce(np.stack(ks), axis=0) ^ np.uint32(_PARITY))
+    with np.errstate(over="ignore"):
+        lanes = [x[..., i] + ks[i] for i in range(4)]
+        for rnd in range(THREEFRY_ROUNDS):
+            r0, r1 = _ROTATIONS[rnd % 8]
+            if rnd % 2 == 0:
+                lanes[0] = lanes[0] + lanes[1]
+                lanes[1] = _rotl(lanes[1], r0) ^ lanes[0]
+                lanes[2] = lanes[2] + lanes[3]
+                lanes[3] = _rotl(lanes[3], r1) ^ lanes[2]
+            else:
+                lanes[0] = lanes[0] + lanes[3]
+                lanes[3] = _rotl(lanes[3], r0) ^ lanes[0]
+                lanes[2] = lanes[2] + lanes[1]
+                lanes[1] = _rotl(lanes[1], r1) ^ lanes[2]
+            if rnd % 4 == 3:
+                inject = rnd // 4 + 1
+                for i in range(4):
+                    lanes[i] = lanes[i] + ks[(inject + i) % 5]
+                lanes[3] = lanes[3] + np.uint32(inject)
+    return np.stack([np.asarray(v, dtype=np.uint32) for v in lanes], axis=-1)
+
+
+# Mantissa bits (with the implicit one) used by the uniform conversion of each float precision.
+UNIFORM_BITS = {"double": 53, "single": 24, "bfloat16": 8, "half": 11, "fp8": 3}
+
+
+def uint4x32_to_uniform(bits: Any, dtype: np.dtype[Any], prec_name: str) -> Any:
+    """Convert random bits to ``dtype``: floats uniform in ``[0, 1)`` from the top mantissa-width
+    bits of lane 0 (lanes 1:0 for double); integers take lane 0 (lanes 1:0 when 64-bit)."""
+    b = np.asarray(bits, dtype=np.uint32)
+    lo = b[..., 0].astype(np.uint64)
+    wide = lo | (b[..., 1].astype(np.uint64) << np.uint64(32))
+    if prec_name in UNIFORM_BITS:
+        m = UNIFORM_BITS[prec_name]
+        if m > 32:
+            v = (wide >> np.uint64(64 - m)).astype(np.float64) * 2.0**-m
+        else:
+            v = (lo >> np.uint64(32 - m)).astype(np.float64) * 2.0**-m
+        return v.astype(dtype)
+    if dtype.itemsize == 8:
+        return wide.astype(dtype)
+    return lo.astype(np.uint32).astype(dtype)
+
+
+# ---- C spellings ----
+# Templates over the argument strings; renderers may override per precision (e.g. float vs
+# double math functions: the ``{f}`` placeholder becomes ``f`` for float and empty for double).
+
+C_BINOP: dict[Binop, str] = {
+    Binop.add: "({0} + {1})",
+    Binop.sub: "({0} - {1})",
+    Binop.mul: "({0} * {1})",
+    Binop.div: "({0} / {1})",
+    Binop.pow: "pow{f}({0}, {1})",
+    Binop.relu_gate: "({0} > 0 ? {1} : 0)",
+    Binop.satur01_gate: "(({0} > 0 && {0} < 1) ? {1} : 0)",
+    Binop.max: "fmax{f}({0}, {1})",
+    Binop.min: "fmin{f}({0}, {1})",
+    Binop.mod: "fmod{f}({0}, {1})",
+    Binop.cmplt: "({0} < {1})",
+    Binop.cmpeq: "({0} == {1})",
+    Binop.cmpne: "({0} != {1})",
+    Binop.or_: "({0} || {1})",
+    Binop.and_: "({0} && {1})",
+}
+
+C_UNOP: dict[Unop, str] = {
+    Unop.identity: "{0}",
+    Unop.relu: "({0} > 0 ? {0} : 0)",
+    Unop.satur01: "({0} < 0 ? 0 : ({0} > 1 ? 1 : {0}))",
+    Unop.exp: "exp{f}({0})",
+    Unop.log: "log{f}({0})",
+    Unop.exp2: "exp2{f}({0})",
+    Unop.log2: "log2{f}({0})",
+    Unop.sin: "sin{f}({0})",
+    Unop.cos: "cos{f}({0})",
+    Unop.sqrt: "sqrt{f}({0})",
+    Unop.recip: "(1 / {0})",
+    Unop.recip_sqrt: "(1 / sqrt{f}({0}))",
+    Unop.neg: "(-{0})",
+    Unop.trunc: "trunc{f}({0})",
+    Unop.tanh: "tanh{f}({0})",
+    Unop.not_: "({0} == 0)",
+}
+
+C_TERNOP: dict[Ternop, str] = {
+    Ternop.where: "({0} ? {1} : {2})",
+    Ternop.fma: "fma{f}({0}, {1}, {2})",
+}
+
+# Short infix names for the pretty printer.
+INFIX: dict[Binop, str] = {
+    Binop.add: "+",
+    Binop.sub: "-",
+    Binop.mul: "*",
+    Binop.div: "/",
+    Binop.pow: "**",
+    Binop.mod: "%",
+    Binop.cmplt: "<",
+    Binop.cmpeq: "==",
+    Binop.cmpne: "!=",
+    Binop.or_: "||",
+    Binop.and_: "&&",
+}

@@ -1,0 +1,190 @@
+"""Lowering: assignments to low-level loops."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from arrayjit_ir import assignments as A
+from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
+from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol, fresh_symbol
+from arrayjit_tnode import Prec, Tnode, UsageError
+
+CONSTANT_FILL_LIMIT = 4096
+"""Constant_fill is unrolled into one store per cell; larger fills are refused."""
+
+
+def lower(comp: A.Comp | A.Assignment) -> L.Stmt:
+    """Lower a computation (or assignments) to low-level code.
+
+    Raises:
+        UsageError: an op on a precision it does not support (``threefry4x32`` or
+            ``uint4x32_to_prec_uniform`` without uint4x32 operands), a ``Constant_fill`` whose
+            number of values differs from the node's cells.
+    """
+    asg = comp.assignments if isinstance(comp, A.Comp) else comp
+    return L.seq(*(_lower_leaf(leaf) for leaf in A.flatten(asg)))
+
+
+def shift(tn: Tnode, idx: Sequence[AxisIndex]) -> tuple[AxisIndex, ...]:
+    """Logical indices of ``tn`` turned into buffer indices (its left padding added)."""
+    if tn.padding is None:
+        return tuple(idx)
+    out: list[AxisIndex] = []
+    for i, (left, _) in zip(idx, tn.padding.axes):
+        match i:
+            case _ if left == 0:
+                out.append(i)
+            case Fixed_idx(value=v):
+                out.append(Fixed_idx(v + left))
+            case Iterator(symbol=s):
+                out.append(Affine(((1, s),), left))
+            case Affine(terms=terms, offset=off):
+                out.append(Affine(terms, off + left))
+    return tuple(out)
+
+
+def loop_over(dims: Sequence[int], body: Callable[[tuple[AxisIndex, ...]], L.Stmt]) -> L.Stmt:
+    """Loops over ``dims`` (size-1 axes get ``Fixed_idx(0)`` and no loop)."""
+    symbols: list[Symbol | None] = [None if d == 1 else fresh_symbol() for d in dims]
+    idx = tuple(Fixed_idx(0) if s is None else Iterator(s) for s in symbols)
+    stmt = body(idx)
+    for d, s in reversed(list(zip(dims, symbols))):
+        if s is not None:
+            stmt = L.For_loop(s, 0, d - 1, stmt)
+    return stmt
+
+
+def _read(r: A.Rhs, idx: tuple[AxisIndex, ...]) -> L.Expr:
+    if isinstance(r, A.Merge_buffer):
+        return L.Get_merge_buffer(r.tn, shift(r.tn, idx))
+    return L.Get(r, shift(r, idx))
+
+
+def _check_prec(asg: A.Accum_op) -> None:
+    uses_bits = asg.op in (ops.Binop.threefry4x32, ops.Unop.uint4x32_to_prec_uniform)
+    if asg.op is ops.Binop.threefry4x32 and asg.lhs.prec is not Prec.uint4x32:
+        raise UsageError(
+            f"threefry4x32 writes uint4x32, but {asg.lhs.debug_label} has precision {asg.lhs.prec}"
+        )
+    if uses_bits:
+        for r in asg.rhs:
+            tn = A.rhs_node(r)
+            if tn.prec is not Prec.uint4x32:
+                raise UsageError(
+                    f"{asg.op.value} reads uint4x32 random bits, but {tn.debug_label} has "
+                    f"precision {tn.prec}"
+                )
+
+
+def _apply(op: ops.Binop | ops.Unop | ops.Ternop, args: list[L.Expr]) -> L.Expr:
+    match op:
+        case ops.Binop.arg1:
+            return args[0]
+        case ops.Binop.arg2:
+            return args[1]
+        case ops.Unop.identity:
+            return args[0]
+        case ops.Binop():
+            return L.Binop(op, args[0], args[1])
+        case ops.Unop():
+            return L.Unop(op, args[0])
+        case ops.Ternop():
+            return L.Ternop(op, args[0], args[1], args[2])
+    raise TypeError(op)
+
+
+def _lower_accum(asg: A.Accum_op) -> L.Stmt:
+    _check_prec(asg)
+    proj = asg.projections
+    lhs = asg.lhs
+    injective = proj.is_injective()
+    prefix: L.Stmt = L.Noop()
+    if (
+        asg.accum is not None
+        and asg.initialize_neutral
+        and not (injective and proj.is_surjective(lhs.dims_without_padding))
+    ):
+        prefix = _lower_fetch(A.Fetch(lhs, A.Constant(ops.neutral(asg.accum))))
+    symbols = {s: s for s in proj.product_iterators}
+    lhs_idx = shift(lhs, proj.project_lhs)
+    value = _apply(asg.op, [_read(r, idx) for r, idx in zip(asg.rhs, proj.project_rhs)])
+    if asg.accum is not None and not (asg.initialize_neutral and injective):
+        value = L.Binop(asg.accum, L.Get(lhs, lhs_idx), value)
+    stmt: L.Stmt = L.Set(lhs, lhs_idx, value)
+    for extent, sym in reversed(list(zip(proj.product_space, proj.product_iterators))):
+        if extent != 1:
+            stmt = L.For_loop(symbols[sym], 0, extent - 1, stmt)
+    return L.seq(prefix, stmt)
+
+
+def _row_major(dims: Sequence[int], idx: tuple[AxisIndex, ...]) -> AxisIndex:
+    terms: list[tuple[int, Symbol]] = []
+    stride = 1
+    for d, i in reversed(list(zip(dims, idx))):
+        if isinstance(i, Iterator) and isinstance(i.symbol, Symbol):
+            terms.append((stride, i.symbol))
+        stride *= d
+    if not terms:
+        return Fixed_idx(0)
+    if len(terms) == 1 and terms[0][0] == 1:
+        return Iterator(terms[0][1])
+    return Affine(tuple(reversed(terms)), 0)
+
+
+def _lower_fetch(f: A.Fetch) -> L.Stmt:
+    tn = f.lhs
+    dims = tn.dims_without_padding
+    match f.fetch_op:
+        case A.Constant(value=v) if v == 0 and tn.padding is None:
+            return L.Zero_out(tn)
+        case A.Constant(value=v):
+            return loop_over(dims, lambda idx: L.Set(tn, shift(tn, idx), L.Constant(v)))
+        case A.Range_over_offsets():
+            return loop_over(
+                dims, lambda idx: L.Set(tn, shift(tn, idx), L.Embed_index(_row_major(dims, idx)))
+            )
+        case A.Embed_symbol(symbol=s):
+            return loop_over(
+                dims, lambda idx: L.Set(tn, shift(tn, idx), L.Embed_index(Iterator(s)))
+            )
+        case A.Slice(batch=b, source=src):
+            src_dims = src.dims_without_padding
+            if tuple(src_dims[1:]) != tuple(dims):
+                raise UsageError(
+                    f"slice: {src.debug_label} with dims {list(src_dims)} cannot fill "
+                    f"{tn.debug_label} with dims {list(dims)}"
+                )
+            return loop_over(
+                dims,
+                lambda idx: L.Set(tn, shift(tn, idx), L.Get(src, shift(src, (Iterator(b), *idx)))),
+            )
+        case A.Constant_fill(values=vals):
+            n = tn.num_elems if tn.padding is None else _count(dims)
+            if len(vals) != n or n > CONSTANT_FILL_LIMIT:
+                raise UsageError(
+                    f"constant_fill: {tn.debug_label} has {n} cells but {len(vals)} values were "
+                    f"given (at most {CONSTANT_FILL_LIMIT})"
+                )
+            stmts: list[L.Stmt] = []
+            for offset, v in enumerate(vals):
+                idx, rest = [], offset
+                for d in reversed(dims):
+                    idx.append(Fixed_idx(rest % d))
+                    rest //= d
+                stmts.append(L.Set(tn, shift(tn, tuple(reversed(idx))), L.Constant(float(v))))
+            return L.seq(*stmts)
+    raise TypeError(f"unknown fetch op {f.fetch_op!r}")
+
+
+def _count(dims: Sequence[int]) -> int:
+    n = 1
+    for d in dims:
+        n *= d
+    return n
+
+
+def _lower_leaf(a: A.Accum_op | A.Fetch) -> L.Stmt:
+    if isinstance(a, A.Accum_op):
+        return _lower_accum(a)
+    return _lower_fetch(a)

@@ -1,0 +1,155 @@
+"""Op semantics against numpy, per precision; threefry and uniform conversion."""
+
+import numpy as np
+import pytest
+
+from arrayjit_ir import ops
+from arrayjit_ir.ops import Binop, Ternop, Unop
+
+F32 = np.dtype(np.float32)
+I32 = np.dtype(np.int32)
+A = np.array([-2.5, -1.0, 0.0, 0.5, 3.0], dtype=np.float32)
+B = np.array([1.5, -2.0, 4.0, 0.25, 3.0], dtype=np.float32)
+
+FLOAT_BINOPS = {
+    Binop.arg1: A,
+    Binop.arg2: B,
+    Binop.add: A + B,
+    Binop.sub: A - B,
+    Binop.mul: A * B,
+    Binop.div: A / B,
+    Binop.pow: np.power(A, B),
+    Binop.relu_gate: np.where(A > 0, B, 0),
+    Binop.satur01_gate: np.where((A > 0) & (A < 1), B, 0),
+    Binop.max: np.maximum(A, B),
+    Binop.min: np.minimum(A, B),
+    Binop.mod: np.fmod(A, B),
+    Binop.cmplt: (A < B).astype(np.float32),
+    Binop.cmpeq: (A == B).astype(np.float32),
+    Binop.cmpne: (A != B).astype(np.float32),
+    Binop.or_: ((A != 0) | (B != 0)).astype(np.float32),
+    Binop.and_: ((A != 0) & (B != 0)).astype(np.float32),
+}
+
+
+@pytest.mark.parametrize("op", list(FLOAT_BINOPS), ids=lambda o: o.value)
+def test_float_binops(op: Binop) -> None:
+    got = ops.apply_binop(op, A, B, F32)
+    assert got.dtype == F32
+    np.testing.assert_array_equal(got, FLOAT_BINOPS[op].astype(np.float32))
+
+
+FLOAT_UNOPS = {
+    Unop.identity: A,
+    Unop.relu: np.maximum(A, 0),
+    Unop.satur01: np.clip(A, 0, 1),
+    Unop.exp: np.exp(A),
+    Unop.log: np.log(np.abs(A) + 1),
+    Unop.exp2: np.exp2(A),
+    Unop.log2: np.log2(np.abs(A) + 1),
+    Unop.sin: np.sin(A),
+    Unop.cos: np.cos(A),
+    Unop.sqrt: np.sqrt(np.abs(A)),
+    Unop.recip: 1 / B,
+    Unop.recip_sqrt: 1 / np.sqrt(np.abs(B)),
+    Unop.neg: -A,
+    Unop.trunc: np.trunc(A),
+    Unop.tanh: np.tanh(A),
+    Unop.not_: (A == 0).astype(np.float32),
+}
+ARG = {
+    Unop.log: np.abs(A) + 1,
+    Unop.log2: np.abs(A) + 1,
+    Unop.sqrt: np.abs(A),
+    Unop.recip: B,
+    Unop.recip_sqrt: np.abs(B),
+}
+
+
+@pytest.mark.parametrize("op", list(FLOAT_UNOPS), ids=lambda o: o.value)
+def test_float_unops(op: Unop) -> None:
+    got = ops.apply_unop(op, ARG.get(op, A), F32)
+    np.testing.assert_allclose(got, FLOAT_UNOPS[op].astype(np.float32), rtol=1e-6)
+
+
+def test_integer_division_and_remainder_follow_c() -> None:
+    a = np.array([-7, 7, -7, 7, 5], dtype=np.int32)
+    b = np.array([2, -2, -2, 2, 0], dtype=np.int32)
+    assert ops.apply_binop(Binop.div, a, b, I32).tolist() == [-3, -3, 3, 3, 0]
+    assert ops.apply_binop(Binop.mod, a, b, I32).tolist() == [-1, 1, -1, 1, 0]
+    assert ops.apply_binop(Binop.pow, np.int32(3), np.int32(4), I32) == 81
+    assert ops.apply_unop(Unop.recip, np.array([2, 1, 0], np.int32), I32).tolist() == [0, 1, 0]
+
+
+def test_integer_overflow_wraps() -> None:
+    big = np.array([2**31 - 1], dtype=np.int32)
+    assert ops.apply_binop(Binop.add, big, np.int32(1), I32).tolist() == [-(2**31)]
+
+
+def test_ternops() -> None:
+    c = np.array([1, 0, 2], dtype=np.float64)
+    x, y = np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 30.0])
+    assert ops.apply_ternop(Ternop.where, c, x, y, F32).tolist() == [1.0, 20.0, 3.0]
+    assert ops.apply_ternop(Ternop.fma, x, y, x, F32).tolist() == [11.0, 42.0, 93.0]
+
+
+def test_neutral_elements() -> None:
+    assert ops.neutral(Binop.add) == 0 and ops.neutral(Binop.mul) == 1
+    assert ops.neutral(Binop.max) == -np.inf and ops.neutral(Binop.min) == np.inf
+    assert ops.neutral(Binop.relu_gate) == 0
+
+
+def test_op_parsing() -> None:
+    assert ops.parse_binop("or") is Binop.or_ and ops.parse_unop("not") is Unop.not_
+    assert ops.parse_ternop("fma") is Ternop.fma
+    with pytest.raises(ValueError):
+        ops.parse_binop("nope")
+
+
+def test_threefry_is_deterministic_and_key_sensitive() -> None:
+    key = np.array([1, 2, 3, 4], np.uint32)
+    ctr = np.zeros((1000, 4), np.uint32)
+    ctr[:, 0] = np.arange(1000)
+    r1, r2 = ops.threefry4x32(key, ctr), ops.threefry4x32(key, ctr)
+    assert np.array_equal(r1, r2) and r1.shape == (1000, 4) and r1.dtype == np.uint32
+    other = ops.threefry4x32(np.array([1, 2, 3, 5], np.uint32), ctr)
+    assert (other != r1).mean() > 0.99
+    assert len(np.unique(r1[:, 0])) == 1000
+
+
+def test_threefry_bits_look_uniform() -> None:
+    ctr = np.zeros((20000, 4), np.uint32)
+    ctr[:, 0] = np.arange(20000)
+    bits = ops.threefry4x32(np.array([7, 0, 0, 0], np.uint32), ctr)
+    ones = np.unpackbits(bits.view(np.uint8)).mean()
+    assert abs(ones - 0.5) < 0.005
+
+
+@pytest.mark.parametrize(
+    "name,dtype", [("single", np.float32), ("double", np.float64), ("half", np.float16)]
+)
+def test_uniform_distribution(name: str, dtype: type) -> None:
+    ctr = np.zeros((20000, 4), np.uint32)
+    ctr[:, 0] = np.arange(20000)
+    u = ops.uint4x32_to_uniform(
+        ops.threefry4x32(np.array([3, 1, 4, 1], np.uint32), ctr), np.dtype(dtype), name
+    )
+    assert u.dtype == dtype and u.min() >= 0 and u.max() < 1
+    assert abs(float(u.mean()) - 0.5) < 0.01
+    assert abs(float(u.astype(np.float64).var()) - 1 / 12) < 0.005
+    counts = np.histogram(u.astype(np.float64), bins=10, range=(0, 1))[0]
+    chi2 = ((counts - 2000) ** 2 / 2000).sum()
+    assert chi2 < 30  # 9 degrees of freedom: p < 0.001 above ~27.9
+
+
+def test_uniform_integers_take_lane_bits() -> None:
+    bits = np.array([[5, 1, 0, 0]], np.uint32)
+    assert ops.uint4x32_to_uniform(bits, np.dtype(np.int32), "int32").tolist() == [5]
+    assert ops.uint4x32_to_uniform(bits, np.dtype(np.uint64), "uint64").tolist() == [2**32 + 5]
+
+
+def test_c_spelling_tables_cover_ops() -> None:
+    assert set(ops.C_BINOP) | {Binop.arg1, Binop.arg2, Binop.threefry4x32} == set(Binop)
+    assert set(ops.C_UNOP) | {Unop.uint4x32_to_prec_uniform} == set(Unop)
+    assert set(ops.C_TERNOP) == set(Ternop)
+    assert ops.C_BINOP[Binop.add].format("a", "b") == "(a + b)"

@@ -1,0 +1,279 @@
+"""The optimizer: virtualization decisions, settled modes, golden printouts.
+
+Golden files live in tests/golden/. Regenerate them (never done by the tests themselves) with:
+
+    ARRAYJIT_REGEN_GOLDEN=1 pytest packages/arrayjit-ir/tests/test_optimize.py
+"""
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ir_helpers import run
+
+from arrayjit_ir import ir, low_level, lower, optimize, optimize_batch, pretty
+from arrayjit_tnode import MemoryModeError, Tnode, UsageError
+from arrayjit_tnode import memory_mode as mm
+
+GOLDEN = Path(__file__).parent / "golden"
+RNG = np.random.default_rng(1)
+
+
+def node(dims: tuple[int, ...], label: str, **kw: object) -> Tnode:
+    return Tnode.create(dims, label=label, **kw)  # type: ignore[arg-type]
+
+
+def loops(s: low_level.Stmt) -> int:
+    """Number of top-level loop nests."""
+    top = s.stmts if isinstance(s, low_level.Seq) else (s,)
+    return sum(isinstance(x, low_level.For_loop) for x in top)
+
+
+def fused_chain() -> tuple[ir.Block, dict[Tnode, np.ndarray], list[Tnode], Callable[..., object]]:
+    a, b, c = (node((16,), n, hosted=True) for n in "abc")
+    t1, t2, y = node((16,), "t1"), node((16,), "t2"), node((16,), "y", hosted=True)
+    comp = ir.block(ir.binop(t1, "mul", a, b), ir.binop(t2, "add", t1, c), ir.unop(y, "relu", t2))
+    vals = {a: RNG.standard_normal(16), b: RNG.standard_normal(16), c: RNG.standard_normal(16)}
+    return comp, vals, [y], lambda: np.maximum(vals[a] * vals[b] + vals[c], 0)
+
+
+def test_relu_chain_becomes_one_loop_nest() -> None:
+    comp, vals, outs, expect = fused_chain()
+    o = optimize(lower(comp), name="chain")
+    t1, t2 = [tn for tn in o.traced if tn.label[0] in ("t1", "t2")]
+    assert t1.known_virtual() and t2.known_virtual()
+    assert loops(o.code) == 1
+    writes = {w.tn for w in _writes(o.code)}
+    assert writes == set(outs)
+    np.testing.assert_allclose(run(comp, vals, outs)[outs[0]], expect(), rtol=1e-5)
+
+
+def _writes(s: low_level.Stmt) -> list[low_level.Set]:
+    from arrayjit_ir.optimize import _writes as w
+
+    return [x for x in w(s) if isinstance(x, low_level.Set)]
+
+
+def test_matmul_feeding_relu_inlines_the_reduction() -> None:
+    x, w = node((4, 3), "x", hosted=True), node((3, 5), "w", hosted=True)
+    h, y = node((4, 5), "h"), node((4, 5), "y", hosted=True)
+    comp = ir.block(ir.accum(h, "add", x, w, op="mul", spec="bi,ij->bj"), ir.unop(y, "relu", h))
+    o = optimize(lower(comp), name="mm_relu")
+    assert h.known_virtual() and loops(o.code) == 1
+    vx, vw = RNG.standard_normal((4, 3)), RNG.standard_normal((3, 5))
+    np.testing.assert_allclose(run(comp, {x: vx, w: vw}, [y])[y], np.maximum(vx @ vw, 0), rtol=1e-5)
+
+
+def test_reduction_read_twice_stays_materialized() -> None:
+    x, s, y = node((4, 6), "x", hosted=True), node((4,), "s"), node((4,), "y", hosted=True)
+    comp = ir.block(ir.accum(s, "add", x, spec="ij->i"), ir.binop(y, "mul", s, s))
+    optimize(lower(comp), name="twice")
+    assert not s.known_virtual() and s.memory_mode == mm.Local()
+    vx = RNG.standard_normal((4, 6))
+    np.testing.assert_allclose(run(comp, {x: vx}, [y])[y], vx.sum(1) ** 2, rtol=1e-5)
+
+
+def test_node_read_at_shifted_positions_still_correct() -> None:
+    a, t, y = node((6,), "a", hosted=True), node((6,), "t"), node((6,), "y", hosted=True)
+    comp = ir.block(ir.unop(t, "exp", a), ir.unop(y, "neg", t, spec="i->i"))
+    va = RNG.standard_normal(6)
+    np.testing.assert_allclose(run(comp, {a: va}, [y])[y], -np.exp(va), rtol=1e-6)
+
+
+def test_hosted_intermediates_stay_hosted() -> None:
+    a, t, y = (
+        node((8,), "a", hosted=True),
+        node((8,), "t", hosted=True),
+        node((8,), "y", hosted=True),
+    )
+    comp = ir.block(ir.unop(t, "exp", a), ir.unop(y, "neg", t))
+    o = optimize(lower(comp), name="hosted")
+    assert t.is_hosted() and loops(o.code) == 2
+
+
+def test_inputs_and_outputs_are_materialized() -> None:
+    a, t, y = node((8,), "a"), node((8,), "t"), node((8,), "y")
+    o = optimize(lower(ir.block(ir.unop(t, "exp", a), ir.unop(y, "neg", t))), name="io")
+    assert a.memory_mode == mm.On_device() and y.memory_mode == mm.On_device()
+    assert t.known_virtual()
+    assert o.inputs == (a,) and o.outputs == (y,)
+    assert set(o.context_nodes) == {a, y} and o.local_nodes == ()
+
+
+def test_accumulating_into_existing_value_is_an_input() -> None:
+    w, g = node((4,), "w"), node((4,), "g")
+    o = optimize(lower(ir.accum(w, "sub", g, initialize_neutral=False)), name="sgd")
+    assert o.traced[w].read_before_write and w in o.inputs and w in o.outputs
+
+
+def test_zero_initialized_by_code() -> None:
+    x, s = node((4, 6), "x"), node((4,), "s")
+    o = optimize(lower(ir.accum(s, "add", x, spec="ij->i")), name="z")
+    assert o.traced[s].zero_initialized_by_code and not o.traced[s].read_before_write
+
+
+def test_user_virtual_decision_conflicts_with_input_use() -> None:
+    a, y = node((4,), "a", memory_mode=(mm.Virtual(), 29)), node((4,), "y")
+    with pytest.raises(MemoryModeError, match=r"a#\d+: memory mode Materialized \(provenance 37\)"):
+        optimize(lower(ir.unop(y, "neg", a)), name="bad")
+
+
+def test_merge_buffer_reads_of_two_nodes_are_refused() -> None:
+    a, b, y = node((4,), "a"), node((4,), "b"), node((4,), "y")
+    code = lower(ir.binop(y, "add", ir.merge_buffer(a), ir.merge_buffer(b)))
+    with pytest.raises(UsageError, match="reads the merge buffer of several nodes"):
+        optimize(code, name="m")
+
+
+def test_merge_node_recorded() -> None:
+    g, acc = node((4,), "g"), node((4,), "acc")
+    o = optimize(
+        lower(ir.accum(acc, "add", ir.merge_buffer(g), initialize_neutral=False)), name="merge"
+    )
+    assert o.merge_node == g
+
+
+def test_batch_shares_nodes_between_routines() -> None:
+    a, t, y = node((8,), "a"), node((8,), "t"), node((8,), "y")
+    first = lower(ir.unop(t, "exp", a))
+    second = lower(ir.unop(y, "neg", t))
+    o1, o2 = optimize_batch([first, second], ["f", "g"])
+    assert not t.known_virtual() and t.memory_mode == mm.On_device()
+    assert t in o1.outputs and t in o2.inputs
+
+
+def test_simplify_folds_constants_and_identities() -> None:
+    from arrayjit_ir.optimize import _simplify_expr
+
+    x = low_level.Get(node((1,), "x"), ())
+    two = low_level.Binop(low_level.ops.Binop.add, low_level.Constant(1.0), low_level.Constant(1.0))
+    assert _simplify_expr(two) == low_level.Constant(2.0)
+    e = low_level.Binop(
+        low_level.ops.Binop.mul,
+        low_level.Binop(low_level.ops.Binop.add, x, low_level.Constant(0.0)),
+        low_level.Constant(1.0),
+    )
+    assert _simplify_expr(e) == x
+    zero = low_level.Binop(low_level.ops.Binop.mul, x, low_level.Constant(0.0))
+    assert _simplify_expr(zero) == zero  # x * 0 is not 0 for NaN and infinity
+
+
+# ---- golden printouts ---------------------------------------------------------------------------
+
+
+def _g_chain() -> ir.Block:
+    return fused_chain()[0]
+
+
+def _g_matmul_relu() -> ir.Block:
+    x, w = node((4, 3), "x", hosted=True), node((3, 5), "w", hosted=True)
+    h, y = node((4, 5), "h"), node((4, 5), "y", hosted=True)
+    return ir.block(ir.accum(h, "add", x, w, op="mul", spec="bi,ij->bj"), ir.unop(y, "relu", h))
+
+
+def _g_softmax() -> ir.Block:
+    x, y = node((2, 4), "x", hosted=True), node((2, 4), "y", hosted=True)
+    m, e, s = node((2, 1), "m"), node((2, 4), "e"), node((2, 1), "s")
+    return ir.block(
+        ir.accum(m, "max", x, spec="ij->ik"),
+        ir.binop(e, "sub", x, m),
+        ir.unop(e, "exp", e),
+        ir.accum(s, "add", e, spec="ij->ik"),
+        ir.binop(y, "div", e, s),
+    )
+
+
+def _g_sum() -> ir.Accum_op:
+    return ir.accum(
+        node((3,), "s", hosted=True), "add", node((3, 7), "x", hosted=True), spec="ij->i"
+    )
+
+
+def _g_dot() -> ir.Accum_op:
+    v = node((5,), "v", hosted=True)
+    return ir.accum(node((), "d", hosted=True), "add", v, v, op="mul", spec="i,i->")
+
+
+def _g_broadcast() -> ir.Block:
+    a, b, t = node((3, 4), "a", hosted=True), node((4,), "b", hosted=True), node((3, 4), "t")
+    return ir.block(ir.binop(t, "add", a, b), ir.unop(node((3, 4), "y", hosted=True), "tanh", t))
+
+
+def _g_sgd() -> ir.Block:
+    w, g = node((4,), "w", hosted=True), node((4,), "g", hosted=True)
+    lr, step = node((), "lr", hosted=True), node((4,), "step")
+    return ir.block(
+        ir.binop(step, "mul", lr, g), ir.accum(w, "sub", step, initialize_neutral=False)
+    )
+
+
+def _g_fetches() -> ir.Block:
+    return ir.block(
+        ir.fetch(node((2, 3), "r", hosted=True), ir.Range_over_offsets()),
+        ir.fetch(node((2,), "c", hosted=True), ir.Constant_fill((1.5, -2.0))),
+        ir.fetch(node((3,), "k", hosted=True), ir.Constant(7.0)),
+    )
+
+
+def _g_where() -> ir.Block:
+    a, b, m = node((6,), "a", hosted=True), node((6,), "b", hosted=True), node((6,), "m")
+    return ir.block(
+        ir.binop(m, "cmplt", a, b), ir.ternop(node((6,), "y", hosted=True), "where", m, a, b)
+    )
+
+
+def _g_transpose() -> ir.Block:
+    a, t = node((2, 3), "a", hosted=True), node((3, 2), "t")
+    return ir.block(
+        ir.unop(t, "identity", a, spec="ij->ji"), ir.unop(node((3, 2), "y", hosted=True), "exp", t)
+    )
+
+
+def _g_two_reads() -> ir.Block:
+    x, s = node((3, 4), "x", hosted=True), node((3,), "s")
+    return ir.block(
+        ir.accum(s, "add", x, spec="ij->i"), ir.binop(node((3,), "y", hosted=True), "mul", s, s)
+    )
+
+
+def _g_mlp_layer() -> ir.Block:
+    x, w, b = (
+        node((8, 3), "x", hosted=True),
+        node((3, 4), "w", hosted=True),
+        node((4,), "b", hosted=True),
+    )
+    z, zb = node((8, 4), "z"), node((8, 4), "zb")
+    return ir.block(
+        ir.accum(z, "add", x, w, op="mul", spec="bi,ih->bh"),
+        ir.binop(zb, "add", z, b),
+        ir.unop(node((8, 4), "h", hosted=True), "relu", zb),
+    )
+
+
+GOLDENS = {
+    "chain": _g_chain,
+    "matmul_relu": _g_matmul_relu,
+    "softmax": _g_softmax,
+    "sum": _g_sum,
+    "dot": _g_dot,
+    "broadcast": _g_broadcast,
+    "sgd": _g_sgd,
+    "fetches": _g_fetches,
+    "where": _g_where,
+    "transpose": _g_transpose,
+    "two_reads": _g_two_reads,
+    "mlp_layer": _g_mlp_layer,
+}
+
+
+@pytest.mark.parametrize("name", list(GOLDENS))
+def test_golden(name: str) -> None:
+    comp = GOLDENS[name]()
+    text = pretty(comp) + "\n---\n" + pretty(optimize(lower(comp), name=name)) + "\n"
+    path = GOLDEN / f"{name}.txt"
+    if os.environ.get("ARRAYJIT_REGEN_GOLDEN") == "1":
+        path.write_text(text)
+    assert path.exists(), f"missing golden {path}; regenerate with ARRAYJIT_REGEN_GOLDEN=1"
+    assert text == path.read_text()
