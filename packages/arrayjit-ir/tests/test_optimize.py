@@ -277,3 +277,116 @@ def test_golden(name: str) -> None:
         path.write_text(text)
     assert path.exists(), f"missing golden {path}; regenerate with ARRAYJIT_REGEN_GOLDEN=1"
     assert text == path.read_text()
+
+
+def test_cse_reuses_an_equal_inlined_reduction() -> None:
+    x, s = node((3, 4), "x", hosted=True), node((3,), "s")
+    y = node((3,), "y", hosted=True)
+    # s is read twice in one statement at the same position: computed once, read twice.
+    comp = ir.block(ir.accum(s, "add", x, spec="ij->i"), ir.binop(y, "mul", s, s))
+    from arrayjit_ir.cse import eliminate_common_subexpressions
+    from arrayjit_ir.indexing import Iterator
+
+    sc1 = low_level.ScopeId(s, 101)
+    sc2 = low_level.ScopeId(s, 102)
+    i, j1, j2 = (low_level.Symbol(n) for n in (9001, 9002, 9003))
+
+    def scope(sc: low_level.ScopeId, j: low_level.Symbol) -> low_level.Local_scope:
+        body = low_level.For_loop(
+            j,
+            0,
+            3,
+            low_level.Set_local(
+                sc,
+                low_level.Binop(
+                    low_level.ops.Binop.add,
+                    low_level.Get_local(sc),
+                    low_level.Get(x, (Iterator(i), Iterator(j))),
+                ),
+            ),
+        )
+        return low_level.Local_scope(sc, body, (Iterator(i),))
+
+    stmt = low_level.Set(
+        y, (Iterator(i),), low_level.Binop(low_level.ops.Binop.mul, scope(sc1, j1), scope(sc2, j2))
+    )
+    out = eliminate_common_subexpressions(stmt)
+    assert isinstance(out, low_level.Set) and isinstance(out.value, low_level.Binop)
+    assert out.value.b == low_level.Get_local(sc1)
+    # A scope over another row (a different free symbol) is not merged.
+    k = low_level.Symbol(9004)
+    other = low_level.Set(
+        y,
+        (Iterator(i),),
+        low_level.Binop(
+            low_level.ops.Binop.mul,
+            scope(sc1, j1),
+            low_level.Local_scope(
+                sc2,
+                low_level.For_loop(
+                    j2,
+                    0,
+                    3,
+                    low_level.Set_local(sc2, low_level.Get(x, (Iterator(k), Iterator(j2)))),
+                ),
+                (),
+            ),
+        ),
+    )
+    assert isinstance(eliminate_common_subexpressions(other).value.b, low_level.Local_scope)
+    vx = RNG.standard_normal((3, 4))
+    np.testing.assert_allclose(run(comp, {x: vx}, [y])[y], vx.sum(1) ** 2, rtol=1e-6)
+
+
+def test_cse_hoists_across_sibling_statements() -> None:
+    from arrayjit_ir.cse import hoist_across_statements
+    from arrayjit_ir.indexing import Fixed_idx, Iterator
+
+    x, y, z, w = node((4,), "x"), node((), "y"), node((), "z"), node((), "w")
+    sc1, sc2 = low_level.ScopeId(x, 201), low_level.ScopeId(x, 202)
+
+    def total(sc: low_level.ScopeId) -> low_level.Local_scope:
+        j = low_level.Symbol(9100 + sc.id)
+        body = low_level.seq(
+            low_level.Set_local(sc, low_level.Constant(0.0)),
+            low_level.For_loop(
+                j,
+                0,
+                3,
+                low_level.Set_local(
+                    sc,
+                    low_level.Binop(
+                        low_level.ops.Binop.add,
+                        low_level.Get_local(sc),
+                        low_level.Get(x, (Iterator(j),)),
+                    ),
+                ),
+            ),
+        )
+        return low_level.Local_scope(sc, body, ())
+
+    code = low_level.seq(low_level.Set(y, (), total(sc1)), low_level.Set(z, (), total(sc2)))
+    out = hoist_across_statements(code)
+    assert isinstance(out, low_level.Seq) and len(out.stmts) == 4
+    assert out.stmts[2] == low_level.Set(y, (), low_level.Get_local(sc1))
+    assert out.stmts[3] == low_level.Set(z, (), low_level.Get_local(sc1))
+    vals = interpret_code(out, {x: np.arange(4.0, dtype=np.float32)}, [y, z])
+    assert vals[y] == 6.0 and vals[z] == 6.0
+    # A write in between to a node the computation reads blocks the hoist.
+    blocked = low_level.seq(
+        low_level.Set(y, (), total(sc1)),
+        low_level.Set(x, (Fixed_idx(0),), low_level.Constant(5.0)),
+        low_level.Set(w, (), total(sc2)),
+    )
+    assert hoist_across_statements(blocked) == blocked
+
+
+def interpret_code(
+    code: low_level.Stmt, inputs: dict[Tnode, np.ndarray], outs: list[Tnode]
+) -> dict[Tnode, np.ndarray]:
+    from arrayjit_ir import interpret
+
+    bufs = dict(inputs)
+    for tn in outs:
+        bufs[tn] = np.zeros(tn.dims, np.float32)
+    return interpret(code, bufs)

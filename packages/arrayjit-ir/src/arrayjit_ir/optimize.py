@@ -13,6 +13,11 @@ Passes, in order:
 3. **cleanup** — stores to virtual nodes are gone; every remaining node settles to a leaf mode:
    inputs (read-only or read before written) and outputs (written, never read here) are
    materialized, other intermediates default to ``Local`` (small) or ``On_device``.
+5. **CSE** — within a statement, an inlined computation equal to an earlier one (up to renaming
+   of its own loop symbols and locals) reads the earlier local instead; across sibling
+   statements, such a computation is hoisted into a local before its first user when nothing in
+   between writes what it reads (:mod:`arrayjit_ir.cse`).
+
 4. **simplify** — constant folding and exact identities (``x + 0``, ``x - 0``, ``x * 1``,
    ``x / 1``; never ``x * 0``, which is wrong for NaN and infinity); a local scope that only
    assigns a value becomes that value.
@@ -29,6 +34,7 @@ import numpy as np
 
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
+from arrayjit_ir.cse import eliminate_common_subexpressions, hoist_across_statements
 from arrayjit_ir.indexing import (
     Affine,
     AxisIndex,
@@ -565,7 +571,9 @@ def optimize(
             tn.update_memory_mode(mm.Materialized(), PROV_INPUT)
         tn.default_to_most_local(PROV_SETTLE)
 
-    code = _simplify_stmt(L.seq(*new_stmts))
+    code = hoist_across_statements(
+        eliminate_common_subexpressions(_simplify_stmt(L.seq(*new_stmts)))
+    )
     return Optimized(
         name=name,
         code=code,

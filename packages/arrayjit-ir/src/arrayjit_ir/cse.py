@@ -1,0 +1,220 @@
+"""Common-subexpression elimination of inlined computations.
+
+Within one statement, a ``Local_scope`` that computes the same thing as an earlier one (equal up
+to renaming of its own loop symbols and local ids; free symbols must be the same) is replaced by
+a read of the earlier local (``Get_local``). Only scopes at the top of a statement's value take
+part (not scopes nested in another scope's loops), and the earlier one is always evaluated first
+(left-to-right), so the replacement reads a value that exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol
+
+
+class _Canon:
+    def __init__(self) -> None:
+        self.symbols: dict[Symbol, int] = {}
+        self.scopes: dict[L.ScopeId, int] = {}
+
+    def sym(self, s: Any) -> Any:
+        if isinstance(s, Symbol) and s in self.symbols:
+            return ("bound", self.symbols[s])
+        return ("free", s)
+
+    def index(self, i: AxisIndex) -> Any:
+        match i:
+            case Fixed_idx(value=v):
+                return ("fixed", v)
+            case Iterator(symbol=s):
+                return ("it", self.sym(s))
+            case Affine(terms=terms, offset=off):
+                return ("affine", tuple((c, self.sym(s)) for c, s in terms), off)
+        raise TypeError(i)
+
+    def scope(self, sc: L.ScopeId) -> Any:
+        if sc not in self.scopes:
+            self.scopes[sc] = len(self.scopes)
+        return ("scope", sc.tn.id, self.scopes[sc])
+
+    def expr(self, e: L.Expr) -> Any:
+        match e:
+            case L.Get(tn=tn, indices=idx):
+                return ("get", tn.id, tuple(self.index(i) for i in idx))
+            case L.Get_merge_buffer(tn=tn, indices=idx):
+                return ("merge", tn.id, tuple(self.index(i) for i in idx))
+            case L.Get_local(scope=sc):
+                return ("local", self.scope(sc))
+            case L.Local_scope(scope=sc, body=body):
+                return ("ls", self.scope(sc), self.stmt(body))
+            case L.Embed_index(index=i):
+                return ("embed", self.index(i))
+            case L.Constant(value=v):
+                return ("c", v)
+            case L.Constant_bits(value=v):
+                return ("bits", v)
+            case L.Binop(op=op, a=a, b=b):
+                return ("b", op, self.expr(a), self.expr(b))
+            case L.Unop(op=op, a=a):
+                return ("u", op, self.expr(a))
+            case L.Ternop(op=op, a=a, b=b, c=c):
+                return ("t", op, self.expr(a), self.expr(b), self.expr(c))
+        raise TypeError(e)
+
+    def stmt(self, s: L.Stmt) -> Any:
+        match s:
+            case L.Seq(stmts=stmts):
+                return ("seq", tuple(self.stmt(x) for x in stmts))
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
+                self.symbols[i] = len(self.symbols)
+                return ("for", lo, hi, self.stmt(body))
+            case L.Set(tn=tn, indices=idx, value=v):
+                return ("set", tn.id, tuple(self.index(i) for i in idx), self.expr(v))
+            case L.Set_local(scope=sc, value=v):
+                return ("setl", self.scope(sc), self.expr(v))
+            case L.Zero_out(tn=tn):
+                return ("zero", tn.id)
+            case _:
+                return ("other",)
+
+
+def canonical(e: L.Expr) -> Any:
+    """A hashable key equal for computations equal up to renaming of bound names."""
+    return _Canon().expr(e)
+
+
+def _cse_expr(e: L.Expr, seen: dict[Any, L.ScopeId]) -> L.Expr:
+    match e:
+        case L.Local_scope(scope=sc):
+            key = canonical(e)
+            if key in seen:
+                return L.Get_local(seen[key])
+            seen[key] = sc
+            return e
+        case L.Binop(op=op, a=a, b=b):
+            a2 = _cse_expr(a, seen)
+            return L.Binop(op, a2, _cse_expr(b, seen))
+        case L.Unop(op=op, a=a):
+            return L.Unop(op, _cse_expr(a, seen))
+        case L.Ternop(op=op, a=a, b=b, c=c):
+            a2 = _cse_expr(a, seen)
+            b2 = _cse_expr(b, seen)
+            return L.Ternop(op, a2, b2, _cse_expr(c, seen))
+    return e
+
+
+def eliminate_common_subexpressions(s: L.Stmt) -> L.Stmt:
+    """Apply the CSE described in the module docstring to every statement of ``s``."""
+    match s:
+        case L.Seq(stmts=stmts):
+            return L.Seq(tuple(eliminate_common_subexpressions(x) for x in stmts))
+        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+            return L.For_loop(i, lo, hi, eliminate_common_subexpressions(body), t)
+        case L.Set(tn=tn, indices=idx, value=v):
+            return L.Set(tn, idx, _cse_expr(v, {}))
+        case L.Set_local(scope=sc, value=v):
+            return L.Set_local(sc, _cse_expr(v, {}))
+    return s
+
+
+def _top_scopes(e: L.Expr) -> list[L.Local_scope]:
+    match e:
+        case L.Local_scope():
+            return [e]
+        case L.Binop(a=a, b=b):
+            return _top_scopes(a) + _top_scopes(b)
+        case L.Unop(a=a):
+            return _top_scopes(a)
+        case L.Ternop(a=a, b=b, c=c):
+            return _top_scopes(a) + _top_scopes(b) + _top_scopes(c)
+    return []
+
+
+def _replace_scope(e: L.Expr, key: Any, sc: L.ScopeId) -> L.Expr:
+    match e:
+        case L.Local_scope() if canonical(e) == key:
+            return L.Get_local(sc)
+        case L.Binop(op=op, a=a, b=b):
+            return L.Binop(op, _replace_scope(a, key, sc), _replace_scope(b, key, sc))
+        case L.Unop(op=op, a=a):
+            return L.Unop(op, _replace_scope(a, key, sc))
+        case L.Ternop(op=op, a=a, b=b, c=c):
+            return L.Ternop(
+                op,
+                _replace_scope(a, key, sc),
+                _replace_scope(b, key, sc),
+                _replace_scope(c, key, sc),
+            )
+    return e
+
+
+def _value(s: L.Stmt) -> L.Expr | None:
+    return s.value if isinstance(s, (L.Set, L.Set_local)) else None
+
+
+def _written(s: L.Stmt) -> set[int]:
+    match s:
+        case L.Seq(stmts=stmts):
+            return set().union(*(_written(x) for x in stmts)) if stmts else set()
+        case L.For_loop(body=body):
+            return _written(body)
+        case L.Set(tn=tn) | L.Zero_out(tn=tn):
+            return {tn.id}
+    return set()
+
+
+def _read_ids(key: Any) -> set[int]:
+    found: set[int] = set()
+
+    def walk(k: Any) -> None:
+        if isinstance(k, tuple):
+            if len(k) == 3 and k[0] in ("get", "merge") and isinstance(k[1], int):
+                found.add(k[1])
+            for x in k:
+                walk(x)
+
+    walk(key)
+    return found
+
+
+def hoist_across_statements(s: L.Stmt) -> L.Stmt:
+    """Across sibling statements: a computation two statements inline (equal keys, as in
+    :func:`canonical`) is computed once, into a local, before the first of them, provided no
+    statement from the first user up to the last writes a node the computation reads."""
+    match s:
+        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+            return L.For_loop(i, lo, hi, hoist_across_statements(body), t)
+        case L.Seq(stmts=stmts):
+            items = [hoist_across_statements(x) for x in stmts]
+        case _:
+            return s
+    users: dict[Any, list[tuple[int, L.Local_scope]]] = {}
+    for k, st in enumerate(items):
+        v = _value(st)
+        for scope in _top_scopes(v) if v is not None else []:
+            users.setdefault(canonical(scope), []).append((k, scope))
+    hoisted: dict[int, list[L.Stmt]] = {}
+    for key, uses in users.items():
+        positions = sorted({k for k, _ in uses})
+        if len(positions) < 2:
+            continue
+        first, last = positions[0], positions[-1]
+        between = set().union(*(_written(items[k]) for k in range(first, last)))
+        if between & _read_ids(key):
+            continue
+        scope = uses[0][1]
+        hoisted.setdefault(first, []).append(scope.body)
+        for k in positions:
+            st = items[k]
+            if isinstance(st, L.Set):
+                items[k] = L.Set(st.tn, st.indices, _replace_scope(st.value, key, scope.scope))
+            elif isinstance(st, L.Set_local):
+                items[k] = L.Set_local(st.scope, _replace_scope(st.value, key, scope.scope))
+    out: list[L.Stmt] = []
+    for k, st in enumerate(items):
+        out.extend(hoisted.get(k, []))
+        out.append(st)
+    return L.seq(*out)
