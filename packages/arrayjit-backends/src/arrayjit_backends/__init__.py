@@ -1,5 +1,68 @@
-"""arrayjit_backends."""
+"""arrayjit_backends: the shared backend layer.
+
+Turns any CPU compiler (a :class:`NoDeviceBackend`) plus a scheduler into the full Backend:
+devices, streams, events, contexts, slab memory, routines, automatic synchronization, hosted
+nodes and merge buffers. Backends are found through the ``arrayjit.backends`` entry points.
+"""
 
 from arrayjit_backends.__about__ import __version__
+from arrayjit_backends.backend import (
+    Backend,
+    Capabilities,
+    Code,
+    Config,
+    Context,
+    Device,
+    MergeMode,
+    Routine,
+    Stream,
+    make_cpu_backend,
+)
+from arrayjit_backends.backend_impl import NoDeviceBackend
+from arrayjit_backends.missing import MissingBackend
+from arrayjit_backends.registry import (
+    BackendEntry,
+    BackendStatus,
+    available_backends,
+    backend_names,
+    fresh_backend,
+    no_device_entry,
+    register,
+)
+from arrayjit_tnode.errors import (
+    ArrayjitError,
+    BackendMissingError,
+    CompileError,
+    MemoryModeError,
+    StreamError,
+    UsageError,
+)
 
-__all__ = ["__version__"]
+__all__ = [
+    "ArrayjitError",
+    "Backend",
+    "BackendEntry",
+    "BackendMissingError",
+    "BackendStatus",
+    "Capabilities",
+    "Code",
+    "CompileError",
+    "Config",
+    "Context",
+    "Device",
+    "MemoryModeError",
+    "MergeMode",
+    "MissingBackend",
+    "NoDeviceBackend",
+    "Routine",
+    "Stream",
+    "StreamError",
+    "UsageError",
+    "__version__",
+    "available_backends",
+    "backend_names",
+    "fresh_backend",
+    "make_cpu_backend",
+    "no_device_entry",
+    "register",
+]

@@ -440,8 +440,8 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
 
     for s in stmts:
         writes = _writes(s)
-        written_here = {w.tn for w in writes}
-        for g in _reads(s):
+        # A merge-buffer read reads another stream's value, not this node's own buffer.
+        for g in (g for g in _reads(s) if isinstance(g, L.Get)):
             t = node(g.tn)
             # A read of a node this statement also writes reads the previous value unless the
             # node was already written before (accumulation into an initialized cell).
@@ -454,7 +454,6 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
                     t.zero_initialized_by_code = True
                 t.zeroed_out = True
             t.assigned = True
-        del written_here
     for t in traced.values():
         t.read_only = not t.assigned
         if t.read_only:
@@ -495,7 +494,7 @@ def _read_counts(stmts: Sequence[L.Stmt]) -> dict[Tnode, int]:
     for s in stmts:
         written = {w.tn for w in _writes(s)}
         for g in _reads(s):
-            if g.tn not in written:
+            if isinstance(g, L.Get) and g.tn not in written:
                 counts[g.tn] = counts.get(g.tn, 0) + 1
     return counts
 

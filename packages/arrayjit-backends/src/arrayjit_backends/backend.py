@@ -1,0 +1,718 @@
+"""The generic Backend: devices, streams, contexts, routines, memory and synchronization.
+
+One implementation serves every CPU compiler (a :class:`NoDeviceBackend` plus a scheduler). It
+keeps, per device and buffer, the last writer's event and the streams reading it, and inserts
+the waits itself, so users never need ``will_wait_for`` for correctness:
+
+- a routine reading a buffer that another stream is writing waits for that writer's event;
+- ``from_host`` into a buffer waits for the streams still reading or writing it;
+- ``to_host`` runs after the buffer's writer and installs ``prepare_read`` on the node, so
+  ``get_values()`` waits for the copy;
+- ``device_to_device`` orders the copy after the source's writer and before the destination's
+  next reader.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import itertools
+import os
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import Any
+
+import numpy as np
+
+from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.scheduler import SCHEDULERS, Event, StreamQueue
+from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, HostSlab, plan_pool_segments
+from arrayjit_ir import lower, optimize, optimize_batch
+from arrayjit_ir.assignments import Assignment, Comp
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Prec, Tnode, UsageError
+
+_device_ids = itertools.count()
+_ids_lock = threading.Lock()
+
+
+class Config(enum.Enum):
+    """How many streams a device should be used with."""
+
+    ONLY_DEVICES_PARALLEL = "only_devices_parallel"
+    FOR_PARALLEL_COPYING = "for_parallel_copying"
+    MOST_PARALLEL_STREAMS = "most_parallel_streams"
+
+
+class MergeMode(enum.Enum):
+    """How ``device_to_device`` delivers a value."""
+
+    No = "No"
+    """Copy into the destination's own buffer of the node."""
+    Streaming = "Streaming"
+    """The destination's merge buffer reads the source's buffer directly (one memory)."""
+    Copy = "Copy"
+    """Copy into the destination stream's merge buffer (growing it when needed)."""
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend supports; the conformance suite skips the rest with these reasons."""
+
+    supported_precs: frozenset[Prec]
+    max_devices: int
+    multiple_streams: bool
+    unified_memory: bool
+
+
+class Device:
+    """A device of a backend, with its memory and synchronization bookkeeping."""
+
+    def __init__(self, backend: Backend, ordinal: int) -> None:
+        with _ids_lock:
+            self.id = next(_device_ids)
+        self.ordinal = ordinal
+        self.backend_name = backend.name
+        self.slab = HostSlab()
+        self.lock = threading.Lock()
+        self.writers: dict[tuple[int, BufferLoc], tuple[Stream, Event]] = {}
+        self.readers: dict[tuple[int, BufferLoc], dict[Stream, Event]] = {}
+        self.shared: dict[Tnode, BufferLoc] = {}
+        self.streams: list[Stream] = []
+
+    def __repr__(self) -> str:
+        return f"<Device {self.backend_name}:{self.ordinal} id={self.id}>"
+
+
+class Stream:
+    """A stream of a device: work on one stream runs in order."""
+
+    def __init__(self, device: Device, index: int, queue: StreamQueue) -> None:
+        self.device = device
+        self.index = index
+        self.queue = queue
+        self.name = queue.name
+        self.merge_node: Tnode | None = None
+        self.merge_view: np.ndarray | None = None
+        self._merge_bytes = np.zeros(0, dtype=np.uint8)
+
+    def merge_buffer_for(self, tn: Tnode) -> np.ndarray:
+        """The merge buffer as a view of ``tn``, grown when ``tn`` is larger than it."""
+        if self._merge_bytes.nbytes < tn.size_in_bytes:
+            self._merge_bytes = np.zeros(tn.size_in_bytes, dtype=np.uint8)
+        raw = self._merge_bytes[: tn.size_in_bytes]
+        return raw.view(tn.prec.numpy_dtype).reshape(tn.prec.host_shape(tn.dims))
+
+    @property
+    def merge_capacity(self) -> int:
+        """Bytes the merge buffer holds."""
+        return int(self._merge_bytes.nbytes)
+
+    def __repr__(self) -> str:
+        return f"<Stream {self.name}>"
+
+
+class Context:
+    """Maps nodes to buffers on one stream. Contexts are persistent: linking twice from one
+    parent gives two independent children. Pools a context added are freed when it (and every
+    child and routine using it) is gone."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        stream: Stream,
+        parent: Context | None,
+        buffers: Mapping[Tnode, BufferLoc],
+        own_pools: Sequence[int] = (),
+    ) -> None:
+        self.backend = backend
+        self.stream = stream
+        self.parent = parent
+        self.buffers: Mapping[Tnode, BufferLoc] = MappingProxyType(dict(buffers))
+        if own_pools:
+            slab = stream.device.slab
+            weakref.finalize(self, _free_pools, slab, tuple(own_pools))
+
+    @property
+    def device(self) -> Device:
+        """The stream's device."""
+        return self.stream.device
+
+    @property
+    def nodes(self) -> list[Tnode]:
+        """Nodes with a buffer in this context."""
+        return list(self.buffers)
+
+    def view(self, tn: Tnode) -> np.ndarray:
+        """The typed host view of ``tn``'s buffer (CPU backends)."""
+        return self.device.slab.view(self.buffers[tn], tn)
+
+    def __repr__(self) -> str:
+        return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
+
+
+def _free_pools(slab: HostSlab, pools: tuple[int, ...]) -> None:
+    for p in pools:
+        slab.free_pool(p)
+
+
+@dataclass
+class Code:
+    """A compiled routine: its optimized IR and the native code."""
+
+    name: str
+    optimized: Optimized
+    native: Any
+    embedded: frozenset[Tnode] = frozenset()
+
+
+class Bindings(dict[str, int]):
+    """Static-index values of a routine, by symbol name; checked against the symbols' ranges."""
+
+    def __init__(self, symbols: Sequence[StaticSymbol], routine: str) -> None:
+        super().__init__({s.name: 0 for s in symbols})
+        self._symbols = {s.name: s for s in symbols}
+        self._routine = routine
+
+    def __setitem__(self, key: str, value: int) -> None:
+        sym = self._symbols.get(key)
+        if sym is None:
+            raise UsageError(
+                f"routine {self._routine} has no static index {key!r}; it has "
+                f"{sorted(self._symbols)}"
+            )
+        v = int(value)
+        if v < 0 or (sym.range is not None and v >= sym.range):
+            raise UsageError(
+                f"routine {self._routine}: static index {key} = {v} is out of range 0..{sym.range}"
+            )
+        super().__setitem__(key, v)
+
+
+class Routine:
+    """A linked routine: calling it schedules its work on its context's stream."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        context: Context,
+        code: Code,
+        run: Run,
+    ) -> None:
+        self.backend = backend
+        self.context = context
+        self.name = code.name
+        opt = code.optimized
+        self.inputs: tuple[Tnode, ...] = opt.inputs
+        self.outputs: tuple[Tnode, ...] = opt.outputs
+        self.merge_buffer_input: Tnode | None = opt.merge_node
+        self.bindings = Bindings(opt.static_symbols, code.name)
+        self._symbols = opt.static_symbols
+        self._run = run
+        locs = context.buffers
+        self._reads = [
+            (tn, (tn.id, locs[tn]))
+            for tn in opt.context_nodes
+            if opt.traced[tn].read_only or opt.traced[tn].read_before_write
+        ]
+        self._writes = [(tn, (tn.id, locs[tn])) for tn in self.outputs]
+        self._hosted_outputs = [tn for tn in self.outputs if tn.is_hosted()]
+
+    def schedule(self) -> None:
+        """Schedule one run on the context's stream (what calling the routine does).
+
+        Raises:
+            UsageError: the backend was finalized, or the stream's merge buffer holds another
+                node than the one this routine reads.
+            StreamError: an earlier task on the stream failed.
+        """
+        backend = self.backend
+        backend._check_live()
+        stream = self.context.stream
+        dev = stream.device
+        want = self.merge_buffer_input
+        if want is not None and stream.merge_node != want:
+            have = stream.merge_node.debug_label if stream.merge_node is not None else "nothing"
+            raise UsageError(
+                f"routine {self.name} on {stream.name} reads the merge buffer as "
+                f"{want.debug_label}, but it holds {have}"
+            )
+        queue = stream.queue
+        for _, key in self._reads:
+            w = dev.writers.get(key)
+            if w is not None and w[0] is not stream and not w[1].is_done():
+                queue.wait_for(w[1])
+        for _, key in self._writes:  # write after another stream's read or write
+            backend._wait_users(stream, key)
+        values = {s: self.bindings[s.name] for s in self._symbols}
+        run = self._run
+        queue.schedule(lambda: run(values))
+        if self._writes or self._reads:
+            event = queue.all_work()
+            for _, key in self._writes:
+                dev.writers[key] = (stream, event)
+            for _, key in self._reads:
+                dev.readers.setdefault(key, {})[stream] = event
+        for tn in self._hosted_outputs:
+            tn.devices_not_lagging_host.clear()
+            tn.devices_not_lagging_host.add(dev.id)
+
+    __call__ = schedule
+
+    def __repr__(self) -> str:
+        return f"<Routine {self.name} on {self.context.stream.name}>"
+
+
+class Backend:
+    """A backend: a CPU compiler with a scheduler (``sync_`` or ``multicore_``).
+
+    See ARCHITECTURE.md §4.2 for the interface; every method documents its errors.
+    """
+
+    def __init__(self, name: str, scheduler: str, compiler: NoDeviceBackend) -> None:
+        if scheduler not in SCHEDULERS:
+            raise UsageError(
+                f"unknown scheduler {scheduler!r} for backend {name}; valid: {sorted(SCHEDULERS)}"
+            )
+        self.name = name
+        self.scheduler = scheduler
+        self.compiler = compiler
+        self.config = Config.MOST_PARALLEL_STREAMS
+        self._initialized = False
+        self._finalized = False
+        self._device = Device(self, 0)
+        self._stream_ids = itertools.count()
+        self.copies = 0
+        """Host<->device and device<->device copies scheduled so far (for tests and debugging)."""
+
+    # ---- life cycle ----
+
+    def initialize(self, config: Config = Config.MOST_PARALLEL_STREAMS) -> None:
+        """Set the stream strategy; safe to call again."""
+        self._check_live()
+        self.config = config
+        self._initialized = True
+
+    def is_initialized(self) -> bool:
+        """Whether :meth:`initialize` was called."""
+        return self._initialized
+
+    def finalize(self) -> None:
+        """Wait for all streams, stop their workers and release all memory. Later use raises
+        :class:`UsageError`."""
+        if self._finalized:
+            return
+        for s in self._device.streams:
+            with contextlib.suppress(Exception):  # a failed stream must still be closed
+                s.queue.await_idle()
+            s.queue.close()
+        self._device.slab.free_all()
+        self._finalized = True
+
+    def _check_live(self) -> None:
+        if self._finalized:
+            raise UsageError(f"backend {self.name} was finalized; create a fresh one")
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """What this backend supports."""
+        return Capabilities(
+            supported_precs=frozenset(self.compiler.supported_precs),
+            max_devices=1,
+            multiple_streams=True,
+            unified_memory=True,
+        )
+
+    # ---- devices and streams ----
+
+    def num_devices(self) -> int:
+        """Number of devices (1 for CPU backends)."""
+        return 1
+
+    def get_device(self, ordinal: int = 0) -> Device:
+        """The device with this ordinal.
+
+        Raises:
+            UsageError: no such device.
+        """
+        self._check_live()
+        if ordinal != 0:
+            raise UsageError(
+                f"backend {self.name} has 1 device, so ordinal must be 0, got {ordinal}"
+            )
+        return self._device
+
+    def suggested_num_streams(self, device: Device) -> int:
+        """The number of streams that suits the configured strategy."""
+        self._check_device(device)
+        if self.scheduler == "sync" or self.config is Config.ONLY_DEVICES_PARALLEL:
+            return 1
+        if self.config is Config.FOR_PARALLEL_COPYING:
+            return 2
+        return max(1, os.cpu_count() or 1)
+
+    def new_stream(self, device: Device) -> Stream:
+        """A new stream of ``device``."""
+        self._check_device(device)
+        index = next(self._stream_ids)
+        queue = SCHEDULERS[self.scheduler](f"{self.name}:{device.ordinal}:{index}")
+        stream = Stream(device, index, queue)
+        device.streams.append(stream)
+        return stream
+
+    def get_name(self, stream: Stream) -> str:
+        """``<backend>:<device ordinal>:<stream index>``."""
+        return stream.name
+
+    def _check_device(self, device: Device) -> None:
+        self._check_live()
+        if device is not self._device:
+            raise UsageError(f"device {device!r} does not belong to backend {self.name}")
+
+    def _check_context(self, ctx: Context, what: str) -> None:
+        self._check_live()
+        if ctx.backend is not self:
+            raise UsageError(
+                f"{what}: the context belongs to backend {ctx.backend.name} "
+                f"(stream {ctx.stream.name}), not to this {self.name} backend"
+            )
+
+    # ---- contexts ----
+
+    def make_context(self, stream: Stream) -> Context:
+        """A context on ``stream`` without a parent."""
+        self._check_device(stream.device)
+        return Context(self, stream, None, {})
+
+    def make_child(self, ctx: Context) -> Context:
+        """A context with ``ctx``'s stream and buffers, and ``ctx`` as its parent."""
+        self._check_context(ctx, "make_child")
+        return Context(self, ctx.stream, ctx, ctx.buffers)
+
+    # ---- compiling and linking ----
+
+    def compile(
+        self,
+        comp: Comp | Assignment,
+        name: str = "routine",
+        bindings: Sequence[StaticSymbol] = (),
+    ) -> Code:
+        """Lower, optimize and compile a computation.
+
+        Raises:
+            UsageError: unbound static symbols or other invalid computations.
+            CompileError: the native compiler failed.
+        """
+        self._check_live()
+        c = Comp.of(comp)
+        opt = optimize(lower(c), name=name, static_symbols=tuple(bindings))
+        return Code(name, opt, self.compiler.compile(opt), c.embedded_nodes)
+
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment],
+        names: Sequence[str],
+        bindings: Sequence[StaticSymbol] = (),
+    ) -> list[Code]:
+        """Compile several computations that will run in one context lineage: nodes several of
+        them touch are never virtual or local."""
+        self._check_live()
+        cs = [Comp.of(c) for c in comps]
+        opts = optimize_batch([lower(c) for c in cs], list(names), tuple(bindings))
+        natives = self.compiler.compile_batch(opts)
+        return [Code(n, o, nat, c.embedded_nodes) for n, o, nat, c in zip(names, opts, natives, cs)]
+
+    def link(self, ctx: Context, code: Code) -> Routine:
+        """Bind compiled code to a child of ``ctx`` that has buffers for every node the code
+        keeps in context; hosted nodes are uploaded when first linked.
+
+        Raises:
+            UsageError: ``ctx`` belongs to another backend, or the code reads a node that is
+                neither hosted nor computed by an earlier routine of this context lineage.
+        """
+        self._check_context(ctx, f"link {code.name}")
+        child = self._extend(ctx, code)
+        stream = child.stream
+        views = {tn: child.view(tn) for tn in code.optimized.context_nodes}
+
+        def merge() -> np.ndarray | None:
+            return stream.merge_view
+
+        run = self.compiler.link(code.native, views, merge)
+        return Routine(self, child, code, run)
+
+    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]:
+        """Link several codes in a chain: each routine's context is the child of the previous
+        one's, so later routines see earlier routines' buffers."""
+        routines = []
+        for code in codes:
+            r = self.link(ctx, code)
+            routines.append(r)
+            ctx = r.context
+        return routines
+
+    def _extend(self, ctx: Context, code: Code) -> Context:
+        opt = code.optimized
+        dev = ctx.device
+        new = [tn for tn in opt.context_nodes if tn not in ctx.buffers]
+        for tn in new:
+            hosted_source = tn.is_hosted() or tn in code.embedded
+            if tn in opt.inputs and not hosted_source and tn not in dev.shared:
+                raise UsageError(
+                    f"link {code.name}: the context on {ctx.stream.name} lacks node "
+                    f"{tn.debug_label}, which the routine reads; compute it in an earlier "
+                    f"routine of this context, or make it hosted"
+                )
+        buffers = dict(ctx.buffers)
+        shared = [tn for tn in new if tn.potentially_cross_stream()]
+        private = [tn for tn in new if not tn.potentially_cross_stream()]
+        pools: list[int] = []
+        with dev.lock:
+            missing_shared = [tn for tn in shared if tn not in dev.shared]
+            for tn, loc in zip(missing_shared, self._pack(dev, missing_shared, pools=None)):
+                dev.shared[tn] = loc
+            for tn in shared:
+                buffers[tn] = dev.shared[tn]
+        for tn, loc in zip(private, self._pack(dev, private, pools)):
+            buffers[tn] = loc
+        child = Context(self, ctx.stream, ctx, buffers, pools)
+        for tn in new:
+            if tn.is_hosted() and (tn in private or tn in missing_shared):
+                tn.devices_not_lagging_host.discard(dev.id)
+                self._upload(child, tn)
+        return child
+
+    def _pack(self, dev: Device, nodes: list[Tnode], pools: list[int] | None) -> list[BufferLoc]:
+        if not nodes:
+            return []
+        items = [(tn.size_in_bytes, tn.prec.byte_size) for tn in nodes]
+        plan = plan_pool_segments(items, DEFAULT_POOL_CAP, [tn.debug_label for tn in nodes])
+        ids = [dev.slab.alloc_pool(size) for size in plan.sizes]
+        if pools is not None:
+            pools.extend(ids)
+        return [BufferLoc(ids[seg], off) for seg, off in plan.placements]
+
+    # ---- transfers ----
+
+    def _wait_writer(self, stream: Stream, key: tuple[int, BufferLoc]) -> None:
+        w = stream.device.writers.get(key)
+        if w is not None and w[0] is not stream and not w[1].is_done():
+            stream.queue.wait_for(w[1])
+
+    def _wait_users(self, stream: Stream, key: tuple[int, BufferLoc]) -> None:
+        self._wait_writer(stream, key)
+        for s, e in stream.device.readers.get(key, {}).items():
+            if s is not stream and not e.is_done():
+                stream.queue.wait_for(e)
+
+    def _check_host_array(self, tn: Tnode, what: str) -> np.ndarray:
+        arr = tn.array
+        assert arr is not None
+        shape = tn.prec.host_shape(tn.dims)
+        if arr.shape != shape or arr.dtype != tn.prec.numpy_dtype:
+            raise UsageError(
+                f"{what}: node {tn.debug_label} has a host array of shape {list(arr.shape)} and "
+                f"dtype {arr.dtype}, expected shape {list(shape)} and dtype {tn.prec.numpy_dtype}"
+                f" (backend {self.name})"
+            )
+        return arr
+
+    def _upload(self, ctx: Context, tn: Tnode) -> None:
+        arr = self._check_host_array(tn, "from_host")
+        stream, dev = ctx.stream, ctx.device
+        key = (tn.id, ctx.buffers[tn])
+        self._wait_users(stream, key)
+        view = ctx.view(tn)
+
+        def copy() -> None:
+            view[...] = arr
+
+        stream.queue.schedule(copy)
+        self.copies += 1
+        event = stream.queue.all_work()
+        tn.prepare_write(event.is_done, event.sync)
+        dev.writers[key] = (stream, event)
+        tn.devices_not_lagging_host.add(dev.id)
+
+    def from_host(self, ctx: Context, tn: Tnode) -> bool:
+        """Schedule a copy of ``tn``'s host array into its buffer in ``ctx``. No copy is made
+        when the device already holds the host's latest value.
+
+        Returns:
+            False where ``tn`` is not hosted or has no buffer in ``ctx``.
+
+        Raises:
+            UsageError: the host array's shape or dtype does not match the node.
+        """
+        self._check_context(ctx, "from_host")
+        if not tn.is_hosted() or tn not in ctx.buffers:
+            return False
+        self._check_host_array(tn, "from_host")
+        if ctx.device.id in tn.devices_not_lagging_host:
+            return True
+        self._upload(ctx, tn)
+        return True
+
+    def to_host(self, ctx: Context, tn: Tnode) -> bool:
+        """Schedule a copy of ``tn``'s buffer in ``ctx`` to its host array; ``get_values()``
+        waits for it.
+
+        Returns:
+            False where ``tn`` is not hosted or has no buffer in ``ctx``.
+        """
+        self._check_context(ctx, "to_host")
+        if not tn.is_hosted() or tn not in ctx.buffers:
+            return False
+        arr = self._check_host_array(tn, "to_host")
+        stream, dev = ctx.stream, ctx.device
+        key = (tn.id, ctx.buffers[tn])
+        self._wait_writer(stream, key)
+        tn.do_write()  # a pending upload still reading the host array finishes first
+        view = ctx.view(tn)
+
+        def copy() -> None:
+            arr[...] = view
+
+        stream.queue.schedule(copy)
+        self.copies += 1
+        event = stream.queue.all_work()
+        tn.prepare_read(event.is_done, event.sync)
+        dev.readers.setdefault(key, {})[stream] = event
+        tn.devices_not_lagging_host.clear()
+        tn.devices_not_lagging_host.add(dev.id)
+        return True
+
+    def device_to_device(
+        self, tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src: Context
+    ) -> bool:
+        """Send ``src``'s value of ``tn`` to ``dst``: into ``dst``'s own buffer (``No``), into
+        ``dst``'s stream's merge buffer (``Copy``), or letting that merge buffer read ``src``'s
+        buffer directly (``Streaming``). Ordered after ``src``'s writer and before ``dst``'s
+        next reader.
+
+        Returns:
+            False where ``tn`` is not in ``src`` (or, for ``No``, not in ``dst``).
+        """
+        self._check_context(dst, "device_to_device (dst)")
+        self._check_context(src, "device_to_device (src)")
+        if tn not in src.buffers:
+            return False
+        stream = dst.stream
+        src_key = (tn.id, src.buffers[tn])
+        self._wait_writer(stream, src_key)
+        src_view = src.view(tn)
+        if into_merge_buffer is MergeMode.No:
+            if tn not in dst.buffers:
+                return False
+            if dst.buffers[tn] == src.buffers[tn]:
+                return True  # one buffer shared by both streams
+            dst_key = (tn.id, dst.buffers[tn])
+            self._wait_users(stream, dst_key)
+            dst_view = dst.view(tn)
+
+            def copy() -> None:
+                dst_view[...] = src_view
+
+            stream.queue.schedule(copy)
+            self.copies += 1
+            event = stream.queue.all_work()
+            dst.device.writers[dst_key] = (stream, event)
+        else:
+            stream.merge_node = tn
+            if into_merge_buffer is MergeMode.Copy:
+
+                def copy_merge() -> None:
+                    view = stream.merge_buffer_for(tn)
+                    view[...] = src_view
+                    stream.merge_view = view
+
+                stream.queue.schedule(copy_merge)
+                self.copies += 1
+            else:
+
+                def stream_merge() -> None:
+                    stream.merge_view = src_view
+
+                stream.queue.schedule(stream_merge)
+            event = stream.queue.all_work()
+        src.device.readers.setdefault(src_key, {})[stream] = event
+        return True
+
+    # ---- events ----
+
+    def all_work(self, stream: Stream) -> Event:
+        """An event done once everything scheduled on ``stream`` so far has run."""
+        self._check_live()
+        return stream.queue.all_work()
+
+    def is_done(self, event: Event) -> bool:
+        """Whether ``event`` is done."""
+        return event.is_done()
+
+    def sync(self, event: Event) -> None:
+        """Block until ``event`` is done."""
+        event.sync()
+
+    def will_wait_for(self, ctx: Context, event: Event) -> None:
+        """Make ``ctx``'s stream wait for ``event`` before its later work."""
+        self._check_context(ctx, "will_wait_for")
+        ctx.stream.queue.wait_for(event)
+
+    def await_stream(self, stream: Stream) -> None:
+        """Block until ``stream`` is idle; re-raises a failed task as :class:`StreamError`."""
+        self._check_live()
+        stream.queue.await_idle()
+
+    def is_idle(self, stream: Stream) -> bool:
+        """Whether ``stream`` has no queued or running work."""
+        return stream.queue.is_idle()
+
+    # ---- memory and debugging ----
+
+    def get_used_memory(self, device: Device) -> int:
+        """Bytes of live buffers on ``device`` (pools and merge buffers)."""
+        return device.slab.used_bytes + sum(s.merge_capacity for s in device.streams)
+
+    def get_debug_info(self, stream: Stream) -> dict[str, Any]:
+        """Per-stream state."""
+        info = stream.queue.debug_info()
+        info["merge_node"] = stream.merge_node.debug_label if stream.merge_node else None
+        return info
+
+    def get_global_debug_info(self) -> dict[str, Any]:
+        """Backend-wide state."""
+        return {
+            "backend": self.name,
+            "compiler": self.compiler.describe(),
+            "streams": len(self._device.streams),
+            "memory": self._device.slab.debug_info(),
+            "copies": self.copies,
+            "finalized": self._finalized,
+        }
+
+    def __repr__(self) -> str:
+        return f"<Backend {self.name}>"
+
+
+def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
+    """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
+    return Backend(full_name, scheduler_prefix, no_device)
+
+
+__all__ = [
+    "Backend",
+    "Bindings",
+    "Capabilities",
+    "Code",
+    "Config",
+    "Context",
+    "Device",
+    "MergeMode",
+    "Routine",
+    "Stream",
+    "make_cpu_backend",
+]

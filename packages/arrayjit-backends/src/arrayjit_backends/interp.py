@@ -1,0 +1,48 @@
+"""The ``interp`` backend: the reference interpreter behind the full backend interface.
+
+Slow and exact; usable everywhere (no compiler needed). It verifies the shared backend layer
+independently of any compiler, and serves as the oracle the conformance suite compares with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+
+from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.registry import no_device_entry
+from arrayjit_ir import interpret
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Tnode
+
+
+class InterpBackend(NoDeviceBackend):
+    """Runs optimized code with :func:`arrayjit_ir.interpret` over the context's buffers."""
+
+    name: ClassVar[str] = "interp"
+
+    def compile(self, optimized: Optimized) -> Optimized:
+        return optimized
+
+    def link(
+        self,
+        code: Any,
+        buffers: Mapping[Tnode, np.ndarray],
+        merge_buffer: Callable[[], np.ndarray | None],
+    ) -> Run:
+        opt: Optimized = code
+        bufs = dict(buffers)
+
+        def run(bindings: Mapping[StaticSymbol, int]) -> None:
+            values: dict[StaticSymbol | str, int] = {k: v for k, v in bindings.items()}
+            interpret(opt, bufs, values, merge_buffer())
+
+        return run
+
+
+interp_entry = no_device_entry(
+    "interp", InterpBackend, priority=0, description="reference interpreter (slow, exact)"
+)

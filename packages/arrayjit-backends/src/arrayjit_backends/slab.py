@@ -1,0 +1,125 @@
+"""Slab memory: buffers addressed as ``(pool_id, offset)``.
+
+The nodes a link adds are packed into pools by aligned bump allocation, with a cap on the size of
+one pool; a node larger than the cap gets an error naming it. CPU pools are 64-byte-aligned numpy
+byte arrays; typed views of them are what native code and the interpreter read and write.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from arrayjit_tnode import Tnode, UsageError
+
+POOL_ALIGNMENT = 64
+DEFAULT_POOL_CAP = 1 << 32
+
+
+@dataclass(frozen=True, order=True)
+class BufferLoc:
+    """Where a buffer lives on a device: a pool and a byte offset in it."""
+
+    pool_id: int
+    offset: int
+
+
+@dataclass(frozen=True)
+class PoolPlan:
+    """Result of :func:`plan_pool_segments`: the segment and offset of each item, and the byte
+    size of each segment."""
+
+    placements: tuple[tuple[int, int], ...]
+    sizes: tuple[int, ...]
+
+
+def plan_pool_segments(
+    items: Sequence[tuple[int, int]], cap: int, names: Sequence[str] | None = None
+) -> PoolPlan:
+    """Bump-allocate ``(size, alignment)`` items in order into segments of at most ``cap`` bytes.
+
+    Each offset is rounded up to the item's alignment; an item that would cross the cap opens a
+    new segment at offset 0.
+
+    Raises:
+        UsageError: an item is larger than the cap (the message names it when ``names`` is
+            given).
+    """
+    placements: list[tuple[int, int]] = []
+    sizes: list[int] = []
+    offset = 0
+    for k, (size, align) in enumerate(items):
+        if size > cap:
+            what = names[k] if names else f"item {k}"
+            raise UsageError(f"{what} needs {size} bytes, over the {cap}-byte per-pool cap")
+        start = -(-offset // align) * align if align > 1 else offset
+        if not sizes or start + size > cap:
+            sizes.append(0)
+            start = 0
+        placements.append((len(sizes) - 1, start))
+        offset = start + size
+        sizes[-1] = offset
+    return PoolPlan(tuple(placements), tuple(sizes))
+
+
+def aligned_bytes(nbytes: int, alignment: int = POOL_ALIGNMENT) -> np.ndarray:
+    """A zero-filled byte array of ``nbytes`` whose address is a multiple of ``alignment``."""
+    raw = np.zeros(nbytes + alignment, dtype=np.uint8)
+    shift = (-raw.ctypes.data) % alignment
+    return raw[shift : shift + nbytes]
+
+
+def typed_view(pool: np.ndarray, offset: int, tn: Tnode) -> np.ndarray:
+    """The view of ``tn``'s buffer at ``offset`` in a byte pool: the node's numpy dtype and
+    full (padded) host shape."""
+    nbytes = tn.size_in_bytes
+    raw = pool[offset : offset + nbytes]
+    return raw.view(tn.prec.numpy_dtype).reshape(tn.prec.host_shape(tn.dims))
+
+
+class HostSlab:
+    """Pools of host memory for one device, with exact accounting of live bytes."""
+
+    def __init__(self) -> None:
+        self._pools: dict[int, np.ndarray] = {}
+        self._next = 1  # pool 0 is never used: merge buffers live outside the slab
+        self._lock = threading.Lock()
+        self.used_bytes = 0
+
+    def alloc_pool(self, nbytes: int) -> int:
+        """A new zero-filled pool; returns its id."""
+        with self._lock:
+            pool_id = self._next
+            self._next += 1
+            self._pools[pool_id] = aligned_bytes(max(nbytes, 1))
+            self.used_bytes += nbytes
+            return pool_id
+
+    def free_pool(self, pool_id: int) -> None:
+        """Release a pool (idempotent)."""
+        with self._lock:
+            pool = self._pools.pop(pool_id, None)
+            if pool is not None:
+                self.used_bytes -= pool.nbytes if pool.nbytes > 1 else 0
+
+    def pool(self, pool_id: int) -> np.ndarray:
+        """The bytes of a live pool."""
+        return self._pools[pool_id]
+
+    def view(self, loc: BufferLoc, tn: Tnode) -> np.ndarray:
+        """The typed view of ``tn`` at ``loc``."""
+        return typed_view(self._pools[loc.pool_id], loc.offset, tn)
+
+    def free_all(self) -> None:
+        """Release every pool."""
+        with self._lock:
+            self._pools.clear()
+            self.used_bytes = 0
+
+    def debug_info(self) -> dict[str, Any]:
+        """Pools and bytes."""
+        return {"pools": len(self._pools), "used_bytes": self.used_bytes}

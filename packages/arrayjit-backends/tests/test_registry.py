@@ -1,0 +1,129 @@
+"""Registry, selection, the missing-backend stand-in, and slab planning."""
+
+import numpy as np
+import pytest
+
+from arrayjit_backends import (
+    BackendEntry,
+    BackendMissingError,
+    MissingBackend,
+    UsageError,
+    available_backends,
+    backend_names,
+    fresh_backend,
+    register,
+)
+from arrayjit_backends.registry import resolve_name, unregister
+from arrayjit_backends.slab import HostSlab, aligned_bytes, plan_pool_segments
+
+
+def test_interp_names_and_default_prefix() -> None:
+    names = backend_names()
+    assert {"interp", "sync_interp", "multicore_interp"} <= set(names)
+    be = fresh_backend("interp")
+    assert be.name == "multicore_interp" and be.scheduler == "multicore"
+    be.finalize()
+    be = fresh_backend("SYNC_Interp")
+    assert be.name == "sync_interp"
+    be.finalize()
+
+
+def test_unknown_backend_lists_valid_names() -> None:
+    with pytest.raises(UsageError, match=r"unknown backend 'vulkan'; valid names: .*sync_interp"):
+        fresh_backend("vulkan")
+
+
+def test_env_selects_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARRAYJIT_BACKEND", "sync_interp")
+    be = fresh_backend()
+    assert be.name == "sync_interp"
+    be.finalize()
+    monkeypatch.setenv("ARRAYJIT_BACKEND", "nope")
+    with pytest.raises(UsageError, match="unknown backend 'nope'"):
+        fresh_backend()
+
+
+def test_missing_backend_contract() -> None:
+    register(
+        BackendEntry(
+            "fakegpu",
+            factory=lambda full: None,
+            priority=-5,
+            probe=lambda: "no fakegpu driver found",
+            install_hint="pip install fakegpu",
+        )
+    )
+    try:
+        status = {s.name: s for s in available_backends()}
+        assert not status["fakegpu"].available
+        assert status["fakegpu"].reason == "no fakegpu driver found"
+        be = fresh_backend("fakegpu")
+        assert isinstance(be, MissingBackend)
+        assert be.num_devices() == 0 and not be.is_initialized() and be.name == "fakegpu"
+        be.finalize()
+        for call in (
+            be.initialize,
+            lambda: be.get_device(0),
+            lambda: be.compile(None),
+            lambda: be.link(None, None),
+            lambda: be.from_host(None, None),
+            lambda: be.all_work(None),
+            lambda: be.capabilities,
+        ):
+            with pytest.raises(
+                BackendMissingError,
+                match=r"backend 'fakegpu' is missing: no fakegpu driver found "
+                r"\(to install: pip install fakegpu\)",
+            ):
+                call()
+    finally:
+        unregister("fakegpu")
+    with pytest.raises(UsageError):
+        resolve_name("fakegpu")
+
+
+def test_broken_entry_is_reported_not_fatal() -> None:
+    from arrayjit_backends.registry import _missing_factory
+
+    register(
+        BackendEntry(
+            "broken", _missing_factory("broken", "import failed"), probe=lambda: "import failed"
+        )
+    )
+    try:
+        be = fresh_backend("broken")
+        assert isinstance(be, MissingBackend) and be.reason == "import failed"
+    finally:
+        unregister("broken")
+
+
+@pytest.mark.parametrize(
+    "items,cap,placements,sizes",
+    [
+        ([(100, 1), (100, 4), (50, 8)], 1000, [(0, 0), (0, 100), (0, 200)], [250]),
+        ([(600, 1), (600, 1)], 1000, [(0, 0), (1, 0)], [600, 600]),
+        ([(1000, 1), (1, 1)], 1000, [(0, 0), (1, 0)], [1000, 1]),
+        ([(5, 1), (8, 8)], 1000, [(0, 0), (0, 8)], [16]),
+        ([], 1000, [], []),
+    ],
+)
+def test_plan_pool_segments(items: list, cap: int, placements: list, sizes: list) -> None:  # type: ignore[type-arg]
+    plan = plan_pool_segments(items, cap)
+    assert list(plan.placements) == placements and list(plan.sizes) == sizes
+
+
+def test_plan_pool_segments_oversize_names_the_node() -> None:
+    with pytest.raises(UsageError, match=r"big#7 needs 2000 bytes, over the 1000-byte per-pool"):
+        plan_pool_segments([(2000, 1)], 1000, ["big#7"])
+
+
+def test_host_slab_accounting_and_alignment() -> None:
+    slab = HostSlab()
+    a, b = slab.alloc_pool(100), slab.alloc_pool(0)
+    assert slab.used_bytes == 100 and a != b
+    assert slab.pool(a).ctypes.data % 64 == 0
+    slab.free_pool(a)
+    slab.free_pool(a)
+    assert slab.used_bytes == 0
+    assert aligned_bytes(10, 128).ctypes.data % 128 == 0
+    assert not np.any(aligned_bytes(10))
