@@ -13,9 +13,9 @@ $(VENV)/bin/python:
 install: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q $(PKGS)
 
-# Until the CPU backend lands, the demo is the tensor-node demo (issue 2).
+# Runs on the best available backend (the `interp` reference backend until the cc backend lands).
 demo: install
-	$(VENV)/bin/python -m arrayjit_tnode.demo
+	$(VENV)/bin/arrayjit demo
 
 dev: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q $(PKGS) -e packages/arrayjit-backend-opencl[pocl] \
