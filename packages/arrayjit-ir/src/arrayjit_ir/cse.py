@@ -94,16 +94,7 @@ def _cse_expr(e: L.Expr, seen: dict[Any, L.ScopeId]) -> L.Expr:
                 return L.Get_local(seen[key])
             seen[key] = sc
             return e
-        case L.Binop(op=op, a=a, b=b):
-            a2 = _cse_expr(a, seen)
-            return L.Binop(op, a2, _cse_expr(b, seen))
-        case L.Unop(op=op, a=a):
-            return L.Unop(op, _cse_expr(a, seen))
-        case L.Ternop(op=op, a=a, b=b, c=c):
-            a2 = _cse_expr(a, seen)
-            b2 = _cse_expr(b, seen)
-            return L.Ternop(op, a2, b2, _cse_expr(c, seen))
-    return e
+    return L.map_children(e, lambda x: _cse_expr(x, seen))
 
 
 def eliminate_common_subexpressions(s: L.Stmt) -> L.Stmt:
@@ -137,18 +128,7 @@ def _replace_scope(e: L.Expr, key: Any, sc: L.ScopeId) -> L.Expr:
     match e:
         case L.Local_scope() if canonical(e) == key:
             return L.Get_local(sc)
-        case L.Binop(op=op, a=a, b=b):
-            return L.Binop(op, _replace_scope(a, key, sc), _replace_scope(b, key, sc))
-        case L.Unop(op=op, a=a):
-            return L.Unop(op, _replace_scope(a, key, sc))
-        case L.Ternop(op=op, a=a, b=b, c=c):
-            return L.Ternop(
-                op,
-                _replace_scope(a, key, sc),
-                _replace_scope(b, key, sc),
-                _replace_scope(c, key, sc),
-            )
-    return e
+    return L.map_children(e, lambda x: _replace_scope(x, key, sc))
 
 
 def _value(s: L.Stmt) -> L.Expr | None:

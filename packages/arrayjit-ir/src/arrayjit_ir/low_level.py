@@ -16,6 +16,7 @@ All IR values are frozen dataclasses compared structurally; tensor nodes compare
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -194,6 +195,22 @@ Expr = (
     | Unop
     | Ternop
 )
+
+
+def map_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
+    """``e`` with ``f`` applied to each operand of an op, left to right (``e`` itself when it
+    has none)."""
+    match e:
+        case Binop(op=op, a=a, b=b):
+            a2 = f(a)
+            return Binop(op, a2, f(b))
+        case Unop(op=op, a=a):
+            return Unop(op, f(a))
+        case Ternop(op=op, a=a, b=b, c=c):
+            a2 = f(a)
+            b2 = f(b)
+            return Ternop(op, a2, b2, f(c))
+    return e
 
 
 def seq(*stmts: Stmt) -> Stmt:

@@ -185,15 +185,9 @@ def _subst_expr(e: L.Expr, m: dict[Symbol, AxisIndex]) -> L.Expr:
             return L.Get_merge_buffer(tn, tuple(_subst_index(i, m) for i in idx))
         case L.Embed_index(index=i):
             return L.Embed_index(_subst_index(i, m))
-        case L.Binop(op=op, a=a, b=b):
-            return L.Binop(op, _subst_expr(a, m), _subst_expr(b, m))
-        case L.Unop(op=op, a=a):
-            return L.Unop(op, _subst_expr(a, m))
-        case L.Ternop(op=op, a=a, b=b, c=c):
-            return L.Ternop(op, _subst_expr(a, m), _subst_expr(b, m), _subst_expr(c, m))
         case L.Local_scope(scope=sc, body=body, orig_indices=oi):
             return L.Local_scope(sc, _subst_stmt(body, m), oi)
-    return e
+    return L.map_children(e, lambda x: _subst_expr(x, m))
 
 
 def _subst_stmt(s: L.Stmt, m: dict[Symbol, AxisIndex]) -> L.Stmt:
@@ -214,15 +208,9 @@ def _map_gets(e: L.Expr, f: _Inliner) -> L.Expr:
     match e:
         case L.Get(tn=tn) if tn in f.defs:
             return f.inline(e)
-        case L.Binop(op=op, a=a, b=b):
-            return L.Binop(op, _map_gets(a, f), _map_gets(b, f))
-        case L.Unop(op=op, a=a):
-            return L.Unop(op, _map_gets(a, f))
-        case L.Ternop(op=op, a=a, b=b, c=c):
-            return L.Ternop(op, _map_gets(a, f), _map_gets(b, f), _map_gets(c, f))
         case L.Local_scope(scope=sc, body=body, orig_indices=oi):
             return L.Local_scope(sc, _map_gets_stmt(body, f), oi)
-    return e
+    return L.map_children(e, lambda x: _map_gets(x, f))
 
 
 def _map_gets_stmt(s: L.Stmt, f: _Inliner) -> L.Stmt:

@@ -171,20 +171,8 @@ def promote(a: Prec, b: Prec) -> Prec:
 def of_dtype(dtype: Any) -> Prec:
     """The precision whose numpy dtype is ``dtype``; raises :class:`UsageError` if none."""
     dt = np.dtype(dtype)
-    for p in (
-        Prec.byte,
-        Prec.uint16,
-        Prec.int32,
-        Prec.uint32,
-        Prec.int64,
-        Prec.uint64,
-        Prec.half,
-        Prec.bfloat16,
-        Prec.fp8,
-        Prec.single,
-        Prec.double,
-    ):
-        if p.numpy_dtype == dt:
+    for p in Prec:
+        if p is not Prec.uint4x32 and p.numpy_dtype == dt:
             return p
     raise UsageError(f"no arrayjit precision has numpy dtype {dt}")
 
