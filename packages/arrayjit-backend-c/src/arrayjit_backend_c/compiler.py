@@ -1,0 +1,59 @@
+"""Finding and running the system C compiler."""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from arrayjit_tnode import CompileError
+
+FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-std=gnu11")
+
+
+@functools.cache
+def find_compiler() -> str | None:
+    """``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH; ``None`` if there is none."""
+    env = os.environ.get("CC")
+    if env:
+        return shutil.which(env) or None
+    for name in ("cc", "gcc", "clang"):
+        path = shutil.which(name)
+        if path:
+            return path
+    return None
+
+
+@functools.cache
+def compiler_version(cc: str) -> str:
+    """The first line of ``cc --version`` (part of the compile-cache key)."""
+    done = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
+    return (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else "?"
+
+
+def compile_shared_object(cc: str, source: str, name: str) -> bytes:
+    """Compile C source to a shared object; returns its bytes.
+
+    Raises:
+        CompileError: the compiler failed; the message has its output and the path of the kept
+            source.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix=f"arrayjit-{name}-"))
+    src = workdir / f"{name}.c"
+    lib = workdir / f"{name}.so"
+    src.write_text(source)
+    cmd = [cc, *FLAGS, str(src), "-o", str(lib), "-lm"]
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise CompileError(
+            f"{Path(cc).name} failed to compile routine {name} (exit {done.returncode}): "
+            f"{' '.join(cmd)}",
+            output=done.stderr + done.stdout,
+            source_path=str(src),
+        )
+    data = lib.read_bytes()
+    shutil.rmtree(workdir, ignore_errors=True)
+    return data

@@ -1,0 +1,233 @@
+"""The cc backend against the reference interpreter and numpy."""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_backend_c import compiler
+from arrayjit_backend_c.no_device import CcBackend
+from arrayjit_backends import fresh_backend
+from arrayjit_ir import interpret, ir
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_tnode import CompileError, Tnode, UsageError
+
+RNG = np.random.default_rng(0)
+TOL = {"single": 1e-5, "double": 1e-12, "half": 2e-3, "bfloat16": 1e-2, "fp8": 0.13}
+
+
+@pytest.fixture(params=["sync_cc", "multicore_cc"])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
+    be = fresh_backend(request.param)
+    be.initialize()
+    yield be
+    be.finalize()
+
+
+def run_both(
+    be: Any,
+    comp: Any,
+    inputs: dict[Tnode, np.ndarray],
+    out: Tnode,
+    bindings: dict[str, int] | None = None,
+    symbols: tuple[StaticSymbol, ...] = (),
+) -> tuple[np.ndarray, np.ndarray]:
+    for tn, v in inputs.items():
+        tn.set_values(v)
+    code = be.compile(comp, name="t", bindings=symbols)
+    r = be.link(be.make_context(be.new_stream(be.get_device(0))), code)
+    for k, v in (bindings or {}).items():
+        r.bindings[k] = v
+    r()
+    be.to_host(r.context, out)
+    bufs = {tn: tn.array.copy() for tn in inputs}  # type: ignore[union-attr]
+    bufs[out] = np.zeros_like(out.array)
+    interpret(code.optimized, bufs, bindings or {})
+    return out.get_values(), bufs[out][out.logical_slices()]
+
+
+def compare(got: np.ndarray, ref: np.ndarray, prec: str) -> None:
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    if prec in TOL:
+        np.testing.assert_allclose(g, r, rtol=TOL[prec], atol=TOL[prec])
+    else:
+        np.testing.assert_array_equal(g, r)
+
+
+UNOPS = [
+    "identity",
+    "relu",
+    "satur01",
+    "exp",
+    "log",
+    "exp2",
+    "log2",
+    "sin",
+    "cos",
+    "sqrt",
+    "recip",
+    "recip_sqrt",
+    "neg",
+    "trunc",
+    "tanh",
+    "not",
+]
+BINOPS = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "relu_gate",
+    "satur01_gate",
+    "max",
+    "min",
+    "mod",
+    "cmplt",
+    "cmpeq",
+    "cmpne",
+    "or",
+    "and",
+]
+
+
+@pytest.mark.parametrize("op", UNOPS)
+@pytest.mark.parametrize("prec", ["single", "double", "half", "bfloat16"])
+def test_unops(backend: Any, op: str, prec: str) -> None:
+    x = Tnode.create((16,), prec=prec, label="x", hosted=True)
+    y = Tnode.create((16,), prec=prec, label="y", hosted=True)
+    vals = (
+        RNG.uniform(0.1, 3, 16)
+        if op in ("log", "log2", "sqrt", "recip_sqrt")
+        else RNG.uniform(-3, 3, 16)
+    )
+    got, ref = run_both(backend, ir.unop(y, op, x), {x: vals}, y)
+    compare(got, ref, prec)
+
+
+@pytest.mark.parametrize("op", BINOPS)
+@pytest.mark.parametrize("prec", ["single", "double", "int32", "int64", "byte", "fp8"])
+def test_binops(backend: Any, op: str, prec: str) -> None:
+    a = Tnode.create((3, 5), prec=prec, label="a", hosted=True)
+    b = Tnode.create((5,), prec=prec, label="b", hosted=True)
+    y = Tnode.create((3, 5), prec=prec, label="y", hosted=True)
+    if prec in ("single", "double", "fp8"):
+        va, vb = RNG.uniform(-3, 3, (3, 5)), RNG.uniform(0.5, 3, 5)
+        if op == "pow":
+            va = np.abs(va)
+    else:
+        va, vb = RNG.integers(0, 9, (3, 5)), RNG.integers(0, 4, 5)
+        if op == "pow":
+            vb = vb % 3
+    got, ref = run_both(backend, ir.binop(y, op, a, b), {a: va, b: vb}, y)
+    compare(got, ref, prec)
+
+
+def test_ternops_matmul_reductions(backend: Any) -> None:
+    c, a, b = (Tnode.create((4, 6), label=n, hosted=True) for n in ("c", "a", "b"))
+    w, f = (
+        Tnode.create((4, 6), label="w", hosted=True),
+        Tnode.create((4, 6), label="f", hosted=True),
+    )
+    vals = {
+        c: RNG.integers(0, 2, (4, 6)).astype(float),
+        a: RNG.standard_normal((4, 6)),
+        b: RNG.standard_normal((4, 6)),
+    }
+    got, ref = run_both(backend, ir.ternop(w, "where", c, a, b), vals, w)
+    compare(got, ref, "single")
+    got, ref = run_both(backend, ir.ternop(f, "fma", a, b, c), vals, f)
+    compare(got, ref, "single")
+    x, m = (
+        Tnode.create((5, 7), label="x", hosted=True),
+        Tnode.create((7, 3), label="m", hosted=True),
+    )
+    h, out = Tnode.create((5, 3), label="h"), Tnode.create((5, 3), label="out", hosted=True)
+    comp = ir.block(ir.accum(h, "add", x, m, op="mul", spec="ik,kj->ij"), ir.unop(out, "relu", h))
+    vx, vm = RNG.standard_normal((5, 7)), RNG.standard_normal((7, 3))
+    got, _ = run_both(backend, comp, {x: vx, m: vm}, out)
+    np.testing.assert_allclose(got, np.maximum(vx @ vm, 0), rtol=1e-5, atol=1e-6)
+    s = Tnode.create((5,), label="s", hosted=True)
+    got, _ = run_both(backend, ir.accum(s, "max", x, spec="ij->i"), {x: vx}, s)
+    np.testing.assert_allclose(got, vx.max(1).astype(np.float32))
+
+
+def test_fetch_ops_and_static_bindings(backend: Any) -> None:
+    i = StaticSymbol("i", range=4)
+    data = Tnode.create((4, 3), label="data", hosted=True)
+    row = Tnode.create((3,), label="row", hosted=True)
+    vd = RNG.standard_normal((4, 3))
+    got, ref = run_both(backend, ir.fetch(row, ir.Slice(i, data)), {data: vd}, row, {"i": 2}, (i,))
+    np.testing.assert_allclose(got, vd[2].astype(np.float32))
+    np.testing.assert_array_equal(got, ref)
+    r = Tnode.create((2, 3), label="r", hosted=True)
+    got, _ = run_both(backend, ir.fetch(r, ir.Range_over_offsets()), {}, r)
+    np.testing.assert_array_equal(got, np.arange(6).reshape(2, 3))
+
+
+def test_merge_buffer_reads(backend: Any) -> None:
+    from arrayjit_backends import MergeMode
+    from arrayjit_tnode import memory_mode as mm
+
+    dev = backend.get_device(0)
+    g = Tnode.create((4,), label="g", memory_mode=(mm.Materialized(), 1))
+    src = Tnode.create((4,), label="src", hosted=True)
+    src.set_values(np.arange(4.0))
+    acc = Tnode.create((4,), label="acc", hosted=True)
+    acc.set_values(np.ones(4))
+    p = backend.link(
+        backend.make_context(backend.new_stream(dev)),
+        backend.compile(ir.unop(g, "neg", src), name="p"),
+    )
+    p()
+    use = backend.link(
+        backend.make_context(backend.new_stream(dev)),
+        backend.compile(
+            ir.accum(acc, "add", ir.merge_buffer(g), initialize_neutral=False), name="use"
+        ),
+    )
+    backend.device_to_device(g, MergeMode.Copy, use.context, p.context)
+    use()
+    backend.to_host(use.context, acc)
+    np.testing.assert_array_equal(acc.get_values(), 1 - np.arange(4.0))
+
+
+def test_warm_cache_runs_no_compiler(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = Tnode.create((8,), label="x", hosted=True)
+    y = Tnode.create((8,), label="y", hosted=True)
+    backend.compile(ir.unop(y, "exp", x), name="warm")
+    calls: list[str] = []
+    real = compiler.compile_shared_object
+
+    def counting(*args: Any) -> bytes:
+        calls.append(args[2])
+        return real(*args)
+
+    monkeypatch.setattr(compiler, "compile_shared_object", counting)
+    fresh = CcBackend()
+    fresh.compile(backend.compile(ir.unop(y, "exp", x), name="warm").optimized)
+    assert calls == []
+    backend.compile(ir.unop(y, "exp", x), name="cold_name")
+    assert calls == ["aj_cold_name"]
+
+
+def test_compile_error_has_output_and_source() -> None:
+    cc = compiler.find_compiler()
+    assert cc is not None
+    with pytest.raises(CompileError, match=r"failed to compile routine broken") as info:
+        compiler.compile_shared_object(cc, "void broken(void) { this is not C }", "broken")
+    assert "error" in info.value.output
+    assert info.value.source_path is not None and Path(info.value.source_path).exists()
+    assert "this is not C" in Path(info.value.source_path).read_text()
+
+
+def test_unsupported_precision_is_refused(backend: Any) -> None:
+    k = Tnode.create((2,), prec="uint4x32", label="k", hosted=True)
+    y = Tnode.create((2,), prec="uint4x32", label="y", hosted=True)
+    with pytest.raises(UsageError, match=r"node (k|y)#\d+ has precision uint4x32"):
+        backend.compile(ir.unop(y, "identity", k), name="bits")

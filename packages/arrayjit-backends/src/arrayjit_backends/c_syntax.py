@@ -1,0 +1,371 @@
+"""The shared C-like renderer: optimized low-level IR to C source.
+
+C, OpenCL C and CUDA C renderers are meant to be small subclasses setting types per precision,
+builtins, the kernel signature and how parallel loops map to work items. Kernel parameters have a
+stable order: the context nodes' buffers (by name), the merge buffer, then the static indices in
+``Optimized.static_symbols`` order. Generated code keeps node labels in names.
+
+Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
+(half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
+Integer division and remainder by zero give 0, as in the reference interpreter.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
+from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
+from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Prec, Tnode, UsageError
+
+
+@dataclass(frozen=True)
+class KernelParams:
+    """The kernel's parameters, in order."""
+
+    buffers: tuple[Tnode, ...]
+    merge_node: Tnode | None
+    static_symbols: tuple[StaticSymbol, ...]
+
+
+def kernel_params(opt: Optimized) -> KernelParams:
+    """The stable parameter order of a routine's kernel."""
+    nodes = sorted(opt.context_nodes, key=lambda tn: (tn.debug_name, tn.id))
+    return KernelParams(tuple(nodes), opt.merge_node, opt.static_symbols)
+
+
+@dataclass
+class _Out:
+    lines: list[str] = field(default_factory=list)
+
+    def add(self, indent: int, text: str) -> None:
+        self.lines.append("  " * indent + text)
+
+
+class CSyntax:
+    """Renders optimized IR as a C function. Subclasses override the class attributes and hooks."""
+
+    kernel_prefix = ""
+    buffer_prefix = ""
+    index_type = "int64_t"
+    supported_precs: ClassVar[frozenset[Prec]] = frozenset(
+        {
+            Prec.byte,
+            Prec.uint16,
+            Prec.int32,
+            Prec.uint32,
+            Prec.int64,
+            Prec.uint64,
+            Prec.half,
+            Prec.bfloat16,
+            Prec.fp8,
+            Prec.single,
+            Prec.double,
+        }
+    )
+    storage_types: ClassVar[dict[Prec, str]] = {
+        Prec.byte: "uint8_t",
+        Prec.uint16: "uint16_t",
+        Prec.int32: "int32_t",
+        Prec.uint32: "uint32_t",
+        Prec.int64: "int64_t",
+        Prec.uint64: "uint64_t",
+        Prec.half: "_Float16",
+        Prec.bfloat16: "uint16_t",
+        Prec.fp8: "uint8_t",
+        Prec.single: "float",
+        Prec.double: "double",
+    }
+    prelude = (
+        "#include <stdint.h>\n#include <math.h>\n"
+        "static inline float aj_bf16_to_f32(uint16_t b) { union { uint32_t u; float f; } v; "
+        "v.u = (uint32_t)b << 16; return v.f; }\n"
+        "static inline uint16_t aj_f32_to_bf16(float f) { union { uint32_t u; float f; } v; "
+        "v.f = f; if (f != f) return (uint16_t)((v.u >> 16) | 0x40); "
+        "return (uint16_t)((v.u + 0x7FFFu + ((v.u >> 16) & 1u)) >> 16); }\n"
+        "static inline float aj_fp8_to_f32(uint8_t b) { union { uint16_t u; _Float16 h; } v; "
+        "v.u = (uint16_t)b << 8; return (float)v.h; }\n"
+        "static inline uint8_t aj_f32_to_fp8(float f) {\n"
+        "  if (f != f) return 0x7E;\n"
+        "  uint8_t sign = signbit(f) ? 0x80 : 0; double m = fabs((double)f);\n"
+        "  if (m == 0) return sign; int e; frexp(m, &e); e -= 1; if (e < -14) e = -14;\n"
+        "  double q = ldexp(1.0, e - 2); double r = nearbyint(m / q) * q;\n"
+        "  union { uint16_t u; _Float16 h; } v; v.h = r >= 65536.0 ? (_Float16)INFINITY :"
+        " (_Float16)r;\n  return sign | (uint8_t)(v.u >> 8);\n}\n"
+    )
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        # Names are numbered per routine, so identical routines render identical source (and
+        # hit the compile cache) whatever the global ids of their symbols and nodes.
+        self._temps = 0
+        self._names: dict[Tnode, str] = {}
+        self._syms: dict[Symbol, str] = {}
+        self._locals: dict[L.ScopeId, str] = {}
+
+    # ---- types ----
+
+    def compute_type(self, prec: Prec) -> str:
+        """The C type arithmetic of ``prec`` runs in."""
+        if prec in (Prec.half, Prec.bfloat16, Prec.fp8):
+            return "float"
+        return self.storage_types[prec]
+
+    def load(self, prec: Prec, text: str) -> str:
+        """Convert a stored value to its compute type."""
+        match prec:
+            case Prec.bfloat16:
+                return f"aj_bf16_to_f32({text})"
+            case Prec.fp8:
+                return f"aj_fp8_to_f32({text})"
+            case Prec.half:
+                return f"((float){text})"
+        return text
+
+    def store(self, prec: Prec, text: str) -> str:
+        """Convert a computed value to its storage type."""
+        match prec:
+            case Prec.bfloat16:
+                return f"aj_f32_to_bf16({text})"
+            case Prec.fp8:
+                return f"aj_f32_to_fp8({text})"
+            case Prec.half:
+                return f"((_Float16)({text}))"
+        return text
+
+    # ---- names ----
+
+    def name(self, tn: Tnode) -> str:
+        """The identifier of a node's buffer."""
+        if tn not in self._names:
+            self._names[tn] = f"{tn.debug_name}_{len(self._names)}"
+        return self._names[tn]
+
+    def sym(self, s: Symbol | StaticSymbol) -> str:
+        if isinstance(s, StaticSymbol):
+            return s.name
+        if s not in self._syms:
+            self._syms[s] = f"i{len(self._syms)}"
+        return self._syms[s]
+
+    def local(self, sc: L.ScopeId) -> str:
+        if sc not in self._locals:
+            self._locals[sc] = f"v{len(self._locals)}_{sc.tn.debug_name}"
+        return self._locals[sc]
+
+    def index(self, i: AxisIndex) -> str:
+        match i:
+            case Fixed_idx(value=v):
+                return str(v)
+            case Iterator(symbol=s):
+                return self.sym(s)
+            case Affine(terms=terms, offset=off):
+                parts = [self.sym(s) if c == 1 else f"{c} * {self.sym(s)}" for c, s in terms]
+                if off:
+                    parts.append(str(off))
+                return "(" + " + ".join(parts) + ")"
+        raise TypeError(i)
+
+    def offset(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
+        """Row-major offset of ``idx`` in ``tn``'s (padded) buffer."""
+        dims = tn.dims
+        text = ""
+        for k, i in enumerate(idx):
+            part = self.index(i)
+            text = part if k == 0 else f"({text}) * {dims[k]} + {part}"
+        return text or "0"
+
+    # ---- expressions ----
+
+    def const(self, v: float, ctype: str) -> str:
+        if math.isnan(v):
+            return f"(({ctype})NAN)"
+        if math.isinf(v):
+            return f"(({ctype})({'-' if v < 0 else ''}INFINITY))"
+        if ctype in ("float", "double"):
+            return f"(({ctype}){v!r})"
+        return f"(({ctype}){int(v)})"
+
+    def expr(self, e: L.Expr, prec: Prec, pre: list[str], indent: int) -> str:
+        """Render ``e`` computed in ``prec``'s compute type; statements it needs first (local
+        scopes) go to ``pre``."""
+        ct = self.compute_type(prec)
+        is_int = ct not in ("float", "double")
+        match e:
+            case L.Get(tn=tn, indices=idx):
+                return f"(({ct}){self.load(tn.prec, f'{self.name(tn)}[{self.offset(tn, idx)}]')})"
+            case L.Get_merge_buffer(tn=tn, indices=idx):
+                ptr = f"(({self.storage_types[tn.prec]}*)merge_buffer)"
+                return f"(({ct}){self.load(tn.prec, f'{ptr}[{self.offset(tn, idx)}]')})"
+            case L.Get_local(scope=sc):
+                return f"(({ct}){self.local(sc)})"
+            case L.Local_scope(scope=sc, body=body):
+                lct = self.compute_type(sc.tn.prec)
+                pre.append(f"{lct} {self.local(sc)} = 0;")
+                out = _Out()
+                self.stmt(body, out, 0)
+                pre.extend(out.lines)
+                return f"(({ct}){self.local(sc)})"
+            case L.Embed_index(index=i):
+                return f"(({ct})({self.index(i)}))"
+            case L.Constant(value=v):
+                return self.const(v, ct)
+            case L.Constant_bits(value=v):
+                return f"(({ct}){v}LL)"
+            case L.Binop(op=op, a=a, b=b):
+                x, y = self.expr(a, prec, pre, indent), self.expr(b, prec, pre, indent)
+                if op in (ops.Binop.relu_gate, ops.Binop.satur01_gate):
+                    x, y = self.hoist(x, ct, pre), self.hoist(y, ct, pre)
+                return self.binop(op, x, y, ct, is_int)
+            case L.Unop(op=op, a=a):
+                return self.unop(op, self.expr(a, prec, pre, indent), ct, is_int)
+            case L.Ternop(op=ops.Ternop.where, a=c, b=b, c=d):
+                cond = self.expr(c, natural_prec(c), pre, indent)
+                x, y = self.expr(b, prec, pre, indent), self.expr(d, prec, pre, indent)
+                x, y = self.hoist(x, ct, pre), self.hoist(y, ct, pre)
+                return f"({cond} != 0 ? {x} : {y})"
+            case L.Ternop(op=ops.Ternop.fma, a=a, b=b, c=c):
+                x, y, z = (self.expr(t, prec, pre, indent) for t in (a, b, c))
+                if is_int:
+                    return f"(({ct})({x} * {y} + {z}))"
+                return f"fma{self._f(ct)}({x}, {y}, {z})"
+        raise UsageError(f"the C renderer cannot render {type(e).__name__}")
+
+    def hoist(self, text: str, ct: str, pre: list[str]) -> str:
+        """Evaluate ``text`` into a temporary before the statement. Used for the operands of
+        selections: both are pure, and loading them unconditionally lets compilers emit blends
+        instead of conditional (masked) loads, which gcc 12 at -O3 was seen to get wrong."""
+        self._temps += 1
+        name = f"t{self._temps}"
+        pre.append(f"const {ct} {name} = {text};")
+        return name
+
+    @staticmethod
+    def _f(ct: str) -> str:
+        return "f" if ct == "float" else ""
+
+    def binop(self, op: ops.Binop, x: str, y: str, ct: str, is_int: bool) -> str:
+        """C for ``op(x, y)`` in type ``ct``."""
+        if op is ops.Binop.threefry4x32:
+            raise UsageError("the C renderer does not support threefry4x32 yet")
+        if is_int:
+            match op:
+                case ops.Binop.div:
+                    return f"(({y}) == 0 ? ({ct})0 : ({ct})({x} / {y}))"
+                case ops.Binop.mod:
+                    return f"(({y}) == 0 ? ({ct})0 : ({ct})({x} % {y}))"
+                case ops.Binop.max:
+                    return f"({x} > {y} ? {x} : {y})"
+                case ops.Binop.min:
+                    return f"({x} < {y} ? {x} : {y})"
+                case ops.Binop.pow:
+                    return f"(({ct})pow((double){x}, (double){y}))"
+        if op in (ops.Binop.cmplt, ops.Binop.cmpeq, ops.Binop.cmpne, ops.Binop.or_, ops.Binop.and_):
+            return f"(({ct}){ops.C_BINOP[op].format(x, y)})"
+        return f"(({ct}){ops.C_BINOP[op].format(x, y, f=self._f(ct))})"
+
+    def unop(self, op: ops.Unop, x: str, ct: str, is_int: bool) -> str:
+        """C for ``op(x)`` in type ``ct``."""
+        if op is ops.Unop.uint4x32_to_prec_uniform:
+            raise UsageError("the C renderer does not support uint4x32_to_prec_uniform yet")
+        if is_int:
+            match op:
+                case ops.Unop.recip:
+                    return f"(({x}) == 0 ? ({ct})0 : ({ct})(1 / {x}))"
+                case ops.Unop.trunc:
+                    return x
+                case (
+                    ops.Unop.relu
+                    | ops.Unop.satur01
+                    | ops.Unop.neg
+                    | ops.Unop.not_
+                    | (ops.Unop.identity)
+                ):
+                    pass
+                case _:
+                    return f"(({ct}){ops.C_UNOP[op].format(f'(double){x}', f='')})"
+        return f"(({ct}){ops.C_UNOP[op].format(x, f=self._f(ct))})"
+
+    # ---- statements ----
+
+    def stmt(self, s: L.Stmt, out: _Out, indent: int) -> None:
+        match s:
+            case L.Noop():
+                pass
+            case L.Comment(text=t):
+                out.add(indent, f"/* {t.replace('*/', '* /')} */")
+            case L.Seq(stmts=stmts):
+                for x in stmts:
+                    self.stmt(x, out, indent)
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
+                v = self.sym(i)
+                out.add(indent, f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; ++{v}) {{")
+                self.stmt(body, out, indent + 1)
+                out.add(indent, "}")
+            case L.Zero_out(tn=tn):
+                out.add(
+                    indent, f"for (int64_t z = 0; z < {tn.num_elems}; ++z) {self.name(tn)}[z] = 0;"
+                )
+            case L.Set(tn=tn, indices=idx, value=v):
+                pre: list[str] = []
+                val = self.expr(v, tn.prec, pre, indent)
+                line = f"{self.name(tn)}[{self.offset(tn, idx)}] = {self.store(tn.prec, val)};"
+                self._emit(out, indent, pre, line)
+            case L.Set_local(scope=sc, value=v):
+                pre = []
+                val = self.expr(v, sc.tn.prec, pre, indent)
+                self._emit(out, indent, pre, f"{self.local(sc)} = {val};")
+            case _:
+                raise UsageError(f"the C renderer cannot render {type(s).__name__}")
+
+    def _emit(self, out: _Out, indent: int, pre: list[str], line: str) -> None:
+        if not pre:
+            out.add(indent, line)
+            return
+        out.add(indent, "{")
+        for p in pre:
+            out.add(indent + 1, p)
+        out.add(indent + 1, line)
+        out.add(indent, "}")
+
+    # ---- the function ----
+
+    def check_precisions(self, opt: Optimized) -> None:
+        """Raise :class:`UsageError` naming a node whose precision this renderer lacks."""
+        for tn in opt.traced:
+            if tn.prec not in self.supported_precs:
+                raise UsageError(
+                    f"routine {opt.name}: node {tn.debug_label} has precision {tn.prec}, which "
+                    f"the {type(self).__name__} renderer does not support"
+                )
+
+    def render(self, opt: Optimized, fn_name: str) -> tuple[str, KernelParams]:
+        """C source of the routine's function, and its parameters in order."""
+        self.check_precisions(opt)
+        self._reset()
+        params = kernel_params(opt)
+        args = [
+            f"{self.buffer_prefix}{self.storage_types[tn.prec]} *restrict {self.name(tn)}"
+            for tn in params.buffers
+        ]
+        if params.merge_node is not None:
+            args.append(f"{self.buffer_prefix}const void *restrict merge_buffer")
+        args += [f"{self.index_type} {s.name}" for s in params.static_symbols]
+        out = _Out()
+        out.add(0, f"/* routine {opt.name} */")
+        out.add(0, f"{self.kernel_prefix}void {fn_name}({', '.join(args) or 'void'}) {{")
+        for tn in opt.local_nodes:
+            init = " = {0}" if opt.traced[tn].zero_initialized_by_code else ""
+            out.add(
+                1, f"{self.storage_types[tn.prec]} {self.name(tn)}[{max(tn.num_elems, 1)}]{init};"
+            )
+        self.stmt(opt.code, out, 1)
+        out.add(0, "}")
+        return self.prelude + "\n".join(out.lines) + "\n", params
