@@ -13,7 +13,7 @@ $(VENV)/bin/python:
 install: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q $(PKGS)
 
-# Runs on the best available backend (the `interp` reference backend until the cc backend lands).
+# Runs on the best available backend: multicore_cc where a C compiler exists.
 demo: install
 	$(VENV)/bin/arrayjit demo
 
