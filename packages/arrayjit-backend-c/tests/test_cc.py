@@ -231,3 +231,36 @@ def test_unsupported_precision_is_refused(backend: Any) -> None:
     y = Tnode.create((2,), prec="uint4x32", label="y", hosted=True)
     with pytest.raises(UsageError, match=r"node (k|y)#\d+ has precision uint4x32"):
         backend.compile(ir.unop(y, "identity", k), name="bits")
+
+
+def _source(comp: Any) -> str:
+    from arrayjit_backend_c.no_device import CcSyntax
+    from arrayjit_ir import lower, optimize
+
+    return CcSyntax().render(optimize(lower(comp), name="r"), "f")[0]
+
+
+def test_openmp_only_for_large_disjoint_loops() -> None:
+    from arrayjit_backends.c_syntax import PARALLEL_MIN_WORK
+
+    n = PARALLEL_MIN_WORK * 2
+    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
+    assert "#pragma omp parallel for" in _source(ir.binop(b, "mul", a, a))
+    s, x = Tnode.create((4,), label="s", hosted=True), Tnode.create((4, n), label="x", hosted=True)
+    assert "#pragma omp parallel for" in _source(ir.accum(s, "add", x, spec="ij->i"))
+    t, u = Tnode.create((8,), label="t", hosted=True), Tnode.create((8,), label="u", hosted=True)
+    assert "#pragma omp" not in _source(ir.unop(t, "neg", u))
+    # A full reduction writes one cell from every iteration: not parallel.
+    tot = Tnode.create((), label="tot", hosted=True)
+    assert "#pragma omp" not in _source(ir.accum(tot, "add", a, spec="i->"))
+
+
+def test_large_parallel_kernel_is_correct(backend: Any) -> None:
+    n = 1 << 17
+    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
+    va = RNG.standard_normal(n)
+    got, ref = run_both(backend, ir.unop(b, "tanh", a), {a: va}, b)
+    np.testing.assert_allclose(got, ref, rtol=1e-6, atol=1e-6)
+    tot = Tnode.create((), label="tot", hosted=True)
+    got, _ = run_both(backend, ir.accum(tot, "add", a, spec="i->"), {a: va}, tot)
+    np.testing.assert_allclose(got, va.astype(np.float32).sum(), rtol=1e-4)

@@ -28,6 +28,18 @@ def find_compiler() -> str | None:
 
 
 @functools.cache
+def flags(cc: str) -> tuple[str, ...]:
+    """The flags for ``cc``: :data:`FLAGS`, plus ``-fopenmp`` where the compiler can build an
+    OpenMP shared object (clang without libomp cannot; its kernels then run on one core)."""
+    probe = Path(tempfile.mkdtemp(prefix="arrayjit-omp-"))
+    (probe / "p.c").write_text("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")
+    cmd = [cc, *FLAGS, "-fopenmp", str(probe / "p.c"), "-o", str(probe / "p.so")]
+    ok = subprocess.run(cmd, capture_output=True, check=False).returncode == 0
+    shutil.rmtree(probe, ignore_errors=True)
+    return (*FLAGS, "-fopenmp") if ok else FLAGS
+
+
+@functools.cache
 def compiler_version(cc: str) -> str:
     """The first line of ``cc --version`` (part of the compile-cache key)."""
     done = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
@@ -45,7 +57,7 @@ def compile_shared_object(cc: str, source: str, name: str) -> bytes:
     src = workdir / f"{name}.c"
     lib = workdir / f"{name}.so"
     src.write_text(source)
-    cmd = [cc, *FLAGS, str(src), "-o", str(lib), "-lm"]
+    cmd = [cc, *flags(cc), str(src), "-o", str(lib), "-lm"]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise CompileError(

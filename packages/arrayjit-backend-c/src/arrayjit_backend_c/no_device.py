@@ -22,6 +22,12 @@ from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode
 
 
+class CcSyntax(CSyntax):
+    """C for the system compiler: top-level loops writing disjoint cells run on all cores."""
+
+    parallel_pragma = "#pragma omp parallel for schedule(static)"
+
+
 @dataclass
 class CcCode:
     """A compiled routine: the loaded library and its function."""
@@ -44,7 +50,7 @@ class CcBackend(NoDeviceBackend):
         if cc is None:
             raise RuntimeError("no C compiler found")
         self.cc = cc
-        self.renderer = CSyntax()
+        self.renderer = CcSyntax()
         self.cache = CompileCache()
         self._lock = threading.Lock()
 
@@ -57,7 +63,7 @@ class CcBackend(NoDeviceBackend):
             renderer="c",
             compiler=self.cc,
             compiler_version=compiler.compiler_version(self.cc),
-            options=compiler.FLAGS,
+            options=compiler.flags(self.cc),
             device=platform.machine(),
         )
         data = self.cache.get_or_build(
@@ -116,5 +122,5 @@ class CcBackend(NoDeviceBackend):
             "name": self.name,
             "compiler": self.cc,
             "version": compiler.compiler_version(self.cc),
-            "flags": compiler.FLAGS,
+            "flags": compiler.flags(self.cc),
         }

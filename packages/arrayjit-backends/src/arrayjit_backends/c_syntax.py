@@ -33,6 +33,67 @@ class KernelParams:
     static_symbols: tuple[StaticSymbol, ...]
 
 
+PARALLEL_MIN_WORK = 1 << 15
+"""Loops doing fewer innermost iterations than this stay sequential (threads would not pay)."""
+
+
+def _loop_work(s: L.Stmt) -> int:
+    match s:
+        case L.For_loop(from_=lo, to_inclusive=hi, body=body):
+            return max(hi - lo + 1, 0) * _loop_work(body)
+        case L.Seq(stmts=stmts):
+            return sum(_loop_work(x) for x in stmts)
+    return 1
+
+
+def _sets(s: L.Stmt) -> list[L.Set]:
+    match s:
+        case L.For_loop(body=body):
+            return _sets(body)
+        case L.Seq(stmts=stmts):
+            return [x for st in stmts for x in _sets(st)]
+        case L.Set():
+            return [s]
+    return []
+
+
+def _gets(s: L.Stmt) -> list[L.Get]:
+    from arrayjit_ir.optimize import _exprs_of, _sub_exprs
+
+    return [g for e in _exprs_of(s) for g in _sub_exprs(e) if isinstance(g, L.Get)]
+
+
+def is_parallel_loop(loop: L.For_loop) -> bool:
+    """Whether the iterations of ``loop`` write disjoint cells and read nothing another
+    iteration writes: every store indexes its node by the loop symbol on some axis, every read of
+    a stored node uses the same index on that axis, and nothing is zeroed inside."""
+    it = Iterator(loop.index)
+    axis: dict[Tnode, int] = {}
+    for st in _sets(loop.body):
+        if it not in st.indices:
+            return False
+        k = st.indices.index(it)
+        if axis.setdefault(st.tn, k) != k:
+            return False
+    if _has_zero_out(loop.body):
+        return False
+    return all(
+        g.tn not in axis or (len(g.indices) > axis[g.tn] and g.indices[axis[g.tn]] == it)
+        for g in _gets(loop.body)
+    )
+
+
+def _has_zero_out(s: L.Stmt) -> bool:
+    match s:
+        case L.Zero_out():
+            return True
+        case L.For_loop(body=body):
+            return _has_zero_out(body)
+        case L.Seq(stmts=stmts):
+            return any(_has_zero_out(x) for x in stmts)
+    return False
+
+
 def kernel_params(opt: Optimized) -> KernelParams:
     """The stable parameter order of a routine's kernel."""
     nodes = sorted(opt.context_nodes, key=lambda tn: (tn.debug_name, tn.id))
@@ -51,6 +112,9 @@ class CSyntax:
     """Renders optimized IR as a C function. Subclasses override the class attributes and hooks."""
 
     kernel_prefix = ""
+    parallel_pragma = ""
+    """Emitted before a top-level loop whose iterations write disjoint cells (if the work is at
+    least :data:`PARALLEL_MIN_WORK`); e.g. ``#pragma omp parallel for``."""
     buffer_prefix = ""
     index_type = "int64_t"
     # Everything but uint4x32, whose threefry and uniform builtins are not rendered yet.
@@ -292,6 +356,13 @@ class CSyntax:
                 for x in stmts:
                     self.stmt(x, out, indent)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
+                if (
+                    indent == 1
+                    and self.parallel_pragma
+                    and _loop_work(s) >= PARALLEL_MIN_WORK
+                    and is_parallel_loop(s)
+                ):
+                    out.add(indent, self.parallel_pragma)
                 v = self.sym(i)
                 out.add(indent, f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; ++{v}) {{")
                 self.stmt(body, out, indent + 1)
