@@ -152,3 +152,138 @@ def test_mode_strings() -> None:
         "Virtual",
         "Never_virtual",
     ]
+
+
+S_U, S_P, S_C = Sharing.Unset, Sharing.Per_stream, Sharing.Shared_cross_streams
+
+
+@pytest.mark.parametrize(
+    "old,new,expected",
+    [
+        (S_U, S_U, S_U),
+        (S_U, S_P, S_P),
+        (S_U, S_C, S_C),
+        (S_P, S_U, S_P),
+        (S_P, S_P, S_P),
+        (S_P, S_C, None),
+        (S_C, S_U, S_C),
+        (S_C, S_P, None),
+        (S_C, S_C, S_C),
+    ],
+)
+def test_refine_sharing(old: Sharing, new: Sharing, expected: Sharing | None) -> None:
+    if expected is None:
+        with pytest.raises(mm.Conflict, match="contradicts"):
+            mm.refine_sharing(old, new)
+    else:
+        assert mm.refine_sharing(old, new) is expected
+
+
+def test_refine_raises_conflict_and_meets() -> None:
+    with pytest.raises(mm.Conflict, match="Virtual contradicts Hosted"):
+        mm.refine(mm.Hosted(), mm.Virtual())
+    assert mm.refine(mm.Device_only(), mm.Materialized()) == mm.On_device()
+    assert mm.refine(mm.Effectively_constant(), mm.Never_virtual()) == mm.Materialized()
+    assert mm.refine(mm.Materialized(), mm.Effectively_constant()) == mm.Materialized()
+    assert mm.refine(mm.Effectively_constant(), mm.On_device(S_P)) == mm.On_device(S_P)
+    assert mm.refine(mm.Hosted(mm.Nonconstant()), mm.Materialized()) == mm.Hosted(mm.Nonconstant())
+    with pytest.raises(mm.Conflict, match="memory type"):
+        mm.refine_memory_type(mm.Volatile(), mm.Constant())
+
+
+@pytest.mark.parametrize(
+    "mode,sharing,expected",
+    [
+        (None, S_C, None),
+        (mm.On_device(), S_U, mm.On_device()),
+        (mm.On_device(), S_P, mm.On_device(S_P)),
+        (mm.On_device(S_C), S_C, mm.On_device(S_C)),
+        (mm.On_device(S_C), S_P, "X"),
+        (mm.Hosted(mm.Nonconstant()), S_C, mm.Hosted(mm.Changed_on_devices(S_C))),
+        (mm.Hosted(mm.Changed_on_devices()), S_P, mm.Hosted(mm.Changed_on_devices(S_P))),
+        (mm.Hosted(mm.Changed_on_devices(S_P)), S_C, "X"),
+        (mm.Hosted(mm.Constant()), S_P, mm.Hosted(mm.Constant())),
+        (mm.Hosted(mm.Volatile()), S_C, mm.Hosted(mm.Volatile())),
+        (mm.Hosted(), S_P, mm.Hosted()),
+        (mm.Virtual(), S_P, mm.Virtual()),
+        (mm.Local(), S_P, mm.Local()),
+        (mm.Virtual(), S_C, "X"),
+        (mm.Local(), S_C, "X"),
+        (mm.Never_virtual(), S_C, mm.Never_virtual()),
+        (mm.Device_only(), S_P, mm.Device_only()),
+        (mm.Materialized(), S_C, mm.Materialized()),
+        (mm.Effectively_constant(), S_C, mm.Effectively_constant()),
+    ],
+    ids=str,
+)
+def test_apply_sharing(mode: mm.MemoryMode | None, sharing: Sharing, expected: object) -> None:
+    if expected == "X":
+        with pytest.raises(mm.Conflict):
+            mm.apply_sharing(mode, sharing)
+    else:
+        assert mm.apply_sharing(mode, sharing) == expected
+
+
+def test_with_sharing_has_no_place() -> None:
+    assert mm.with_sharing(mm.Local(), S_P) is None
+    assert mm.with_sharing(mm.Hosted(mm.Constant()), S_C) is None
+    assert mm.with_sharing(mm.Materialized(), S_C) is None
+
+
+def test_pending_sharing_conflicts_with_a_later_mode() -> None:
+    tn = Tnode.create((2,), label="ps")
+    tn.update_memory_sharing(S_P, 5)
+    with pytest.raises(
+        MemoryModeError,
+        match=r"ps#\d+: memory mode On_device\(Shared_cross_streams\) \(provenance 6\) "
+        r"contradicts None \(provenance None\) and sharing Per_stream \(provenance 5\)",
+    ):
+        tn.update_memory_mode(mm.On_device(S_C), 6)
+    assert tn.memory_mode is None
+    tn2 = Tnode.create((2,), label="ps2")
+    tn2.update_memory_sharing(S_C, 7)
+    with pytest.raises(MemoryModeError, match=r"Local \(provenance 8\).*provenance 7"):
+        tn2.update_memory_mode(mm.Local(), 8)
+
+
+def test_shared_sharing_on_local_or_virtual_conflicts() -> None:
+    tn = Tnode.create((2,), label="loc", memory_mode=(mm.Local(), 3))
+    tn.update_memory_sharing(S_P, 4)  # fine: a local node is per stream anyway
+    assert tn.memory_mode == mm.Local() and tn.memory_mode_provenance == 3
+    v = Tnode.create((2,), label="vir", memory_mode=(mm.Virtual(), 3))
+    with pytest.raises(MemoryModeError, match=r"vir#\d+: sharing Shared_cross_streams .*Virtual"):
+        v.update_memory_sharing(S_C, 4)
+
+
+def test_unset_sharing_is_a_no_op() -> None:
+    tn = Tnode.create((2,), memory_mode=(mm.On_device(S_P), 1))
+    tn.update_memory_sharing(S_U, 2)
+    assert tn.memory_mode == mm.On_device(S_P) and tn.memory_mode_provenance == 1
+
+
+@pytest.mark.parametrize(
+    "mode", [None, mm.Effectively_constant(), mm.Never_virtual(), mm.Device_only()], ids=str
+)
+def test_shared_nodes_settle_on_device(mode: mm.MemoryMode | None) -> None:
+    tn = Tnode.create((2,), label="sh")
+    if mode is not None:
+        tn.update_memory_mode(mode, 1)
+    tn.update_memory_sharing(S_C, 2)
+    tn.default_to_most_local(3)
+    assert tn.memory_mode == mm.On_device(S_C)
+    assert tn.potentially_cross_stream()
+
+
+def test_is_virtual_force_respects_shared_sharing() -> None:
+    tn = Tnode.create((2,), label="sv")
+    tn.update_memory_sharing(S_C, 1)
+    assert not tn.is_virtual_force(2)
+    assert tn.memory_mode == mm.On_device(S_C)
+
+
+def test_constants_are_cross_stream_unless_per_stream() -> None:
+    tn = Tnode.create((2,), memory_mode=(mm.Hosted(mm.Constant()), 1))
+    assert tn.potentially_cross_stream()
+    tn.update_memory_sharing(S_P, 2)
+    assert not tn.potentially_cross_stream() and tn.known_non_cross_stream()
+    assert tn.memory_mode == mm.Hosted(mm.Constant())

@@ -146,3 +146,146 @@ def test_fp8_encode_every_value_and_tie() -> None:
 def test_fp8_nan_stays_nan() -> None:
     got = P.single_to_fp8_bits(np.array([np.nan, -np.nan], np.float32))
     assert np.isnan(P.fp8_bits_to_single(got)).all()
+
+
+@pytest.mark.parametrize(
+    "dtype,prec,ok",
+    [
+        (np.float64, "single", True),
+        (np.float32, "double", True),
+        (np.float64, "bfloat16", True),
+        (np.float16, "fp8", True),
+        (ml_dtypes.bfloat16, "single", True),
+        (ml_dtypes.float8_e5m2, "half", True),
+        (np.int64, "single", True),
+        (np.int64, "uint32", True),
+        (np.uint8, "int64", True),
+        (np.bool_, "byte", True),
+        (np.uint32, "uint4x32", True),
+        (np.float64, "int32", False),
+        (np.float32, "byte", False),
+        (ml_dtypes.bfloat16, "int64", False),
+        (np.float64, "uint4x32", False),
+        (np.complex128, "double", False),
+        (np.dtype("<U3"), "single", False),
+        (np.dtype(object), "single", False),
+    ],
+)
+def test_can_convert(dtype: object, prec: str, ok: bool) -> None:
+    assert P.can_convert(dtype, P.parse(prec)) is ok
+
+
+def test_to_host_dtype_converts_and_keeps_shape() -> None:
+    vals = np.array([[1.0, 3.14159], [-2.5, 1e-3]])
+    got = P.to_host_dtype(vals, P.bfloat16)
+    assert got.dtype == np.dtype(ml_dtypes.bfloat16) and got.shape == (2, 2)
+    assert np.array_equal(got, vals.astype(ml_dtypes.bfloat16))
+    same = np.zeros(3, np.float32)
+    assert P.to_host_dtype(same, P.single) is same  # no copy when already right
+    assert P.to_host_dtype([1, 2, 3], P.byte).tolist() == [1, 2, 3]
+    assert P.to_host_dtype(np.zeros((0,), np.int64), P.byte).shape == (0,)
+
+
+def test_to_host_dtype_errors() -> None:
+    with pytest.raises(
+        UsageError, match="values of dtype float64 do not convert to precision int32"
+    ):
+        P.to_host_dtype([1.5], P.int32)
+    with pytest.raises(
+        UsageError, match=r"value 256 is out of the range \[0, 255\] of precision byte"
+    ):
+        P.to_host_dtype([1, 256], P.byte)
+    with pytest.raises(UsageError, match=r"value -1 is out of the range \[0, 65535\]"):
+        P.to_host_dtype([-1, 2], P.uint16)
+
+
+def _random_float32_bit_patterns(n: int) -> np.ndarray:
+    rng = np.random.default_rng(1)
+    return rng.integers(0, 1 << 32, n, dtype=np.uint64).astype(np.uint32).view(np.float32)
+
+
+def test_bfloat16_encode_random_bit_patterns() -> None:
+    # Every kind of float32: normals, subnormals, infinities, NaNs with payloads.
+    x = _random_float32_bit_patterns(1 << 20)
+    got = P.single_to_bfloat16_bits(x)
+    with np.errstate(invalid="ignore"):
+        expected = x.astype(ml_dtypes.bfloat16).view(np.uint16)
+    nan = np.isnan(x)
+    assert nan.any()
+    assert np.array_equal(got[~nan], expected[~nan])
+    assert np.isnan(P.bfloat16_bits_to_single(got[nan])).all()
+    # The sign of a NaN is kept.
+    assert np.array_equal(got[nan] >> 15, x[nan].view(np.uint32) >> 31)
+
+
+def test_fp8_encode_random_bit_patterns() -> None:
+    x = _random_float32_bit_patterns(1 << 20)
+    got = P.single_to_fp8_bits(x)
+    with np.errstate(invalid="ignore"):
+        expected = x.astype(ml_dtypes.float8_e5m2).view(np.uint8)
+    nan = np.isnan(x)
+    assert np.array_equal(got[~nan], expected[~nan])
+    assert np.isnan(P.fp8_bits_to_single(got[nan])).all()
+
+
+def test_decode_then_encode_is_identity() -> None:
+    bf = np.arange(1 << 16, dtype=np.uint16)
+    back = P.single_to_bfloat16_bits(P.bfloat16_bits_to_single(bf))
+    keep = ~np.isnan(P.bfloat16_bits_to_single(bf))
+    assert np.array_equal(back[keep], bf[keep])
+    f8 = np.arange(256, dtype=np.uint8)
+    back8 = P.single_to_fp8_bits(P.fp8_bits_to_single(f8))
+    keep8 = ~np.isnan(P.fp8_bits_to_single(f8))
+    assert np.array_equal(back8[keep8], f8[keep8])
+
+
+@pytest.mark.parametrize(
+    "value,bits",
+    [
+        (2.0**-16, 0x01),  # smallest subnormal
+        (2.0**-17, 0x00),  # half of it: a tie, rounds to even (zero)
+        (1.5 * 2.0**-16, 0x02),  # tie between 1 and 2 quanta: even is 2
+        (2.5 * 2.0**-16, 0x02),  # tie between 2 and 3: even is 2
+        (2.0**-14, 0x04),  # smallest normal
+        (1.5, 0x3E),  # exact (the OCaml encoder's quirk turned this into 1.25)
+        (1.125, 0x3C),  # tie between 1.0 and 1.25: even is 1.0
+        (1.375, 0x3E),  # tie between 1.25 and 1.5: even is 1.5
+        (57344.0, 0x7B),  # largest finite
+        (61439.0, 0x7B),  # just below the tie with infinity
+        (61440.0, 0x7C),  # the tie rounds to even: infinity
+        (-0.0, 0x80),
+        (-(2.0**-18), 0x80),  # underflow keeps the sign
+        (float("-inf"), 0xFC),
+    ],
+)
+def test_fp8_boundaries(value: float, bits: int) -> None:
+    x = np.array([value], np.float32)
+    assert int(P.single_to_fp8_bits(x)[0]) == bits
+    assert int(x.astype(ml_dtypes.float8_e5m2).view(np.uint8)[0]) == bits
+
+
+@pytest.mark.parametrize(
+    "bits32,bits16",
+    [
+        (0x3F808000, 0x3F80),  # tie, even below
+        (0x3F818000, 0x3F82),  # tie, even above
+        (0x3F808001, 0x3F81),  # just above the tie
+        (0x7F7FFFFF, 0x7F80),  # float32 max rounds to infinity
+        (0x00000001, 0x0000),  # smallest float32 subnormal
+        (0x00400000, 0x0040),  # a float32 subnormal bfloat16 can hold exactly
+        (0x80000000, 0x8000),  # -0
+        (0xFF800000, 0xFF80),  # -inf
+    ],
+)
+def test_bfloat16_boundaries(bits32: int, bits16: int) -> None:
+    x = np.array([bits32], np.uint32).view(np.float32)
+    assert int(P.single_to_bfloat16_bits(x)[0]) == bits16
+    assert int(x.astype(ml_dtypes.bfloat16).view(np.uint16)[0]) == bits16
+
+
+def test_conversions_keep_shape() -> None:
+    x = np.arange(12, dtype=np.float32).reshape(3, 4) / 7
+    assert P.single_to_bfloat16_bits(x).shape == (3, 4)
+    assert P.single_to_fp8_bits(x).shape == (3, 4)
+    assert P.bfloat16_bits_to_single(P.single_to_bfloat16_bits(x)).shape == (3, 4)
+    assert P.fp8_bits_to_single(P.single_to_fp8_bits(x)).dtype == np.float32

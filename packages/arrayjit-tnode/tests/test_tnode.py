@@ -242,7 +242,9 @@ def test_set_values_errors() -> None:
     with pytest.raises(UsageError, match=r"w#\d+ expects values of shape \[2, 3\], got \[3, 2\]"):
         tn.set_values(np.zeros((3, 2)))
     ints = Tnode.create((2,), prec="int32", label="i", hosted=True)
-    with pytest.raises(UsageError, match=r"i#\d+ has precision int32; values of dtype float64"):
+    with pytest.raises(
+        UsageError, match=r"set_values: node i#\d+: values of dtype float64 do not convert to "
+    ):
         ints.set_values(np.array([1.5, 2.0]))
 
 
@@ -393,3 +395,170 @@ def test_demo_runs_and_checks(capsys: pytest.CaptureFixture[str]) -> None:
     assert demo.main() == 0
     out = capsys.readouterr().out
     assert "all checks passed" in out and "FAILED" not in out
+
+
+def test_update_prec_only_if() -> None:
+    tn = Tnode.create((2,), label="oi")
+    tn.update_prec("half", only_if=lambda p: p is P.double)
+    assert tn.prec_state == "default"
+    tn.update_prec("half", only_if=lambda p: p is P.single)
+    assert tn.prec_state == "specified" and tn.prec is P.half
+    # A failing condition leaves even a conflicting request alone.
+    tn.update_prec("double", only_if=lambda p: p is P.single)
+    assert tn.prec is P.half
+
+
+def test_update_infer_prec() -> None:
+    tn = Tnode.create((2,), label="inf")
+    tn.update_infer_prec("half")
+    assert tn.prec_state == "inferred" and not tn.prec_specified
+    tn.update_infer_prec("bfloat16")  # promote(half, bfloat16)
+    tn.update_infer_prec("int32", only_if=lambda p: p is P.half)  # condition fails
+    assert tn.prec is P.bfloat16
+    with pytest.raises(
+        UsageError, match=r"inf#\d+: precision bfloat16 was already used, cannot infer"
+    ):
+        tn.update_infer_prec("double")
+    tn.update_infer_prec("half")  # promotes to bfloat16: unchanged, fine after forcing
+    spec = Tnode.create((2,), prec="byte")
+    spec.update_infer_prec("double")  # specified wins
+    assert spec.prec is P.byte and spec.prec_state == "specified"
+    inferred = Tnode.create((2,))
+    inferred.update_infer_prec("double")
+    inferred.update_prec("half")  # an explicit precision replaces an inference
+    assert inferred.prec is P.half and inferred.prec_state == "specified"
+
+
+def test_same_precision_after_forcing_is_fine() -> None:
+    tn = Tnode.create((2,))
+    assert tn.prec is P.single
+    tn.update_prec("single")
+    assert tn.prec_specified
+
+
+def test_set_value_checks_the_value() -> None:
+    ints = Tnode.create((3,), prec="byte", label="b8", hosted=True)
+    ints.set_value((0,), 7)
+    ints.set_value((1,), True)
+    assert ints.get_values().tolist() == [7, 1, 0]
+    assert isinstance(ints.get_value((0,)), int)
+    with pytest.raises(UsageError, match=r"set_value: node b8#\d+: values of dtype float64"):
+        ints.set_value((0,), 1.5)
+    with pytest.raises(UsageError, match=r"value 300 is out of the range \[0, 255\]"):
+        ints.set_value((0,), 300)
+    with pytest.raises(UsageError, match=r"expected one number, got an array of shape \[2\]"):
+        ints.set_value((0,), [1, 2])
+    assert ints.get_values().tolist() == [7, 1, 0]
+    f = Tnode.create((1,), prec="fp8", hosted=True)
+    f.set_value((0,), 1.3)
+    assert f.get_value((0,)) == 1.25 and isinstance(f.get_value((0,)), float)
+
+
+def test_set_value_uint4x32_refused() -> None:
+    tn = Tnode.create((2,), prec="uint4x32", label="key", hosted=True)
+    with pytest.raises(UsageError, match=r"key#\d+ is uint4x32; use set_values"):
+        tn.set_value((0,), 1)
+    tn.set_values(np.arange(8, dtype=np.uint32).reshape(2, 4))
+    assert tn.get_values()[1].tolist() == [4, 5, 6, 7]
+
+
+def test_set_values_out_of_range_integers() -> None:
+    tn = Tnode.create((2,), prec="uint16", label="u", hosted=True)
+    with pytest.raises(UsageError, match=r"u#\d+: value -3 is out of the range"):
+        tn.set_values([-3, 4])
+    tn.set_values(np.array([65535, 0], dtype=np.int64))
+    assert tn.get_values().tolist() == [65535, 0]
+
+
+@pytest.mark.parametrize("index", [(0.5, 0), ("a", 0), (None, 1)])
+def test_index_must_be_integers(index: tuple) -> None:  # type: ignore[type-arg]
+    tn = Tnode.create((2, 2), label="ii", hosted=True)
+    with pytest.raises(UsageError, match=r"ii#\d+: index .* is not a sequence of integers"):
+        tn.get_value(index)
+
+
+def test_numpy_integer_indices() -> None:
+    tn = Tnode.create((2, 2), hosted=True)
+    tn.set_value((np.int64(1), np.int32(0)), 4.0)
+    assert tn.get_value([1, 0]) == 4.0
+
+
+def test_get_values_is_a_copy() -> None:
+    tn = Tnode.create((2,), hosted=True)
+    got = tn.get_values()
+    got[0] = 5.0
+    assert tn.get_values().tolist() == [0.0, 0.0]
+
+
+def test_padding_value_none_leaves_margins_zero() -> None:
+    tn = Tnode.create((2,), hosted=True, padding=Padding(((1, 2),), None))
+    assert tn.array is not None and tn.array.tolist() == [0.0] * 5
+    assert tn.logical_slices() == (slice(1, 3),)
+    assert Tnode.create((2, 3)).logical_slices() == (slice(None), slice(None))
+
+
+def test_lazy_dims_with_padding_and_errors() -> None:
+    tn = Tnode.create(lambda: [4], label="lp", padding=Padding(((2, 0),)))
+    assert tn.dims_without_padding == (4,) and tn.dims == (6,)
+    bad = Tnode.create(lambda: (-1,), label="lbad")
+    with pytest.raises(UsageError, match=r"lbad#\d+: dims must be non-negative"):
+        _ = bad.dims
+
+
+def test_lazy_dims_forced_once_across_threads() -> None:
+    calls: list[int] = []
+    gate = threading.Event()
+
+    def dims() -> tuple[int]:
+        gate.wait()
+        calls.append(1)
+        return (7,)
+
+    tn = Tnode.create(dims)
+    results: list[tuple[int, ...]] = []
+    threads = [threading.Thread(target=lambda: results.append(tn.dims)) for _ in range(8)]
+    for t in threads:
+        t.start()
+    gate.set()
+    for t in threads:
+        t.join()
+    assert calls == [1] and results == [(7,)] * 8
+
+
+def test_array_setter_and_lazy_allocation() -> None:
+    tn = Tnode.create((2,), prec="int32", hosted=True)
+    assert tn._array is None  # allocated only when first needed
+    assert tn.array is not None and tn.array.dtype == np.int32
+    tn.array = np.array([5, 6], dtype=np.int32)
+    assert tn.get_values().tolist() == [5, 6]
+    later = Tnode.create((3,))
+    assert later.array is None
+    later.update_memory_mode(mm.Hosted(mm.Volatile()), 1)
+    assert later.array is not None and later.array.shape == (3,)
+
+
+def test_str_reads_through_the_hook() -> None:
+    tn = Tnode.create((2,), label="hk", hosted=True)
+
+    def transfer() -> None:
+        tn.array[:] = [1.5, 2.5]  # type: ignore[index]
+
+    tn.prepare_read(lambda: True, lambda: None, transfer)
+    text = str(tn)
+    assert "1.5" in text and "2.5" in text
+
+
+def test_all_nodes_alias_and_find_unknown() -> None:
+    from arrayjit_tnode import all_nodes
+
+    tn = Tnode.create((1,))
+    assert tn in all_nodes()
+    assert find(-5) is None
+
+
+def test_hash_and_equality_by_id_only() -> None:
+    a = Tnode.create((1,), label="same")
+    b = Tnode.create((1,), label="same")
+    assert a != b and a.id != b.id
+    assert a != "same" and (a == a.id) is False
+    assert len({a, b, a}) == 2

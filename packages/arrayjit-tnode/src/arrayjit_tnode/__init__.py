@@ -11,7 +11,7 @@ from arrayjit_tnode.errors import (
     UsageError,
 )
 from arrayjit_tnode.precision import Prec
-from arrayjit_tnode.tnode import Padding, Tnode, find, registered_nodes
+from arrayjit_tnode.tnode import Padding, Tnode, all_nodes, find, registered_nodes
 
 __all__ = [
     "ArrayjitError",
@@ -24,6 +24,7 @@ __all__ = [
     "Tnode",
     "UsageError",
     "__version__",
+    "all_nodes",
     "errors",
     "find",
     "memory_mode",

@@ -234,7 +234,9 @@ def refine_memory_type(old: MemoryType, new: MemoryType) -> MemoryType:
     raise Conflict(f"memory type {new} contradicts {old}")
 
 
-def _sharing_of(mode: MemoryMode) -> Sharing:
+def sharing_of(mode: MemoryMode | None) -> Sharing:
+    """The sharing ``mode`` carries (``On_device`` and ``Hosted(Changed_on_devices)`` do),
+    else ``Unset``."""
     if isinstance(mode, On_device):
         return mode.sharing
     if isinstance(mode, Hosted) and isinstance(mode.memory_type, Changed_on_devices):
@@ -264,7 +266,7 @@ def refine(old: MemoryMode | None, new: MemoryMode) -> MemoryMode:
         raise Conflict(f"{new} contradicts {old}")
     kind = _BY_LEAVES[common]
     if kind is On_device:
-        return On_device(refine_sharing(_sharing_of(old), _sharing_of(new)))
+        return On_device(refine_sharing(sharing_of(old), sharing_of(new)))
     if kind is Hosted:
         mem = refine_memory_type(_memory_type_of(old), _memory_type_of(new))
         return Hosted(mem)
@@ -290,6 +292,23 @@ def with_sharing(mode: MemoryMode, sharing: Sharing) -> MemoryMode | None:
     return None
 
 
+def apply_sharing(mode: MemoryMode | None, sharing: Sharing) -> MemoryMode | None:
+    """``mode`` once the node's sharing is known to be ``sharing``: specialized where the mode
+    carries a sharing (see :func:`with_sharing`), unchanged where it has no place for one.
+
+    Raises:
+        Conflict: the mode already has a contradicting sharing, or the node is ``Virtual`` or
+            ``Local`` (never in a persistent buffer, so never shared across streams) and
+            ``sharing`` is ``Shared_cross_streams``.
+    """
+    if sharing is Sharing.Unset or mode is None:
+        return mode
+    if isinstance(mode, (Virtual, Local)) and sharing is Sharing.Shared_cross_streams:
+        raise Conflict(f"a {mode} node has no buffer to share across streams")
+    shared = with_sharing(mode, sharing)
+    return mode if shared is None else shared
+
+
 __all__ = [
     "ALL_MODE_KINDS",
     "Changed_on_devices",
@@ -309,10 +328,12 @@ __all__ = [
     "Unset_hosted",
     "Virtual",
     "Volatile",
+    "apply_sharing",
     "is_leaf",
     "leaves",
     "refine",
     "refine_memory_type",
     "refine_sharing",
+    "sharing_of",
     "with_sharing",
 ]

@@ -177,6 +177,56 @@ def of_dtype(dtype: Any) -> Prec:
     raise UsageError(f"no arrayjit precision has numpy dtype {dt}")
 
 
+# ---- host values ---------------------------------------------------------------------------------
+
+_SMALL_FLOAT_NAMES = ("bfloat16", "float8_e5m2")
+
+
+def _is_float_dtype(dt: np.dtype[Any]) -> bool:
+    return dt.kind == "f" or dt.name in _SMALL_FLOAT_NAMES
+
+
+def can_convert(dtype: Any, prec: Prec) -> bool:
+    """Whether values of numpy ``dtype`` convert to ``prec`` within their kind.
+
+    Like numpy's ``'same_kind'`` casting, extended to the ``ml_dtypes`` floats and relaxed
+    between integer kinds: floats go into float precisions only; integers and booleans go into
+    any precision (signed into unsigned too: Python ints arrive as int64). Anything else
+    (complex, strings, objects) converts to nothing.
+    """
+    dt = np.dtype(dtype)
+    if dt == prec.numpy_dtype:
+        return True
+    if _is_float_dtype(dt):
+        return prec.is_float
+    return dt.kind in "iub"
+
+
+def to_host_dtype(values: Any, prec: Prec) -> np.ndarray:
+    """``values`` as a numpy array of ``prec``'s host dtype (rounding to nearest even for the
+    small floats). The shape is kept.
+
+    Raises:
+        UsageError: the values' dtype does not convert within its kind (see
+            :func:`can_convert`), e.g. floats into an integer precision; or an integer value
+            is out of an integer precision's range.
+    """
+    arr = np.asarray(values)
+    if not can_convert(arr.dtype, prec):
+        raise UsageError(f"values of dtype {arr.dtype} do not convert to precision {prec}")
+    target = prec.numpy_dtype
+    if target.kind in "iu" and arr.dtype.kind in "iu" and arr.size:
+        # Refuse rather than wrap around silently.
+        info = np.iinfo(target)
+        lo, hi = arr.min(), arr.max()
+        if lo < info.min or hi > info.max:
+            bad = lo if lo < info.min else hi
+            raise UsageError(
+                f"value {bad} is out of the range [{info.min}, {info.max}] of precision {prec}"
+            )
+    return arr.astype(target, copy=False)
+
+
 # ---- bit-level conversions of the small float formats ------------------------------------------
 # Generated kernels store bfloat16 and fp8 (E5M2) as raw bits and compute in float32; these are
 # the reference conversions they must match (round to nearest, ties to even; NaN stays NaN,
@@ -204,13 +254,15 @@ def fp8_bits_to_single(bits: np.ndarray) -> np.ndarray:
     """Decode fp8 E5M2 bit patterns (uint8) to float32, exactly (E5M2 is the top byte of an
     IEEE half)."""
     half_bits = np.asarray(bits, dtype=np.uint8).astype(np.uint16) << 8
-    return half_bits.view(np.float16).astype(np.float32)
+    with np.errstate(invalid="ignore"):  # signaling NaN patterns are expected input
+        return half_bits.view(np.float16).astype(np.float32)
 
 
 def single_to_fp8_bits(values: np.ndarray) -> np.ndarray:
     """Encode float32 values as fp8 E5M2 bit patterns (uint8), rounding to nearest even in one
     step (no double rounding through half); overflow gives infinity."""
-    x = np.asarray(values, dtype=np.float32).astype(np.float64)
+    with np.errstate(invalid="ignore"):  # signaling NaNs are expected input
+        x = np.asarray(values, dtype=np.float32).astype(np.float64)
     mag = np.abs(x)
     finite = np.isfinite(mag) & (mag > 0)
     _, exp = np.frexp(np.where(finite, mag, 1.0))
@@ -233,6 +285,7 @@ __all__ = [
     "bfloat16",
     "bfloat16_bits_to_single",
     "byte",
+    "can_convert",
     "double",
     "fp8",
     "fp8_bits_to_single",
@@ -245,6 +298,7 @@ __all__ = [
     "single",
     "single_to_bfloat16_bits",
     "single_to_fp8_bits",
+    "to_host_dtype",
     "uint4x32",
     "uint16",
     "uint32",

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+import operator
 import re
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, SupportsIndex
 
 import numpy as np
 
@@ -74,6 +75,10 @@ def registered_nodes() -> list[Tnode]:
     return sorted(nodes, key=lambda tn: tn.id)
 
 
+all_nodes = registered_nodes
+"""Alias of :func:`registered_nodes`."""
+
+
 class Tnode:
     """A tensor node. Create nodes with :meth:`create`.
 
@@ -96,9 +101,11 @@ class Tnode:
         "_pending_sharing",
         "_prec",
         "_prec_forced",
+        "_prec_inferred",
         "_prec_specified",
         "_prepare_read",
         "_prepare_write",
+        "_sharing_provenance",
         "backend_info",
         "code_name",
         "devices_not_lagging_host",
@@ -124,10 +131,12 @@ class Tnode:
     _dims_thunk: Callable[[], Sequence[int]] | None
     _prec: Prec
     _prec_specified: bool
+    _prec_inferred: bool
     _prec_forced: bool
     _prepare_read: _Hook | None
     _prepare_write: _Hook | None
     _pending_sharing: mm.Sharing
+    _sharing_provenance: int | None
 
     def __init__(self) -> None:
         raise TypeError("create tensor nodes with Tnode.create(...)")
@@ -174,11 +183,13 @@ class Tnode:
             tn._set_dims(dims)
         tn._prec = DEFAULT_PREC if prec is None else precision.parse(prec)
         tn._prec_specified = prec is not None
+        tn._prec_inferred = False
         tn._prec_forced = False
         tn._array = None
         tn._prepare_read = None
         tn._prepare_write = None
         tn._pending_sharing = mm.Sharing.Unset
+        tn._sharing_provenance = None
         tn.memory_mode = None
         tn.memory_mode_provenance = None
         tn.devices_not_lagging_host = set()
@@ -281,28 +292,66 @@ class Tnode:
         """Whether the precision was given explicitly (not the default)."""
         return self._prec_specified
 
-    def update_prec(self, prec: Prec | str) -> None:
-        """Specify the precision.
+    @property
+    def prec_state(self) -> str:
+        """``"specified"`` (given explicitly), ``"inferred"`` (by :meth:`update_infer_prec`) or
+        ``"default"``."""
+        if self._prec_specified:
+            return "specified"
+        return "inferred" if self._prec_inferred else "default"
+
+    def update_prec(
+        self, prec: Prec | str, *, only_if: Callable[[Prec], bool] | None = None
+    ) -> None:
+        """Specify the precision. With ``only_if``, only when ``only_if(current precision)``
+        holds.
 
         Raises:
             UsageError: the precision was already specified, or already read, as another one.
         """
         new = precision.parse(prec)
-        if new == self._prec:
+        with self._lock:
+            if only_if is not None and not only_if(self._prec):
+                return
+            if new != self._prec:
+                if self._prec_specified:
+                    raise UsageError(
+                        f"node {self.debug_label}: precision already specified as {self._prec}, "
+                        f"cannot change it to {new}"
+                    )
+                if self._prec_forced:
+                    raise UsageError(
+                        f"node {self.debug_label}: precision {self._prec} was already used, "
+                        f"cannot change it to {new}"
+                    )
+            self._prec = new
             self._prec_specified = True
-            return
-        if self._prec_specified:
-            raise UsageError(
-                f"node {self.debug_label}: precision already specified as {self._prec}, "
-                f"cannot change it to {new}"
-            )
-        if self._prec_forced:
-            raise UsageError(
-                f"node {self.debug_label}: precision {self._prec} was already used, "
-                f"cannot change it to {new}"
-            )
-        self._prec = new
-        self._prec_specified = True
+            self._prec_inferred = False
+
+    def update_infer_prec(
+        self, prec: Prec | str, *, only_if: Callable[[Prec], bool] | None = None
+    ) -> None:
+        """Record an inferred precision: a specified precision wins (no-op); a default becomes
+        ``prec``; an earlier inference becomes ``promote(earlier, prec)``. With ``only_if``,
+        only when ``only_if(current precision)`` holds.
+
+        Raises:
+            UsageError: the precision was already read and the inference would change it.
+        """
+        new = precision.parse(prec)
+        with self._lock:
+            if self._prec_specified:
+                return
+            if only_if is not None and not only_if(self._prec):
+                return
+            result = precision.promote(self._prec, new) if self._prec_inferred else new
+            if self._prec_forced and result != self._prec:
+                raise UsageError(
+                    f"node {self.debug_label}: precision {self._prec} was already used, "
+                    f"cannot infer {result} for it"
+                )
+            self._prec = result
+            self._prec_inferred = True
 
     @property
     def num_elems(self) -> int:
@@ -337,16 +386,13 @@ class Tnode:
         with self._lock:
             old = self.memory_mode
             try:
-                new = mm.refine(old, mode)
+                new = mm.apply_sharing(mm.refine(old, mode), self._pending_sharing)
             except mm.Conflict as exc:
                 raise MemoryModeError(
                     f"node {self.debug_label}: memory mode {mode} (provenance {provenance}) "
-                    f"contradicts {old} (provenance {self.memory_mode_provenance}): {exc}"
+                    f"contradicts {self._decisions()}: {exc}"
                 ) from None
-            if self._pending_sharing is not mm.Sharing.Unset:
-                shared = mm.with_sharing(new, self._pending_sharing)
-                if shared is not None:
-                    new = shared
+            assert new is not None
             if new != old:
                 self.memory_mode = new
                 self.memory_mode_provenance = provenance
@@ -364,26 +410,33 @@ class Tnode:
         with self._lock:
             old = self.memory_mode
             try:
-                self._pending_sharing = mm.refine_sharing(self._pending_sharing, sharing)
-                new = mm.with_sharing(old, sharing) if old is not None else None
+                pending = mm.refine_sharing(self._pending_sharing, sharing)
+                new = mm.apply_sharing(old, sharing)
             except mm.Conflict as exc:
                 raise MemoryModeError(
                     f"node {self.debug_label}: sharing {sharing.value} (provenance {provenance}) "
-                    f"contradicts {old} (provenance {self.memory_mode_provenance}): {exc}"
+                    f"contradicts {self._decisions()}: {exc}"
                 ) from None
-            if new is not None and new != old:
+            if pending is not self._pending_sharing:
+                self._pending_sharing = pending
+                self._sharing_provenance = provenance
+            if new != old:
                 self.memory_mode = new
                 self.memory_mode_provenance = provenance
+
+    def _decisions(self) -> str:
+        text = f"{self.memory_mode} (provenance {self.memory_mode_provenance})"
+        if self._pending_sharing is not mm.Sharing.Unset:
+            text += (
+                f" and sharing {self._pending_sharing.value} "
+                f"(provenance {self._sharing_provenance})"
+            )
+        return text
 
     @property
     def sharing(self) -> mm.Sharing:
         """The node's cross-stream sharing (possibly still ``Unset``)."""
-        mode = self.memory_mode
-        if isinstance(mode, mm.On_device):
-            return mode.sharing
-        if isinstance(mode, mm.Hosted) and isinstance(mode.memory_type, mm.Changed_on_devices):
-            return mode.memory_type.sharing
-        return self._pending_sharing
+        return mm.refine_sharing(self._pending_sharing, mm.sharing_of(self.memory_mode))
 
     def _leaves(self) -> frozenset[str]:
         return frozenset("VLDH") if self.memory_mode is None else mm.leaves(self.memory_mode)
@@ -415,10 +468,14 @@ class Tnode:
 
     def potentially_cross_stream(self) -> bool:
         """One buffer per device shared by its streams: sharing ``Shared_cross_streams``, or a
-        constant (constants never change, so streams can share them)."""
+        constant whose sharing is not ``Per_stream`` (constants never change, so streams can
+        share them)."""
         if self.known_not_materialized():
             return False
-        return self.sharing is mm.Sharing.Shared_cross_streams or self.known_constant()
+        sharing = self.sharing
+        if sharing is not mm.Sharing.Unset:
+            return sharing is mm.Sharing.Shared_cross_streams
+        return self.known_constant()
 
     def mode_is_unspecified(self) -> bool:
         """No decision yet, or only ``Never_virtual`` / ``Effectively_constant``."""
@@ -434,16 +491,18 @@ class Tnode:
         """Settle an undecided mode to its most local choice: undecided or
         ``Effectively_constant`` -> ``Virtual``; ``Never_virtual`` / ``Device_only`` -> ``Local``
         when the buffer fits :data:`STACK_THRESHOLD_BYTES`, else ``On_device``;
-        ``Materialized`` -> ``On_device``. Sharing is left as it is. The provenance recorded is
-        ``1000 * old + provenance``."""
+        ``Materialized`` -> ``On_device``. A node already declared ``Shared_cross_streams``
+        needs a persistent buffer, so it settles to ``On_device`` instead of Virtual or Local.
+        Sharing is left as it is. The provenance recorded is ``1000 * old + provenance``."""
         mode = self.memory_mode
         old_prov = self.memory_mode_provenance or 0
         prov = 1000 * old_prov + provenance
+        shared = self.sharing is mm.Sharing.Shared_cross_streams
         match mode:
             case None | mm.Effectively_constant():
-                self.update_memory_mode(mm.Virtual(), prov)
+                self.update_memory_mode(self._settled_constant(), prov)
             case mm.Never_virtual() | mm.Device_only():
-                if self.size_in_bytes <= STACK_THRESHOLD_BYTES:
+                if not shared and self.size_in_bytes <= STACK_THRESHOLD_BYTES:
                     self.update_memory_mode(mm.Local(), prov)
                 else:
                     self.update_memory_mode(mm.On_device(), prov)
@@ -453,11 +512,18 @@ class Tnode:
                 pass
 
     def is_virtual_force(self, provenance: int) -> bool:
-        """Settle an undecided mode (undecided or ``Effectively_constant`` become ``Virtual``)
-        and tell whether the node is virtual."""
+        """Settle an undecided mode (undecided or ``Effectively_constant`` become ``Virtual``,
+        or ``On_device`` if declared ``Shared_cross_streams``) and tell whether the node is
+        virtual."""
         if self.memory_mode is None or isinstance(self.memory_mode, mm.Effectively_constant):
-            self.update_memory_mode(mm.Virtual(), provenance)
+            self.update_memory_mode(self._settled_constant(), provenance)
         return self.known_virtual()
+
+    def _settled_constant(self) -> mm.MemoryMode:
+        # What an undecided or Effectively_constant node settles to.
+        if self.sharing is mm.Sharing.Shared_cross_streams:
+            return mm.On_device()
+        return mm.Virtual()
 
     def is_hosted_force(self, provenance: int) -> bool:
         """Settle the mode to its most local choice and tell whether the node is hosted."""
@@ -538,9 +604,14 @@ class Tnode:
             )
         return arr
 
-    def _check_index(self, index: Sequence[int]) -> tuple[int, ...]:
+    def _check_index(self, index: Sequence[SupportsIndex]) -> tuple[int, ...]:
         dims = self.dims_without_padding
-        idx = tuple(int(i) for i in index)
+        try:
+            idx = tuple(operator.index(i) for i in index)
+        except TypeError:
+            raise UsageError(
+                f"node {self.debug_label}: index {index!r} is not a sequence of integers"
+            ) from None
         if len(idx) != len(dims) or any(not 0 <= i < d for i, d in zip(idx, dims)):
             raise UsageError(
                 f"node {self.debug_label}: index {list(idx)} is out of bounds for dims {list(dims)}"
@@ -577,40 +648,49 @@ class Tnode:
                 f"set_values: node {self.debug_label} expects values of shape {list(expected)}, "
                 f"got {list(vals.shape)}"
             )
-        target = self.prec.numpy_dtype
-        if not _casts(vals.dtype, target):
-            raise UsageError(
-                f"set_values: node {self.debug_label} has precision {self.prec}; values of dtype "
-                f"{vals.dtype} do not convert to it"
-            )
+        try:
+            converted = precision.to_host_dtype(vals, self.prec)
+        except UsageError as exc:
+            raise UsageError(f"set_values: node {self.debug_label}: {exc}") from None
         self.do_write()
-        arr[self.logical_slices()] = vals.astype(target)
+        arr[self.logical_slices()] = converted
         self.devices_not_lagging_host.clear()
 
-    def get_value(self, index: Sequence[int]) -> float | int:
+    def get_value(self, index: Sequence[SupportsIndex]) -> float | int:
         """One logical value (as a Python number).
 
         Raises:
             UsageError: the node is not hosted, or ``index`` is out of bounds.
         """
         arr = self._host_array("get_value")
+        if self.prec is Prec.uint4x32:
+            raise UsageError(f"get_value: node {self.debug_label} is uint4x32; use get_values")
         idx = self._check_index(index)
         self.do_read()
         value = arr[idx]
-        if self.prec is Prec.uint4x32:
-            raise UsageError(f"get_value: node {self.debug_label} is uint4x32; use get_values")
         return value.item() if not self.prec.is_float else float(value)
 
-    def set_value(self, index: Sequence[int], value: float) -> None:
+    def set_value(self, index: Sequence[SupportsIndex], value: float | np.generic) -> None:
         """Overwrite one logical value on the host; devices then lag the host.
 
         Raises:
-            UsageError: the node is not hosted, or ``index`` is out of bounds.
+            UsageError: the node is not hosted or is uint4x32 (use :meth:`set_values`),
+                ``index`` is out of bounds, or ``value`` is not a number that converts to the
+                node's precision (a float into an integer node, an integer out of range).
         """
         arr = self._host_array("set_value")
+        if self.prec is Prec.uint4x32:
+            raise UsageError(f"set_value: node {self.debug_label} is uint4x32; use set_values")
         idx = self._check_index(index)
+        try:
+            v = np.asarray(value)
+            if v.shape != ():
+                raise UsageError(f"expected one number, got an array of shape {list(v.shape)}")
+            converted = precision.to_host_dtype(v, self.prec)
+        except UsageError as exc:
+            raise UsageError(f"set_value: node {self.debug_label}: {exc}") from None
         self.do_write()
-        arr[idx] = value
+        arr[idx] = converted
         self.devices_not_lagging_host.clear()
 
     def points_1d(self, xdim: int, from_axis: int = -1) -> np.ndarray:
@@ -668,21 +748,12 @@ class Tnode:
         return f"{self.header()}\n{body}"
 
 
-def _casts(src: np.dtype[Any], dst: np.dtype[Any]) -> bool:
-    if src == dst:
-        return True
-    src_float = src.kind == "f" or src.name in ("bfloat16", "float8_e5m2")
-    dst_float = dst.kind == "f" or dst.name in ("bfloat16", "float8_e5m2")
-    if dst_float:
-        return src_float or src.kind in "iub"
-    return src.kind in "iub"
-
-
 __all__ = [
     "DEFAULT_PREC",
     "STACK_THRESHOLD_BYTES",
     "Padding",
     "Tnode",
+    "all_nodes",
     "find",
     "registered_nodes",
 ]
