@@ -70,7 +70,7 @@ def test_names_devices_streams(backend: Backend) -> None:
     assert n == expected if expected else n >= 1
     backend.initialize(Config.ONLY_DEVICES_PARALLEL)
     assert backend.suggested_num_streams(dev) == 1
-    with pytest.raises(UsageError, match=r"has 1 device, so ordinal must be 0, got 1"):
+    with pytest.raises(UsageError, match=r"has 1 device\(s\), so ordinal must be in 0..0, got 1"):
         backend.get_device(1)
 
 

@@ -14,7 +14,7 @@ from arrayjit_backends import (
     register,
 )
 from arrayjit_backends.registry import resolve_name, unregister
-from arrayjit_backends.slab import HostSlab, aligned_bytes, plan_pool_segments
+from arrayjit_backends.slab import Slab, aligned_bytes, plan_pool_segments
 
 
 def test_interp_names_and_default_prefix() -> None:
@@ -117,13 +117,16 @@ def test_plan_pool_segments_oversize_names_the_node() -> None:
         plan_pool_segments([(2000, 1)], 1000, ["big#7"])
 
 
-def test_host_slab_accounting_and_alignment() -> None:
-    slab = HostSlab()
+def test_slab_accounting_and_alignment() -> None:
+    freed: list[int] = []
+    slab = Slab(aligned_bytes, lambda mem: freed.append(mem.nbytes))
     a, b = slab.alloc_pool(100), slab.alloc_pool(0)
     assert slab.used_bytes == 100 and a != b
     assert slab.pool(a).ctypes.data % 64 == 0
     slab.free_pool(a)
     slab.free_pool(a)
-    assert slab.used_bytes == 0
+    assert slab.used_bytes == 0 and freed == [100]
+    slab.free_all()
+    assert freed == [100, 1] and slab.debug_info() == {"pools": 0, "used_bytes": 0}
     assert aligned_bytes(10, 128).ctypes.data % 128 == 0
     assert not np.any(aligned_bytes(10))

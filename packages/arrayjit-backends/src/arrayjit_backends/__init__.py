@@ -1,8 +1,9 @@
 """arrayjit_backends: the shared backend layer.
 
-Turns any CPU compiler (a :class:`NoDeviceBackend`) plus a scheduler into the full Backend:
-devices, streams, events, contexts, slab memory, routines, automatic synchronization, hosted
-nodes and merge buffers. Backends are found through the ``arrayjit.backends`` entry points.
+Turns any device backend (a :class:`DeviceBackend`: OpenCL, CUDA) or CPU compiler (a
+:class:`NoDeviceBackend` plus a scheduler) into the full Backend: devices, streams, events,
+contexts, slab memory, routines, automatic synchronization, hosted nodes and merge buffers.
+Backends are found through the ``arrayjit.backends`` entry points.
 """
 
 from arrayjit_backends.__about__ import __version__
@@ -19,6 +20,7 @@ from arrayjit_backends.backend import (
     make_cpu_backend,
 )
 from arrayjit_backends.backend_impl import NoDeviceBackend
+from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, ImmediateQueue
 from arrayjit_backends.missing import MissingBackend
 from arrayjit_backends.registry import (
     BackendEntry,
@@ -26,6 +28,7 @@ from arrayjit_backends.registry import (
     available_backends,
     backend_names,
     fresh_backend,
+    device_entry,
     no_device_entry,
     register,
 )
@@ -49,7 +52,10 @@ __all__ = [
     "CompileError",
     "Config",
     "Context",
+    "CpuDevices",
     "Device",
+    "DeviceBackend",
+    "ImmediateQueue",
     "MemoryModeError",
     "MergeMode",
     "MissingBackend",
@@ -63,6 +69,7 @@ __all__ = [
     "backend_names",
     "fresh_backend",
     "make_cpu_backend",
+    "device_entry",
     "no_device_entry",
     "register",
 ]

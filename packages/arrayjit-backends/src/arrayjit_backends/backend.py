@@ -1,8 +1,10 @@
 """The generic Backend: devices, streams, contexts, routines, memory and synchronization.
 
-One implementation serves every CPU compiler (a :class:`NoDeviceBackend` plus a scheduler). It
-keeps, per device and buffer, the last writer's event and the streams reading it, and inserts
-the waits itself, so users never need ``will_wait_for`` for correctness:
+One implementation serves every backend: it speaks only the device form
+(:class:`~arrayjit_backends.device_impl.DeviceBackend`), and CPU compilers reach that form
+through :class:`~arrayjit_backends.device_impl.CpuDevices`. It keeps, per device and buffer, the
+last writer's event and the streams reading it, and inserts the waits itself, so users never
+need ``will_wait_for`` for correctness:
 
 - a routine reading a buffer that another stream is writing waits for that writer's event;
 - ``from_host`` into a buffer waits for the streams still reading or writing it;
@@ -17,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
-import os
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -28,8 +29,9 @@ from typing import Any
 import numpy as np
 
 from arrayjit_backends.backend_impl import NoDeviceBackend, Run
-from arrayjit_backends.scheduler import SCHEDULERS, Event, StreamQueue
-from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, HostSlab, plan_pool_segments
+from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
+from arrayjit_backends.scheduler import Event, StreamQueue
+from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
 from arrayjit_ir import lower, optimize, optimize_batch
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
@@ -76,8 +78,12 @@ class Device:
         with _ids_lock:
             self.id = next(_device_ids)
         self.ordinal = ordinal
+        self.backend = backend
         self.backend_name = backend.name
-        self.slab = HostSlab()
+        runtime = backend.runtime
+        self.slab = Slab(
+            lambda nbytes: runtime.alloc(ordinal, nbytes), lambda mem: runtime.free(ordinal, mem)
+        )
         self.lock = threading.Lock()
         self.writers: dict[tuple[int, BufferLoc], tuple[Stream, Event]] = {}
         self.readers: dict[tuple[int, BufferLoc], dict[Stream, Event]] = {}
@@ -97,20 +103,20 @@ class Stream:
         self.queue = queue
         self.name = queue.name
         self.merge_node: Tnode | None = None
-        self.merge_view: np.ndarray | None = None
-        self._merge_bytes = np.zeros(0, dtype=np.uint8)
+        """The node the merge buffer will hold once the stream reaches its last transfer."""
+        self.merge_src: Buf | None = None
+        """Where the merge buffer's value is now (set by the stream's own tasks)."""
+        self._merge_mem: Any = None
+        self.merge_capacity = 0
+        """Bytes of the stream's own merge buffer (grown when a larger node arrives)."""
 
-    def merge_buffer_for(self, tn: Tnode) -> np.ndarray:
-        """The merge buffer as a view of ``tn``, grown when ``tn`` is larger than it."""
-        if self._merge_bytes.nbytes < tn.size_in_bytes:
-            self._merge_bytes = np.zeros(tn.size_in_bytes, dtype=np.uint8)
-        raw = self._merge_bytes[: tn.size_in_bytes]
-        return raw.view(tn.prec.numpy_dtype).reshape(tn.prec.host_shape(tn.dims))
-
-    @property
-    def merge_capacity(self) -> int:
-        """Bytes the merge buffer holds."""
-        return int(self._merge_bytes.nbytes)
+    def merge_buffer_for(self, tn: Tnode) -> Buf:
+        """The stream's own merge buffer, grown when ``tn`` is larger than it."""
+        if self._merge_mem is None or self.merge_capacity < tn.size_in_bytes:
+            dev = self.device
+            self._merge_mem = dev.backend.runtime.alloc(dev.ordinal, max(tn.size_in_bytes, 1))
+            self.merge_capacity = tn.size_in_bytes
+        return (self._merge_mem, 0)
 
     def __repr__(self) -> str:
         return f"<Stream {self.name}>"
@@ -147,15 +153,15 @@ class Context:
         """Nodes with a buffer in this context."""
         return list(self.buffers)
 
-    def view(self, tn: Tnode) -> np.ndarray:
-        """The typed host view of ``tn``'s buffer (CPU backends)."""
-        return self.device.slab.view(self.buffers[tn], tn)
+    def buf(self, tn: Tnode) -> Buf:
+        """``(memory handle, offset)`` of ``tn``'s buffer."""
+        return self.device.slab.buf(self.buffers[tn])
 
     def __repr__(self) -> str:
         return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
 
 
-def _free_pools(slab: HostSlab, pools: tuple[int, ...]) -> None:
+def _free_pools(slab: Slab, pools: tuple[int, ...]) -> None:
     for p in pools:
         slab.free_pool(p)
 
@@ -268,23 +274,20 @@ class Routine:
 
 
 class Backend:
-    """A backend: a CPU compiler with a scheduler (``sync_`` or ``multicore_``).
+    """A backend: a :class:`DeviceBackend` with contexts, buffers and synchronization.
 
     See ARCHITECTURE.md §4.2 for the interface; every method documents its errors.
     """
 
-    def __init__(self, name: str, scheduler: str, compiler: NoDeviceBackend) -> None:
-        if scheduler not in SCHEDULERS:
-            raise UsageError(
-                f"unknown scheduler {scheduler!r} for backend {name}; valid: {sorted(SCHEDULERS)}"
-            )
-        self.name = name
-        self.scheduler = scheduler
-        self.compiler = compiler
+    def __init__(self, runtime: DeviceBackend) -> None:
+        self.runtime = runtime
+        self.name = runtime.name
+        self.scheduler: str | None = getattr(runtime, "scheduler", None)
+        """``"sync"`` or ``"multicore"`` for CPU backends, else None."""
         self.config = Config.MOST_PARALLEL_STREAMS
         self._initialized = False
         self._finalized = False
-        self._device = Device(self, 0)
+        self._devices = [Device(self, k) for k in range(runtime.num_devices())]
         self._stream_ids = itertools.count()
         self.copies = 0
         """Host<->device and device<->device copies scheduled so far (for tests and debugging)."""
@@ -306,11 +309,13 @@ class Backend:
         :class:`UsageError`."""
         if self._finalized:
             return
-        for s in self._device.streams:
-            with contextlib.suppress(Exception):  # a failed stream must still be closed
-                s.queue.await_idle()
-            s.queue.close()
-        self._device.slab.free_all()
+        for dev in self._devices:
+            for s in dev.streams:
+                with contextlib.suppress(Exception):  # a failed stream must still be closed
+                    s.queue.await_idle()
+                s.queue.close()
+            dev.slab.free_all()
+        self.runtime.finalize()
         self._finalized = True
 
     def _check_live(self) -> None:
@@ -319,19 +324,22 @@ class Backend:
 
     @property
     def capabilities(self) -> Capabilities:
-        """What this backend supports."""
+        """What this backend supports (precisions: those every device supports)."""
+        precs = frozenset.intersection(
+            *(self.runtime.supported_precs(d.ordinal) for d in self._devices)
+        )
         return Capabilities(
-            supported_precs=frozenset(self.compiler.supported_precs),
-            max_devices=1,
+            supported_precs=precs,
+            max_devices=len(self._devices),
             multiple_streams=True,
-            unified_memory=True,
+            unified_memory=self.runtime.unified_memory,
         )
 
     # ---- devices and streams ----
 
     def num_devices(self) -> int:
-        """Number of devices (1 for CPU backends)."""
-        return 1
+        """Number of devices."""
+        return len(self._devices)
 
     def get_device(self, ordinal: int = 0) -> Device:
         """The device with this ordinal.
@@ -340,26 +348,23 @@ class Backend:
             UsageError: no such device.
         """
         self._check_live()
-        if ordinal != 0:
+        if not 0 <= ordinal < len(self._devices):
             raise UsageError(
-                f"backend {self.name} has 1 device, so ordinal must be 0, got {ordinal}"
+                f"backend {self.name} has {len(self._devices)} device(s), so ordinal must be in "
+                f"0..{len(self._devices) - 1}, got {ordinal}"
             )
-        return self._device
+        return self._devices[ordinal]
 
     def suggested_num_streams(self, device: Device) -> int:
         """The number of streams that suits the configured strategy."""
         self._check_device(device)
-        if self.scheduler == "sync" or self.config is Config.ONLY_DEVICES_PARALLEL:
-            return 1
-        if self.config is Config.FOR_PARALLEL_COPYING:
-            return 2
-        return max(1, os.cpu_count() or 1)
+        return self.runtime.suggested_num_streams(device.ordinal, self.config.value)
 
     def new_stream(self, device: Device) -> Stream:
         """A new stream of ``device``."""
         self._check_device(device)
         index = next(self._stream_ids)
-        queue = SCHEDULERS[self.scheduler](f"{self.name}:{device.ordinal}:{index}")
+        queue = self.runtime.new_queue(device.ordinal, f"{self.name}:{device.ordinal}:{index}")
         stream = Stream(device, index, queue)
         device.streams.append(stream)
         return stream
@@ -370,7 +375,7 @@ class Backend:
 
     def _check_device(self, device: Device) -> None:
         self._check_live()
-        if device is not self._device:
+        if device.backend is not self:
             raise UsageError(f"device {device!r} does not belong to backend {self.name}")
 
     def _check_context(self, ctx: Context, what: str) -> None:
@@ -404,13 +409,15 @@ class Backend:
         """Lower, optimize and compile a computation.
 
         Raises:
-            UsageError: unbound static symbols or other invalid computations.
+            UsageError: unbound static symbols, a precision the backend does not support, or
+                other invalid computations.
             CompileError: the native compiler failed.
         """
         self._check_live()
         c = Comp.of(comp)
         opt = optimize(lower(c), name=name, static_symbols=tuple(bindings))
-        return Code(name, opt, self.compiler.compile(opt), c.embedded_nodes)
+        self._check_precs(opt)
+        return Code(name, opt, self.runtime.compile(opt), c.embedded_nodes)
 
     def compile_batch(
         self,
@@ -423,8 +430,20 @@ class Backend:
         self._check_live()
         cs = [Comp.of(c) for c in comps]
         opts = optimize_batch([lower(c) for c in cs], list(names), tuple(bindings))
-        natives = self.compiler.compile_batch(opts)
+        for o in opts:
+            self._check_precs(o)
+        natives = self.runtime.compile_batch(opts)
         return [Code(n, o, nat, c.embedded_nodes) for n, o, nat, c in zip(names, opts, natives, cs)]
+
+    def _check_precs(self, opt: Optimized) -> None:
+        supported = self.capabilities.supported_precs
+        for tn in opt.traced:
+            if tn.prec not in supported:
+                raise UsageError(
+                    f"compile {opt.name}: node {tn.debug_label} has precision {tn.prec.name}, "
+                    f"which backend {self.name} does not support (it supports "
+                    f"{', '.join(sorted(p.name for p in supported))})"
+                )
 
     def link(self, ctx: Context, code: Code) -> Routine:
         """Bind compiled code to a child of ``ctx`` that has buffers for every node the code
@@ -437,12 +456,19 @@ class Backend:
         self._check_context(ctx, f"link {code.name}")
         child = self._extend(ctx, code)
         stream = child.stream
-        views = {tn: child.view(tn) for tn in code.optimized.context_nodes}
+        bufs = {tn: child.buf(tn) for tn in code.optimized.context_nodes}
 
-        def merge() -> np.ndarray | None:
-            return stream.merge_view
+        def merge() -> Buf | None:
+            return stream.merge_src
 
-        run = self.compiler.link(code.native, views, merge)
+        run = self.runtime.link(
+            code.native,
+            stream.queue,
+            child.device.ordinal,
+            bufs,
+            merge,
+            code.optimized.merge_node,
+        )
         return Routine(self, child, code, run)
 
     def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]:
@@ -498,14 +524,16 @@ class Backend:
 
     # ---- transfers ----
 
-    def _wait_writer(self, stream: Stream, key: tuple[int, BufferLoc]) -> None:
-        w = stream.device.writers.get(key)
+    @staticmethod
+    def _wait_writer(stream: Stream, dev: Device, key: tuple[int, BufferLoc]) -> None:
+        w = dev.writers.get(key)
         if w is not None and w[0] is not stream and not w[1].is_done():
             stream.queue.wait_for(w[1])
 
     def _wait_users(self, stream: Stream, key: tuple[int, BufferLoc]) -> None:
-        self._wait_writer(stream, key)
-        for s, e in stream.device.readers.get(key, {}).items():
+        dev = stream.device
+        self._wait_writer(stream, dev, key)
+        for s, e in dev.readers.get(key, {}).items():
             if s is not stream and not e.is_done():
                 stream.queue.wait_for(e)
 
@@ -519,6 +547,11 @@ class Backend:
                 f"dtype {arr.dtype}, expected shape {list(shape)} and dtype {tn.prec.numpy_dtype}"
                 f" (backend {self.name})"
             )
+        if not arr.flags.c_contiguous:
+            raise UsageError(
+                f"{what}: node {tn.debug_label}'s host array is not C-contiguous "
+                f"(backend {self.name})"
+            )
         return arr
 
     def _upload(self, ctx: Context, tn: Tnode) -> None:
@@ -526,14 +559,10 @@ class Backend:
         stream, dev = ctx.stream, ctx.device
         key = (tn.id, ctx.buffers[tn])
         self._wait_users(stream, key)
-        view = ctx.view(tn)
-
-        def copy() -> None:
-            view[...] = arr
-
-        stream.queue.schedule(copy)
+        buf, runtime, queue = ctx.buf(tn), self.runtime, stream.queue
+        queue.schedule(lambda: runtime.to_device(queue, buf, arr))
         self.copies += 1
-        event = stream.queue.all_work()
+        event = queue.all_work()
         tn.prepare_write(event.is_done, event.sync)
         dev.writers[key] = (stream, event)
         tn.devices_not_lagging_host.add(dev.id)
@@ -570,16 +599,12 @@ class Backend:
         arr = self._check_host_array(tn, "to_host")
         stream, dev = ctx.stream, ctx.device
         key = (tn.id, ctx.buffers[tn])
-        self._wait_writer(stream, key)
+        self._wait_writer(stream, dev, key)
         tn.do_write()  # a pending upload still reading the host array finishes first
-        view = ctx.view(tn)
-
-        def copy() -> None:
-            arr[...] = view
-
-        stream.queue.schedule(copy)
+        buf, runtime, queue = ctx.buf(tn), self.runtime, stream.queue
+        queue.schedule(lambda: runtime.to_host(queue, arr, buf))
         self.copies += 1
-        event = stream.queue.all_work()
+        event = queue.all_work()
         tn.prepare_read(event.is_done, event.sync)
         dev.readers.setdefault(key, {})[stream] = event
         tn.devices_not_lagging_host.clear()
@@ -591,8 +616,8 @@ class Backend:
     ) -> bool:
         """Send ``src``'s value of ``tn`` to ``dst``: into ``dst``'s own buffer (``No``), into
         ``dst``'s stream's merge buffer (``Copy``), or letting that merge buffer read ``src``'s
-        buffer directly (``Streaming``). Ordered after ``src``'s writer and before ``dst``'s
-        next reader.
+        buffer directly (``Streaming``; a copy where the devices differ). Ordered after
+        ``src``'s writer and before ``dst``'s next reader.
 
         Returns:
             False where ``tn`` is not in ``src`` (or, for ``No``, not in ``dst``).
@@ -601,44 +626,40 @@ class Backend:
         self._check_context(src, "device_to_device (src)")
         if tn not in src.buffers:
             return False
-        stream = dst.stream
+        stream, queue, runtime = dst.stream, dst.stream.queue, self.runtime
         src_key = (tn.id, src.buffers[tn])
-        self._wait_writer(stream, src_key)
-        src_view = src.view(tn)
+        self._wait_writer(stream, src.device, src_key)
+        src_buf, src_ordinal, nbytes = src.buf(tn), src.device.ordinal, tn.size_in_bytes
         if into_merge_buffer is MergeMode.No:
             if tn not in dst.buffers:
                 return False
-            if dst.buffers[tn] == src.buffers[tn]:
+            if dst.device is src.device and dst.buffers[tn] == src.buffers[tn]:
                 return True  # one buffer shared by both streams
             dst_key = (tn.id, dst.buffers[tn])
             self._wait_users(stream, dst_key)
-            dst_view = dst.view(tn)
-
-            def copy() -> None:
-                dst_view[...] = src_view
-
-            stream.queue.schedule(copy)
+            dst_buf = dst.buf(tn)
+            queue.schedule(lambda: runtime.copy(queue, dst_buf, src_buf, nbytes, src_ordinal))
             self.copies += 1
-            event = stream.queue.all_work()
+            event = queue.all_work()
             dst.device.writers[dst_key] = (stream, event)
         else:
             stream.merge_node = tn
-            if into_merge_buffer is MergeMode.Copy:
+            if into_merge_buffer is MergeMode.Copy or dst.device is not src.device:
+                merge_buf = stream.merge_buffer_for(tn)
 
                 def copy_merge() -> None:
-                    view = stream.merge_buffer_for(tn)
-                    view[...] = src_view
-                    stream.merge_view = view
+                    runtime.copy(queue, merge_buf, src_buf, nbytes, src_ordinal)
+                    stream.merge_src = merge_buf
 
-                stream.queue.schedule(copy_merge)
+                queue.schedule(copy_merge)
                 self.copies += 1
             else:
 
                 def stream_merge() -> None:
-                    stream.merge_view = src_view
+                    stream.merge_src = src_buf
 
-                stream.queue.schedule(stream_merge)
-            event = stream.queue.all_work()
+                queue.schedule(stream_merge)
+            event = queue.all_work()
         src.device.readers.setdefault(src_key, {})[stream] = event
         return True
 
@@ -687,9 +708,10 @@ class Backend:
         """Backend-wide state."""
         return {
             "backend": self.name,
-            "compiler": self.compiler.describe(),
-            "streams": len(self._device.streams),
-            "memory": self._device.slab.debug_info(),
+            "runtime": self.runtime.describe(),
+            "devices": [self.runtime.device_info(d.ordinal) for d in self._devices],
+            "streams": sum(len(d.streams) for d in self._devices),
+            "memory": [d.slab.debug_info() for d in self._devices],
             "copies": self.copies,
             "finalized": self._finalized,
         }
@@ -700,7 +722,7 @@ class Backend:
 
 def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
     """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
-    return Backend(full_name, scheduler_prefix, no_device)
+    return Backend(CpuDevices(full_name, scheduler_prefix, no_device))
 
 
 __all__ = [

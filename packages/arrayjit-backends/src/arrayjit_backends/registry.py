@@ -21,6 +21,7 @@ from arrayjit_tnode import UsageError
 if TYPE_CHECKING:
     from arrayjit_backends.backend import Backend
     from arrayjit_backends.backend_impl import NoDeviceBackend
+    from arrayjit_backends.device_impl import DeviceBackend
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +76,25 @@ def no_device_entry(
     return BackendEntry(
         name, factory, ("multicore", "sync"), priority, probe, install_hint, description
     )
+
+
+def device_entry(
+    name: str,
+    make: Callable[[], DeviceBackend],
+    *,
+    priority: int = 0,
+    probe: Callable[[], str | None] = _usable,
+    install_hint: str = "",
+    description: str = "",
+) -> BackendEntry:
+    """The entry of a device backend (OpenCL, CUDA): one name, no scheduler prefix."""
+
+    def factory(full: str) -> Backend:
+        from arrayjit_backends.backend import Backend
+
+        return Backend(make())
+
+    return BackendEntry(name, factory, (), priority, probe, install_hint, description)
 
 
 _REGISTRY: dict[str, BackendEntry] = {}

@@ -1,14 +1,15 @@
 """Slab memory: buffers addressed as ``(pool_id, offset)``.
 
 The nodes a link adds are packed into pools by aligned bump allocation, with a cap on the size of
-one pool; a node larger than the cap gets an error naming it. CPU pools are 64-byte-aligned numpy
-byte arrays; typed views of them are what native code and the interpreter read and write.
+one pool; a node larger than the cap gets an error naming it. Pools are the backend's memory
+handles: 64-byte-aligned numpy byte arrays for CPU backends (typed views of them are what native
+code and the interpreter read and write), device allocations otherwise.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,44 +82,56 @@ def typed_view(pool: np.ndarray, offset: int, tn: Tnode) -> np.ndarray:
     return raw.view(tn.prec.numpy_dtype).reshape(tn.prec.host_shape(tn.dims))
 
 
-class HostSlab:
-    """Pools of host memory for one device, with exact accounting of live bytes."""
+class Slab:
+    """The pools of one device, with exact accounting of live bytes.
 
-    def __init__(self) -> None:
-        self._pools: dict[int, np.ndarray] = {}
-        self._next = 1  # pool 0 is never used: merge buffers live outside the slab
+    ``alloc(nbytes)`` returns a backend's memory handle (a numpy byte array for CPU backends, a
+    device allocation otherwise); ``free(handle)`` releases it.
+    """
+
+    def __init__(self, alloc: Callable[[int], Any], free: Callable[[Any], None]) -> None:
+        self._alloc = alloc
+        self._free = free
+        self._pools: dict[int, tuple[Any, int]] = {}
+        self._next = 1
         self._lock = threading.Lock()
         self.used_bytes = 0
 
     def alloc_pool(self, nbytes: int) -> int:
         """A new zero-filled pool; returns its id."""
+        mem = self._alloc(max(nbytes, 1))
         with self._lock:
             pool_id = self._next
             self._next += 1
-            self._pools[pool_id] = aligned_bytes(max(nbytes, 1))
+            self._pools[pool_id] = (mem, nbytes)
             self.used_bytes += nbytes
             return pool_id
 
     def free_pool(self, pool_id: int) -> None:
         """Release a pool (idempotent)."""
         with self._lock:
-            pool = self._pools.pop(pool_id, None)
-            if pool is not None:
-                self.used_bytes -= pool.nbytes if pool.nbytes > 1 else 0
+            entry = self._pools.pop(pool_id, None)
+            if entry is None:
+                return
+            self.used_bytes -= entry[1]
+        self._free(entry[0])
 
-    def pool(self, pool_id: int) -> np.ndarray:
-        """The bytes of a live pool."""
-        return self._pools[pool_id]
+    def pool(self, pool_id: int) -> Any:
+        """The memory handle of a live pool."""
+        return self._pools[pool_id][0]
 
-    def view(self, loc: BufferLoc, tn: Tnode) -> np.ndarray:
-        """The typed view of ``tn`` at ``loc``."""
-        return typed_view(self._pools[loc.pool_id], loc.offset, tn)
+    def buf(self, loc: BufferLoc) -> tuple[Any, int]:
+        """``(memory handle, offset)`` of a buffer."""
+        return self._pools[loc.pool_id][0], loc.offset
 
     def free_all(self) -> None:
         """Release every pool."""
         with self._lock:
+            pools = list(self._pools.values())
             self._pools.clear()
             self.used_bytes = 0
+        for mem, _ in pools:
+            self._free(mem)
 
     def debug_info(self) -> dict[str, Any]:
         """Pools and bytes."""
