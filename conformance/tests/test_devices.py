@@ -1,0 +1,126 @@
+"""Devices, streams, capabilities, memory accounting and release, life cycle."""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_backends import Config, UsageError
+from arrayjit_conformance.harness import hosted, new_context
+from arrayjit_ir import ir
+from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import memory_mode as mm
+
+
+def test_devices_and_ordinals(backend: Any) -> None:
+    n = backend.num_devices()
+    assert n >= 1 and backend.capabilities.max_devices == n
+    devices = [backend.get_device(k) for k in range(n)]
+    assert [d.ordinal for d in devices] == list(range(n))
+    assert backend.get_device(0) is devices[0]
+    for bad in (-1, n):
+        with pytest.raises(UsageError, match=rf"backend {backend.name} has {n} device"):
+            backend.get_device(bad)
+
+
+def test_stream_names(backend: Any) -> None:
+    dev = backend.get_device(0)
+    streams = [backend.new_stream(dev) for _ in range(3)]
+    names = [backend.get_name(s) for s in streams]
+    assert len(set(names)) == 3
+    for name in names:
+        b, ordinal, index = name.rsplit(":", 2)
+        assert b == backend.name and ordinal == "0" and index.isdigit()
+
+
+@pytest.mark.parametrize("config", list(Config))
+def test_suggested_num_streams(backend: Any, config: Config) -> None:
+    backend.initialize(config)
+    n = backend.suggested_num_streams(backend.get_device(0))
+    assert isinstance(n, int) and n >= 1
+    if config is Config.ONLY_DEVICES_PARALLEL:
+        assert n == 1
+    streams = [backend.new_stream(backend.get_device(0)) for _ in range(n)]
+    assert len({backend.get_name(s) for s in streams}) == n
+
+
+def test_capabilities_are_declared(backend: Any) -> None:
+    caps = backend.capabilities
+    assert caps.supported_precs <= frozenset(Prec)
+    assert Prec.single in caps.supported_precs and Prec.int32 in caps.supported_precs
+    assert isinstance(caps.unified_memory, bool) and isinstance(caps.multiple_streams, bool)
+
+
+def test_debug_info(backend: Any) -> None:
+    stream = backend.new_stream(backend.get_device(0))
+    info = backend.get_debug_info(stream)
+    assert info["name"] == backend.get_name(stream)
+    glob = backend.get_global_debug_info()
+    assert glob["backend"] == backend.name and glob["streams"] >= 1
+
+
+def test_memory_accounting_is_exact_and_released(backend: Any) -> None:
+    dev = backend.get_device(0)
+    before = backend.get_used_memory(dev)
+    x = Tnode.create((1000,), label="x", memory_mode=(mm.Materialized(), 1))
+    y = hosted((1000,), "y")
+    r = backend.link(new_context(backend), backend.compile(ir.fetch(x, ir.Constant(1.0)), name="f"))
+    r2 = backend.link(r.context, backend.compile(ir.unop(y, "neg", x), name="neg"))
+    assert backend.get_used_memory(dev) - before == 8000  # exactly the two live buffers
+    r()
+    r2()
+    backend.to_host(r2.context, y)
+    assert (y.get_values() == -1).all()
+    backend.await_stream(r.context.stream)
+    del r, r2
+    gc.collect()
+    assert backend.get_used_memory(dev) == before
+
+
+def test_many_link_cycles_do_not_leak(backend: Any) -> None:
+    dev = backend.get_device(0)
+    a, y = hosted((64,), "a"), hosted((64,), "y")
+    a.set_values(np.arange(64.0))
+    code = backend.compile(ir.unop(y, "neg", a), name="cycle")
+    before = backend.get_used_memory(dev)
+    for _ in range(50):
+        r = backend.link(new_context(backend), code)
+        r()
+        backend.to_host(r.context, y)
+        backend.await_stream(r.context.stream)
+    del r
+    gc.collect()
+    assert backend.get_used_memory(dev) == before
+    np.testing.assert_array_equal(y.get_values(), -np.arange(64.0))
+
+
+def test_contexts_parent_child_and_persistence(backend: Any) -> None:
+    x = Tnode.create((4,), label="x", memory_mode=(mm.Materialized(), 1))
+    ctx = new_context(backend)
+    fill = backend.compile(ir.fetch(x, ir.Constant(3.0)), name="fill")
+    r1, r2 = backend.link(ctx, fill), backend.link(ctx, fill)
+    assert r1.context.parent is ctx and r2.context.parent is ctx
+    assert r1.context.buffers[x] != r2.context.buffers[x]
+    assert x not in ctx.buffers and x in r1.context.nodes
+    child = backend.make_child(r1.context)
+    assert child.parent is r1.context and child.buffers[x] == r1.context.buffers[x]
+
+
+def test_finalize_releases_and_refuses_work(backend_name: str) -> None:
+    from arrayjit_backends import fresh_backend
+
+    be = fresh_backend(backend_name)
+    stream = be.new_stream(be.get_device(0))
+    ctx = be.make_context(stream)
+    be.finalize()
+    be.finalize()  # idempotent
+    with pytest.raises(UsageError, match=rf"backend {be.name} was finalized"):
+        be.new_stream(be.get_device(0))
+    with pytest.raises(UsageError, match="was finalized"):
+        be.make_child(ctx)
+    y = hosted((2,), "y")
+    with pytest.raises(UsageError, match="was finalized"):
+        be.compile(ir.fetch(y, ir.Constant(1.0)), name="late")
