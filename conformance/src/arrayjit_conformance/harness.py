@@ -88,8 +88,8 @@ def run_against_interpreter(
     start = {tn: tn.array.copy() for tn in inputs if tn.array is not None}
     code = backend.compile(comp, name=name, bindings=symbols)
     routine = backend.link(new_context(backend), code)
-    for k, v in (bindings or {}).items():
-        routine.bindings[k] = v
+    for sym, value in (bindings or {}).items():
+        routine.bindings[sym] = value
     routine()
     for tn in outputs:
         assert backend.to_host(routine.context, tn), f"{tn.debug_label} is not in the context"
@@ -98,7 +98,7 @@ def run_against_interpreter(
         bufs[tn] = start[tn] if tn in start else _zeros(tn)
     for tn in outputs:
         bufs.setdefault(tn, _zeros(tn))
-    interpret(code.optimized, bufs, bindings or {})
+    interpret(code.optimized, bufs, dict(bindings or {}))
     return [(tn.get_values(), bufs[tn][tn.logical_slices()]) for tn in outputs]
 
 
