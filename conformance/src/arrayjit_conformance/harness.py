@@ -98,7 +98,7 @@ def run_against_interpreter(
         bufs[tn] = start[tn] if tn in start else _zeros(tn)
     for tn in outputs:
         bufs.setdefault(tn, _zeros(tn))
-    values: dict[StaticSymbol | str, int] = dict(bindings or {})
+    values: dict[StaticSymbol | str, int] = {k: v for k, v in (bindings or {}).items()}
     interpret(code.optimized, bufs, values)
     return [(tn.get_values(), bufs[tn][tn.logical_slices()]) for tn in outputs]
 
