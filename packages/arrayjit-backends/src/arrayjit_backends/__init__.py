@@ -27,8 +27,8 @@ from arrayjit_backends.registry import (
     BackendStatus,
     available_backends,
     backend_names,
-    fresh_backend,
     device_entry,
+    fresh_backend,
     no_device_entry,
     register,
 )
@@ -67,9 +67,9 @@ __all__ = [
     "__version__",
     "available_backends",
     "backend_names",
+    "device_entry",
     "fresh_backend",
     "make_cpu_backend",
-    "device_entry",
     "no_device_entry",
     "register",
 ]

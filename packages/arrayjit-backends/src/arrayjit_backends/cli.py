@@ -4,6 +4,8 @@
 - ``arrayjit demo [--backend B] [--size N] [--steps K]``: an end-to-end check against numpy.
 - ``arrayjit show FILE.py``: the optimized IR of the computations a file defines: every
   module-level value that is an assignment or a computation, in definition order.
+- ``arrayjit bench [--from-json FILE]``: the benchmark table of a ``tox -e bench`` run, each
+  implementation's ratio to numpy in the same run.
 """
 
 from __future__ import annotations
@@ -74,12 +76,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     demo.add_argument("--steps", type=int, default=10, help="MLP training steps")
     show = sub.add_parser("show", help="print the optimized IR of a file's computations")
     show.add_argument("file")
+    bench = sub.add_parser("bench", help="print the table of a benchmark run (tox -e bench)")
+    bench.add_argument("--from-json", default="bench-results/bench.json", metavar="FILE")
     args = parser.parse_args(argv)
     try:
         if args.command == "backends":
             return _backends()
         if args.command == "demo":
             return _demo(args.backend, args.size, args.steps)
+        if args.command == "bench":
+            from pathlib import Path
+
+            from arrayjit_backends.bench_table import load_rows, render
+
+            print(render(load_rows(Path(args.from_json))))
+            return 0
         return _show(args.file)
     except ArrayjitError as exc:
         print(f"arrayjit: {exc}", file=sys.stderr)

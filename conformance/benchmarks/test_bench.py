@@ -1,0 +1,272 @@
+"""Benchmarks: every backend under test next to numpy (and numba where installed), in the same
+pytest-benchmark groups, so the table reads as ratios.
+
+Run: ``tox -e bench`` (writes ``bench-results/bench.json``, then prints the table), or
+``pytest conformance/benchmarks --benchmark-only [--backend NAME]`` and ``arrayjit bench``.
+Each measured call includes waiting for the device (``await_stream``), so asynchronous backends
+are timed for the work, not for queueing it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_backends import MergeMode, fresh_backend
+from arrayjit_conformance.harness import hosted, new_context
+from arrayjit_ir import ir
+from arrayjit_tnode import Tnode
+from arrayjit_tnode import memory_mode as mm
+
+HAVE_NUMBA = importlib.util.find_spec("numba") is not None
+RNG = np.random.default_rng(0)
+ELEMENTWISE_SIZES = [16, 20, 24]
+SUM_SIZES = [20, 24]
+MATMUL_SIZES = [256, 1024]
+TRANSFER_SIZES = [20, 24]
+
+
+def _measure(benchmark: Any, fn: Callable[[], Any], impl: str, rounds: int = 10) -> None:
+    benchmark.extra_info["impl"] = impl
+    fn()  # warm up: first-touch of memory, lazy initialization
+    benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
+
+
+def _runner(backend: Any, routine: Any) -> Callable[[], None]:
+    stream = routine.context.stream
+
+    def run() -> None:
+        routine()
+        backend.await_stream(stream)
+
+    return run
+
+
+# ---- fused elementwise: relu(a*b + c) ----
+
+
+def _fused(n: int) -> tuple[Any, tuple[Tnode, ...], tuple[np.ndarray, ...]]:
+    a, b, c, y = (hosted((n,), name) for name in ("a", "b", "c", "y"))
+    t1, t2 = Tnode.create((n,), label="t1"), Tnode.create((n,), label="t2")
+    vals = tuple(RNG.standard_normal(n).astype(np.float32) for _ in range(3))
+    for tn, v in zip((a, b, c), vals):
+        tn.set_values(v)
+    comp = ir.block(ir.binop(t1, "mul", a, b), ir.binop(t2, "add", t1, c), ir.unop(y, "relu", t2))
+    return comp, (a, b, c, y), vals
+
+
+@pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
+def test_fused_relu(benchmark: Any, backend: Any, k: int) -> None:
+    benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
+    comp, (_, _, _, y), vals = _fused(1 << k)
+    routine = backend.link(new_context(backend), backend.compile(comp, name="fused"))
+    _measure(benchmark, _runner(backend, routine), backend.name)
+    backend.to_host(routine.context, y)
+    np.testing.assert_allclose(
+        y.get_values(), np.maximum(vals[0] * vals[1] + vals[2], 0), rtol=1e-5, atol=1e-5
+    )
+
+
+@pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
+def test_fused_relu_numpy(benchmark: Any, k: int) -> None:
+    benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
+    a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
+    _measure(benchmark, lambda: np.maximum(a * b + c, 0), "numpy")
+
+
+@pytest.mark.skipif(not HAVE_NUMBA, reason="numba is not installed")
+@pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
+def test_fused_relu_numba(benchmark: Any, k: int) -> None:
+    import numba
+
+    @numba.njit(parallel=True, fastmath=False, cache=False)
+    def kernel(a: Any, b: Any, c: Any, y: Any) -> None:
+        for i in numba.prange(a.shape[0]):
+            v = a[i] * b[i] + c[i]
+            y[i] = v if v > 0 else 0.0
+
+    benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
+    a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
+    y = np.empty_like(a)
+    _measure(benchmark, lambda: kernel(a, b, c, y), "numba prange")
+
+
+# ---- reductions ----
+
+
+@pytest.mark.parametrize("k", SUM_SIZES)
+def test_sum(benchmark: Any, backend: Any, k: int) -> None:
+    benchmark.group = f"sum 2^{k} f32"
+    x, s = hosted((1 << k,), "x"), hosted((), "s")
+    vx = RNG.uniform(0, 1, 1 << k).astype(np.float32)
+    x.set_values(vx)
+    routine = backend.link(
+        new_context(backend), backend.compile(ir.accum(s, "add", x, spec="i->"), name="sum")
+    )
+    _measure(benchmark, _runner(backend, routine), backend.name)
+    backend.to_host(routine.context, s)
+    np.testing.assert_allclose(s.get_values(), vx.sum(dtype=np.float64), rtol=1e-3)
+
+
+@pytest.mark.parametrize("k", SUM_SIZES)
+def test_sum_numpy(benchmark: Any, k: int) -> None:
+    benchmark.group = f"sum 2^{k} f32"
+    x = RNG.uniform(0, 1, 1 << k).astype(np.float32)
+    _measure(benchmark, lambda: x.sum(), "numpy")
+
+
+# ---- matmul ----
+
+
+@pytest.mark.parametrize("n", MATMUL_SIZES)
+def test_matmul(benchmark: Any, backend: Any, n: int) -> None:
+    benchmark.group = f"matmul {n}x{n} f32"
+    x, w, h = hosted((n, n), "x"), hosted((n, n), "w"), hosted((n, n), "h")
+    vx, vw = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    x.set_values(vx)
+    w.set_values(vw)
+    comp = ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij")
+    routine = backend.link(new_context(backend), backend.compile(comp, name="matmul"))
+    benchmark.extra_info["flops"] = 2 * n**3
+    _measure(benchmark, _runner(backend, routine), backend.name, rounds=5)
+    backend.to_host(routine.context, h)
+    np.testing.assert_allclose(h.get_values(), vx @ vw, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("n", MATMUL_SIZES)
+def test_matmul_numpy(benchmark: Any, n: int) -> None:
+    benchmark.group = f"matmul {n}x{n} f32"
+    x, w = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
+    benchmark.extra_info["flops"] = 2 * n**3
+    _measure(benchmark, lambda: x @ w, "numpy", rounds=5)
+
+
+# ---- transfers ----
+
+
+@pytest.mark.parametrize("k", TRANSFER_SIZES)
+def test_host_to_device(benchmark: Any, backend: Any, k: int) -> None:
+    benchmark.group = f"host->device 2^{k} f32"
+    x, y = hosted((1 << k,), "x"), hosted((), "y")
+    x.set_values(RNG.standard_normal(1 << k))
+    code = backend.compile(ir.accum(y, "max", x, spec="i->"), name="use")
+    ctx = backend.link(new_context(backend), code).context
+
+    def upload() -> None:
+        x.devices_not_lagging_host.clear()  # force the copy
+        backend.from_host(ctx, x)
+        backend.await_stream(ctx.stream)
+
+    benchmark.extra_info["bytes"] = 4 << k
+    _measure(benchmark, upload, backend.name)
+
+
+@pytest.mark.parametrize("k", TRANSFER_SIZES)
+def test_host_to_host_numpy(benchmark: Any, k: int) -> None:
+    benchmark.group = f"host->device 2^{k} f32"
+    src = RNG.standard_normal(1 << k).astype(np.float32)
+    dst = np.empty_like(src)
+    benchmark.extra_info["bytes"] = 4 << k
+    _measure(benchmark, lambda: np.copyto(dst, src), "numpy")
+
+
+@pytest.mark.parametrize("k", TRANSFER_SIZES)
+def test_device_to_device(benchmark: Any, backend: Any, k: int) -> None:
+    benchmark.group = f"device_to_device 2^{k} f32"
+    n = 1 << k
+    g = Tnode.create((n,), label="g", memory_mode=(mm.Materialized(), 1))
+    dev = backend.get_device(0)
+    s1, s2 = backend.new_stream(dev), backend.new_stream(dev)
+    fill = backend.compile(ir.fetch(g, ir.Constant(1.0)), name="fill")
+    src = backend.link(backend.make_context(s1), fill)
+    dst = backend.link(backend.make_context(s2), fill)
+    src()
+    dst()
+
+    def copy() -> None:
+        backend.device_to_device(g, MergeMode.No, dst.context, src.context)
+        backend.await_stream(s2)
+
+    benchmark.extra_info["bytes"] = 4 * n
+    _measure(benchmark, copy, backend.name)
+
+
+@pytest.mark.parametrize("k", TRANSFER_SIZES)
+def test_device_to_device_numpy(benchmark: Any, k: int) -> None:
+    benchmark.group = f"device_to_device 2^{k} f32"
+    src = np.ones(1 << k, np.float32)
+    dst = np.empty_like(src)
+    benchmark.extra_info["bytes"] = 4 << k
+    _measure(benchmark, lambda: np.copyto(dst, src), "numpy")
+
+
+# ---- launch overhead ----
+
+
+def test_launch_overhead(benchmark: Any, backend: Any) -> None:
+    benchmark.group = "launch overhead (tiny routine, synchronized)"
+    x = Tnode.create((1,), label="x", memory_mode=(mm.Materialized(), 1))
+    routine = backend.link(
+        new_context(backend), backend.compile(ir.fetch(x, ir.Constant(1.0)), name="tiny")
+    )
+    run = _runner(backend, routine)
+    benchmark.extra_info["impl"] = backend.name
+    benchmark.pedantic(run, rounds=2000, iterations=1, warmup_rounds=100)
+
+
+def test_launch_overhead_numpy(benchmark: Any) -> None:
+    benchmark.group = "launch overhead (tiny routine, synchronized)"
+    x = np.zeros(1, np.float32)
+    benchmark.extra_info["impl"] = "numpy"
+    benchmark.pedantic(lambda: x.fill(1.0), rounds=2000, iterations=1, warmup_rounds=100)
+
+
+# ---- compile latency ----
+
+
+def _small_comp() -> Any:
+    a, b, c, y = (hosted((1000,), n) for n in ("a", "b", "c", "y"))
+    t = Tnode.create((1000,), label="t")
+    return ir.block(ir.binop(t, "mul", a, b), ir.binop(y, "add", t, c))
+
+
+def test_compile_cold(benchmark: Any, backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh cache directory every round: the native compiler runs each time."""
+    benchmark.group = "compile latency (small routine)"
+    be = fresh_backend(backend_name)
+    if not hasattr(be, "compile") or be.num_devices() == 0:
+        pytest.skip(f"backend {backend_name} is not available")
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        monkeypatch.setenv("ARRAYJIT_CACHE_DIR", tempfile.mkdtemp(prefix="aj-bench-"))
+        fresh = fresh_backend(backend_name)
+        return (fresh, _small_comp()), {}
+
+    benchmark.extra_info["impl"] = f"{backend_name} cold"
+    benchmark.pedantic(lambda fb, comp: fb.compile(comp, name="small"), setup=setup, rounds=8)
+    be.finalize()
+
+
+def test_compile_cached(benchmark: Any, backend: Any) -> None:
+    benchmark.group = "compile latency (small routine)"
+    comp = _small_comp()
+    backend.compile(comp, name="small")
+    benchmark.extra_info["impl"] = f"{backend.name} cached"
+    benchmark.pedantic(lambda: backend.compile(comp, name="small"), rounds=20, warmup_rounds=1)
+
+
+def test_numpy_baseline_for_compile(benchmark: Any) -> None:
+    """numpy compiles nothing: its row is the same computation run once, for scale."""
+    benchmark.group = "compile latency (small routine)"
+    a, b, c = (np.ones(1000, np.float32) for _ in range(3))
+    _measure(benchmark, lambda: a * b + c, "numpy", rounds=200)
+
+
+if os.environ.get("ARRAYJIT_BENCH_QUICK"):  # a smoke run: the smallest sizes only
+    ELEMENTWISE_SIZES[:] = ELEMENTWISE_SIZES[:1]
