@@ -250,9 +250,16 @@ def test_openmp_only_for_large_disjoint_loops() -> None:
     assert "#pragma omp parallel for" in _source(ir.accum(s, "add", x, spec="ij->i"))
     t, u = Tnode.create((8,), label="t", hosted=True), Tnode.create((8,), label="u", hosted=True)
     assert "#pragma omp" not in _source(ir.unop(t, "neg", u))
-    # A full reduction writes one cell from every iteration: not parallel.
+    # A full reduction writes one cell from every iteration: a register reduction.
     tot = Tnode.create((), label="tot", hosted=True)
-    assert "#pragma omp" not in _source(ir.accum(tot, "add", a, spec="i->"))
+    src = _source(ir.accum(tot, "add", a, spec="i->"))
+    assert "#pragma omp parallel for simd schedule(static) reduction(+:acc1)" in src
+    small = Tnode.create((64,), label="small", hosted=True)
+    src = _source(ir.accum(tot, "max", small, spec="i->"))
+    assert "#pragma omp simd reduction(max:acc1)" in src and "parallel" not in src
+    half = Tnode.create((64,), label="half", prec="half", hosted=True)
+    tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
+    assert "reduction" not in _source(ir.accum(tot_half, "add", half, spec="i->"))
 
 
 def test_large_parallel_kernel_is_correct(backend: Any) -> None:

@@ -390,3 +390,49 @@ def interpret_code(
     for tn in outs:
         bufs[tn] = np.zeros(tn.dims, np.float32)
     return interpret(code, bufs)
+
+
+def _loop_symbols(s: low_level.Stmt) -> list[object]:
+    out: list[object] = []
+    while True:
+        match s:
+            case low_level.For_loop(index=i, body=body):
+                out.append(i)
+                s = body
+            case low_level.Seq(stmts=stmts):
+                s = stmts[-1]
+            case _:
+                return out
+
+
+def test_large_reductions_get_the_contiguous_axis_innermost() -> None:
+    from arrayjit_ir.indexing import Iterator
+
+    n = 64  # 64^3 iterations: above REORDER_MIN_WORK
+    x, w, h = (
+        node((n, n), "x", hosted=True),
+        node((n, n), "w", hosted=True),
+        node((n, n), "h", hosted=True),
+    )
+    code = lower(ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij"))
+    order = _loop_symbols(code)
+    assert len(order) == 3  # h[i, j] is stored with j innermost: the reduction axis k is middle
+    last_axis_of_h = [s for s in order if Iterator(s) == _lhs_index(code)[1]]
+    assert order[-1] == last_axis_of_h[0]
+    vx, vw = RNG.standard_normal((n, n)), RNG.standard_normal((n, n))
+    np.testing.assert_allclose(
+        run(ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij"), {x: vx, w: vw}, [h])[h],
+        vx @ vw,
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    # A row sum keeps its reduction innermost (contiguous in x, a register accumulator).
+    s = node((n,), "s", hosted=True)
+    code = lower(ir.accum(s, "add", x, spec="ij->i"))
+    assert _loop_symbols(code)[0] == _lhs_index(code)[0].symbol
+
+
+def _lhs_index(s: low_level.Stmt) -> tuple:  # type: ignore[type-arg]
+    while not isinstance(s, low_level.Set):
+        s = s.body if isinstance(s, low_level.For_loop) else s.stmts[-1]  # type: ignore[attr-defined]
+    return s.indices

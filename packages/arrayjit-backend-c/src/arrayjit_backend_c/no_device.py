@@ -23,9 +23,12 @@ from arrayjit_tnode import Prec, Tnode
 
 
 class CcSyntax(CSyntax):
-    """C for the system compiler: top-level loops writing disjoint cells run on all cores."""
+    """C for the system compiler: top-level loops writing disjoint cells, and reductions into
+    one cell, run on all cores; reductions vectorize (reassociated, as OpenMP allows)."""
 
     parallel_pragma = "#pragma omp parallel for schedule(static)"
+    reduction_pragma = "#pragma omp parallel for{simd} schedule(static) reduction({op}:{var})"
+    simd_reduction_pragma = "#pragma omp simd reduction({op}:{var})"
 
 
 @dataclass

@@ -94,6 +94,53 @@ def _has_zero_out(s: L.Stmt) -> bool:
     return False
 
 
+REDUCTION_OPS = {ops.Binop.add: "+", ops.Binop.mul: "*", ops.Binop.max: "max", ops.Binop.min: "min"}
+"""Accumulations a renderer may turn into a scalar reduction, with their OpenMP operator."""
+
+
+@dataclass(frozen=True)
+class ScalarReduction:
+    """A perfect loop nest whose only statement accumulates into one cell:
+    ``for ... for ...: tn[idx] = tn[idx] op term`` with ``idx`` fixed across the nest and
+    ``term`` not reading ``tn``. It can run with the cell in a register, reassociated."""
+
+    loops: tuple[L.For_loop, ...]
+    target: L.Set
+    op: ops.Binop
+    term: L.Expr
+
+
+def _index_symbols(i: AxisIndex) -> set[Symbol | StaticSymbol]:
+    match i:
+        case Iterator(symbol=s):
+            return {s}
+        case Affine(terms=terms):
+            return {s for _, s in terms}
+    return set()
+
+
+def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
+    """The :class:`ScalarReduction` ``loop`` is, if it is one."""
+    loops = [loop]
+    body = loop.body
+    while isinstance(body, L.For_loop):
+        loops.append(body)
+        body = body.body
+    if not isinstance(body, L.Set) or (body.tn.prec.byte_size < 4 and body.tn.prec.is_float):
+        return None  # small floats round at every store: keep the interpreter's steps
+    v = body.value
+    if not (
+        isinstance(v, L.Binop) and v.op in REDUCTION_OPS and v.a == L.Get(body.tn, body.indices)
+    ):
+        return None
+    looped = {lp.index for lp in loops}
+    if any(_index_symbols(i) & looped for i in body.indices):
+        return None
+    if any(g.tn is body.tn for g in _gets(L.Set(body.tn, body.indices, v.b))):
+        return None
+    return ScalarReduction(tuple(loops), body, v.op, v.b)
+
+
 def kernel_params(opt: Optimized) -> KernelParams:
     """The stable parameter order of a routine's kernel."""
     nodes = sorted(opt.context_nodes, key=lambda tn: (tn.debug_name, tn.id))
@@ -115,6 +162,13 @@ class CSyntax:
     parallel_pragma = ""
     """Emitted before a top-level loop whose iterations write disjoint cells (if the work is at
     least :data:`PARALLEL_MIN_WORK`); e.g. ``#pragma omp parallel for``."""
+    reduction_pragma = ""
+    """Emitted before a top-level :class:`ScalarReduction` with enough work, formatted with
+    ``op``, ``var`` and ``simd`` (`` simd`` when the nest is one loop, else empty); e.g.
+    ``#pragma omp parallel for{simd} reduction({op}:{var})``."""
+    simd_reduction_pragma = ""
+    """Emitted before the innermost loop of a :class:`ScalarReduction` (when set, such nests
+    accumulate in a register); e.g. ``#pragma omp simd reduction({op}:{var})``."""
     buffer_prefix = ""
     index_type = "int64_t"
     # Everything but uint4x32, whose threefry and uniform builtins are not rendered yet.
@@ -355,6 +409,8 @@ class CSyntax:
             case L.Seq(stmts=stmts):
                 for x in stmts:
                     self.stmt(x, out, indent)
+            case L.For_loop() if self.simd_reduction_pragma and (red := scalar_reduction(s)):
+                self.reduction(red, out, indent, top=indent == 1)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if (
                     indent == 1
@@ -382,6 +438,43 @@ class CSyntax:
                 self._emit(out, indent, pre, f"{self.local(sc)} = {val};")
             case _:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")
+
+    def reduction(self, red: ScalarReduction, out: _Out, indent: int, top: bool) -> None:
+        """A loop nest accumulating into one cell, with the cell in a register."""
+        tn, idx = red.target.tn, red.target.indices
+        ct = self.compute_type(tn.prec)
+        cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
+        self._temps += 1
+        acc = f"acc{self._temps}"
+        op = REDUCTION_OPS[red.op]
+        out.add(indent, "{")
+        out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
+        single = len(red.loops) == 1
+        parallel = top and self.reduction_pragma and _loop_work(red.loops[0]) >= PARALLEL_MIN_WORK
+        if parallel:
+            simd = " simd" if single else ""
+            out.add(indent + 1, self.reduction_pragma.format(op=op, var=acc, simd=simd))
+        depth = indent + 1
+        for k, lp in enumerate(red.loops):
+            if k == len(red.loops) - 1 and not (parallel and single):
+                out.add(depth, self.simd_reduction_pragma.format(op=op, var=acc))
+            v = self.sym(lp.index)
+            lo, hi = lp.from_, lp.to_inclusive
+            out.add(depth, f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; ++{v}) {{")
+            depth += 1
+        pre: list[str] = []
+        term = self.expr(red.term, tn.prec, pre, depth)
+        self._emit(
+            out,
+            depth,
+            pre,
+            f"{acc} = {self.binop(red.op, acc, term, ct, ct not in ('float', 'double'))};",
+        )
+        for _ in red.loops:
+            depth -= 1
+            out.add(depth, "}")
+        out.add(indent + 1, f"{cell} = {self.store(tn.prec, acc)};")
+        out.add(indent, "}")
 
     def _emit(self, out: _Out, indent: int, pre: list[str], line: str) -> None:
         if not pre:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 
 from arrayjit_ir import assignments as A
@@ -12,6 +13,9 @@ from arrayjit_tnode import Prec, Tnode, UsageError
 
 CONSTANT_FILL_LIMIT = 4096
 """Constant_fill is unrolled into one store per cell; larger fills are refused."""
+
+REORDER_MIN_WORK = 1 << 15
+"""Reductions doing at least this many iterations get a memory-friendly loop order."""
 
 
 def lower(comp: A.Comp | A.Assignment) -> L.Stmt:
@@ -112,10 +116,44 @@ def _lower_accum(asg: A.Accum_op) -> L.Stmt:
     if asg.accum is not None and not (asg.initialize_neutral and injective):
         value = L.Binop(asg.accum, L.Get(lhs, lhs_idx), value)
     stmt: L.Stmt = L.Set(lhs, lhs_idx, value)
-    for extent, sym in reversed(list(zip(proj.product_space, proj.product_iterators))):
-        if extent != 1:
-            stmt = L.For_loop(symbols[sym], 0, extent - 1, stmt)
+    for extent, sym in reversed(_loop_order(asg, injective)):
+        stmt = L.For_loop(symbols[sym], 0, extent - 1, stmt)
     return L.seq(prefix, stmt)
+
+
+def _innermost_axis(idx: tuple[AxisIndex, ...]) -> Symbol | None:
+    """The loop symbol that walks the last axis of an operand (its stride-1 axis)."""
+    if idx and isinstance(idx[-1], Iterator) and isinstance(idx[-1].symbol, Symbol):
+        return idx[-1].symbol
+    return None
+
+
+def _loop_order(asg: A.Accum_op, injective: bool) -> list[tuple[int, Symbol]]:
+    """Loops of an assignment, outermost first: the projection's order, except that a
+    reduction whose operands mostly walk memory along an output axis gets that axis innermost
+    (a matmul ``ik,kj->ij`` runs ``i, k, j``: the inner loop is contiguous in ``h`` and ``w``
+    and vectorizes). Each output cell still accumulates its terms in the same order. Small
+    reductions keep their order, so the optimizer can still inline them into their reader."""
+    loops = [
+        (e, s)
+        for e, s in zip(asg.projections.product_space, asg.projections.product_iterators)
+        if e != 1
+    ]
+    if injective or asg.accum is None or len(loops) < 2:
+        return loops
+    if math.prod(e for e, _ in loops) < REORDER_MIN_WORK:
+        return loops
+    proj = asg.projections
+    votes: dict[Symbol, int] = {}
+    for idx in (proj.project_lhs, *proj.project_rhs):
+        sym = _innermost_axis(idx)
+        if sym is not None:
+            votes[sym] = votes.get(sym, 0) + 1
+    current = loops[-1][1]
+    best = max(votes, key=lambda s: votes[s], default=current)
+    if votes.get(best, 0) <= votes.get(current, 0) or _innermost_axis(proj.project_lhs) != best:
+        return loops
+    return [loop for loop in loops if loop[1] != best] + [lp for lp in loops if lp[1] == best]
 
 
 def _row_major(dims: Sequence[int], idx: tuple[AxisIndex, ...]) -> AxisIndex:
