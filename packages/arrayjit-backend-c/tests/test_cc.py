@@ -271,3 +271,17 @@ def test_large_parallel_kernel_is_correct(backend: Any) -> None:
     tot = Tnode.create((), label="tot", hosted=True)
     got, _ = run_both(backend, ir.accum(tot, "add", a, spec="i->"), {a: va}, tot)
     np.testing.assert_allclose(got, va.astype(np.float32).sum(), rtol=1e-4)
+
+
+def test_debug_dir_gets_the_c_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ARRAYJIT_DEBUG_DIR", str(tmp_path))
+    be = fresh_backend("sync_cc")
+    x, y = (
+        Tnode.create((3,), label="xin", hosted=True),
+        Tnode.create((3,), label="yout", hosted=True),
+    )
+    be.compile(ir.unop(y, "exp", x), name="expo")
+    source = (tmp_path / "sync_cc-expo.src.txt").read_text()
+    assert "void aj_expo(" in source and "yout" in source and "expf(" in source
+    assert "yout" in (tmp_path / "sync_cc-expo.ir.txt").read_text()
+    be.finalize()

@@ -1,5 +1,7 @@
 """Registry, selection, the missing-backend stand-in, and slab planning."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -130,3 +132,32 @@ def test_slab_accounting_and_alignment() -> None:
     assert freed == [100, 1] and slab.debug_info() == {"pools": 0, "used_bytes": 0}
     assert aligned_bytes(10, 128).ctypes.data % 128 == 0
     assert not np.any(aligned_bytes(10))
+
+
+def test_unknown_setting_is_an_error_listing_the_valid_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ARRAYJIT_NO_CAHCE", "1")
+    with pytest.raises(
+        UsageError, match=r"unknown setting ARRAYJIT_NO_CAHCE; valid settings: .*ARRAYJIT_NO_CACHE"
+    ):
+        fresh_backend("sync_interp")
+    from arrayjit_backends import settings
+
+    with pytest.raises(UsageError, match=r"unknown setting ARRAYJIT_NOPE"):
+        settings.get("ARRAYJIT_NOPE")
+    assert settings.get("ARRAYJIT_BACKEND", "sync_cc") == "sync_cc"  # an argument wins
+
+
+def test_debug_dir_gets_ir_and_source(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from arrayjit_ir import ir
+    from arrayjit_tnode import Tnode
+
+    monkeypatch.setenv("ARRAYJIT_DEBUG_DIR", str(tmp_path / "debug"))
+    be = fresh_backend("sync_interp")
+    x = Tnode.create((3,), label="xin", hosted=True)
+    y = Tnode.create((3,), label="yout", hosted=True)
+    be.compile(ir.unop(y, "exp", x), name="expo")
+    text = (tmp_path / "debug" / "sync_interp-expo.ir.txt").read_text()
+    assert "yout" in text and "exp" in text and "xin" in text
+    be.finalize()

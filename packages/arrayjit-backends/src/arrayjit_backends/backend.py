@@ -28,11 +28,12 @@ from typing import Any
 
 import numpy as np
 
+from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import NoDeviceBackend, Run
 from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
-from arrayjit_ir import lower, optimize, optimize_batch
+from arrayjit_ir import lower, optimize, optimize_batch, pretty
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
@@ -417,7 +418,9 @@ class Backend:
         c = Comp.of(comp)
         opt = optimize(lower(c), name=name, static_symbols=tuple(bindings))
         self._check_precs(opt)
-        return Code(name, opt, self.runtime.compile(opt), c.embedded_nodes)
+        code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes)
+        self._write_debug(code)
+        return code
 
     def compile_batch(
         self,
@@ -433,7 +436,24 @@ class Backend:
         for o in opts:
             self._check_precs(o)
         natives = self.runtime.compile_batch(opts)
-        return [Code(n, o, nat, c.embedded_nodes) for n, o, nat, c in zip(names, opts, natives, cs)]
+        codes = [
+            Code(n, o, nat, c.embedded_nodes) for n, o, nat, c in zip(names, opts, natives, cs)
+        ]
+        for code in codes:
+            self._write_debug(code)
+        return codes
+
+    def _write_debug(self, code: Code) -> None:
+        """With ``ARRAYJIT_DEBUG_DIR`` set: the routine's optimized IR and generated source."""
+        directory = settings.debug_dir()
+        if directory is None:
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        stem = directory / f"{self.name}-{code.name}"
+        stem.with_suffix(".ir.txt").write_text(pretty(code.optimized.code) + "\n")
+        source = self.runtime.source_of(code.native)
+        if source is not None:
+            stem.with_suffix(".src.txt").write_text(source)
 
     def _check_precs(self, opt: Optimized) -> None:
         supported = self.capabilities.supported_precs

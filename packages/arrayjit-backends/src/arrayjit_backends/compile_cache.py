@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from arrayjit_backends import settings
+
 logger = logging.getLogger(__name__)
 
 CACHE_FORMAT = 1
@@ -62,7 +64,7 @@ class CompileCache:
         default = Path.home() / ".cache" / "arrayjit"
         self.directory = Path(directory or env_dir or default)
         if enabled is None:
-            enabled = os.environ.get("ARRAYJIT_NO_CACHE", "").strip() not in ("1", "true", "yes")
+            enabled = not settings.flag("ARRAYJIT_NO_CACHE")
         self.enabled = enabled
         self.hits = 0
         self.builds = 0

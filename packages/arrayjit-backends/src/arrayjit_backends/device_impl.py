@@ -141,6 +141,11 @@ class DeviceBackend(abc.ABC):
         """Backend-specific facts for debug output."""
         return {"name": self.name}
 
+    def source_of(self, code: Any) -> str | None:
+        """The generated source of a compiled routine, for reading (debug output)."""
+        source = getattr(code, "source", None)
+        return source if isinstance(source, str) else None
+
     def finalize(self) -> None:  # noqa: B027 (nothing to release by default)
         """Release device resources once every stream is closed."""
 

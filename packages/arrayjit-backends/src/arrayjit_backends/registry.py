@@ -9,7 +9,6 @@ entry ``cc`` provides ``sync_cc`` and ``multicore_cc`` (and ``cc``, meaning its 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -182,7 +181,9 @@ def resolve_name(name: str) -> BackendEntry:
 
 def default_backend_name() -> str:
     """$ARRAYJIT_BACKEND, else the available backend with the highest priority."""
-    env = os.environ.get("ARRAYJIT_BACKEND", "").strip()
+    from arrayjit_backends import settings
+
+    env = settings.get("ARRAYJIT_BACKEND").strip()
     if env:
         resolve_name(env)
         return env.lower()
@@ -197,8 +198,12 @@ def fresh_backend(name: str | None = None) -> Any:
     :class:`~arrayjit_backends.missing.MissingBackend` that explains itself.
 
     Raises:
-        UsageError: unknown name; the message lists the valid ones.
+        UsageError: unknown name, or an unknown ``ARRAYJIT_*`` setting in the environment; the
+            message lists the valid ones.
     """
+    from arrayjit_backends import settings
+
+    settings.check_environment()
     full = (name or default_backend_name()).strip().lower()
     entry = resolve_name(full)
     reason = entry.probe()

@@ -1,0 +1,77 @@
+"""Settings: arguments first, else ``ARRAYJIT_*`` environment variables, else defaults.
+
+Every setting the project reads is declared here. An ``ARRAYJIT_*`` variable that names no
+setting is an error listing the valid ones (a typo such as ``ARRAYJIT_NO_CAHCE`` must not be
+silently ignored); :func:`check_environment` raises it and :func:`fresh_backend
+<arrayjit_backends.registry.fresh_backend>` calls it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from arrayjit_tnode import UsageError
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One setting: its variable, what it does, and its default (as text)."""
+
+    name: str
+    help: str
+    default: str = ""
+
+
+SETTINGS: dict[str, Setting] = {
+    s.name: s
+    for s in (
+        Setting("ARRAYJIT_BACKEND", "default backend name for fresh_backend(None)"),
+        Setting("ARRAYJIT_BACKENDS", "backends the conformance suite tests (comma separated)"),
+        Setting("ARRAYJIT_REQUIRE", "backends whose absence fails the conformance suite"),
+        Setting("ARRAYJIT_CACHE_DIR", "compile cache directory", "~/.cache/arrayjit"),
+        Setting("ARRAYJIT_NO_CACHE", "1 disables the compile cache", "0"),
+        Setting("ARRAYJIT_DEBUG_DIR", "write each compiled routine's IR and source here"),
+        Setting("ARRAYJIT_REGEN_GOLDEN", "1 rewrites the IR golden files (tests)", "0"),
+        Setting("ARRAYJIT_BENCH_QUICK", "1 runs only the smallest benchmark sizes", "0"),
+    )
+}
+
+
+def check_environment(environ: dict[str, str] | None = None) -> None:
+    """Raise :class:`UsageError` for an ``ARRAYJIT_*`` variable that names no setting."""
+    env = os.environ if environ is None else environ
+    unknown = sorted(k for k in env if k.startswith("ARRAYJIT_") and k not in SETTINGS)
+    if unknown:
+        raise UsageError(
+            f"unknown setting {', '.join(unknown)}; valid settings: {', '.join(sorted(SETTINGS))}"
+        )
+
+
+def get(name: str, argument: str | None = None) -> str:
+    """The value of a setting: ``argument`` when given, else the environment, else the
+    default.
+
+    Raises:
+        UsageError: ``name`` is not a setting.
+    """
+    if name not in SETTINGS:
+        raise UsageError(f"unknown setting {name}; valid settings: {', '.join(sorted(SETTINGS))}")
+    if argument is not None:
+        return argument
+    return os.environ.get(name, SETTINGS[name].default)
+
+
+def flag(name: str) -> bool:
+    """A yes/no setting: ``1``, ``true``, ``yes`` or ``on`` mean yes."""
+    return get(name).strip().lower() in ("1", "true", "yes", "on")
+
+
+def debug_dir() -> Path | None:
+    """Where compiled routines are written for reading, or None."""
+    value = get("ARRAYJIT_DEBUG_DIR").strip()
+    return Path(value) if value else None
+
+
+__all__ = ["SETTINGS", "Setting", "check_environment", "debug_dir", "flag", "get"]
