@@ -270,3 +270,36 @@ def test_numpy_baseline_for_compile(benchmark: Any) -> None:
 
 if os.environ.get("ARRAYJIT_BENCH_QUICK"):  # a smoke run: the smallest sizes only
     ELEMENTWISE_SIZES[:] = ELEMENTWISE_SIZES[:1]
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs /proc (Linux)")
+def test_link_run_cycles_memory(benchmark: Any, backend: Any) -> None:
+    """10,000 link-and-run cycles of a small routine: resident memory must grow < 20 MB."""
+    import gc
+
+    benchmark.group = "10k link+run cycles (small routine)"
+    a, y = hosted((256,), "a"), hosted((256,), "y")
+    a.set_values(np.arange(256.0))
+    code = backend.compile(ir.unop(y, "neg", a), name="cycle")
+    parent = new_context(backend)
+
+    def cycles(count: int) -> None:
+        for _ in range(count):
+            r = backend.link(parent, code)
+            r()
+        backend.await_stream(parent.stream)
+
+    cycles(200)  # warm-up: allocator pools, caches
+    gc.collect()
+    before = _rss_bytes()
+    benchmark.extra_info["impl"] = backend.name
+    benchmark.pedantic(cycles, args=(10_000,), rounds=1, iterations=1)
+    gc.collect()
+    growth = _rss_bytes() - before
+    benchmark.extra_info["rss_growth_mb"] = growth / 2**20
+    assert growth < 20 * 2**20, f"resident memory grew by {growth / 2**20:.1f} MB"

@@ -85,7 +85,7 @@ class Device:
         self.slab = Slab(
             lambda nbytes: runtime.alloc(ordinal, nbytes), lambda mem: runtime.free(ordinal, mem)
         )
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()
         self.writers: dict[tuple[int, BufferLoc], tuple[Stream, Event]] = {}
         self.readers: dict[tuple[int, BufferLoc], dict[Stream, Event]] = {}
         self.shared: dict[Tnode, BufferLoc] = {}
@@ -141,8 +141,7 @@ class Context:
         self.parent = parent
         self.buffers: Mapping[Tnode, BufferLoc] = MappingProxyType(dict(buffers))
         if own_pools:
-            slab = stream.device.slab
-            weakref.finalize(self, _free_pools, slab, tuple(own_pools))
+            weakref.finalize(self, _free_pools, stream.device, frozenset(own_pools))
 
     @property
     def device(self) -> Device:
@@ -162,9 +161,14 @@ class Context:
         return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
 
 
-def _free_pools(slab: Slab, pools: tuple[int, ...]) -> None:
+def _free_pools(device: Device, pools: frozenset[int]) -> None:
+    """Release a context's pools and forget the synchronization state of their buffers."""
+    with device.lock:  # reentrant: a collection may run this while the lock is held
+        for table in (device.writers, device.readers):
+            for key in [k for k in list(table) if k[1].pool_id in pools]:
+                table.pop(key, None)
     for p in pools:
-        slab.free_pool(p)
+        device.slab.free_pool(p)
 
 
 @dataclass
