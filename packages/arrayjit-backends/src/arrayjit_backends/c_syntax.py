@@ -307,7 +307,7 @@ class CSyntax:
             case L.Get(tn=tn, indices=idx):
                 return f"(({ct}){self.load(tn.prec, f'{self.name(tn)}[{self.offset(tn, idx)}]')})"
             case L.Get_merge_buffer(tn=tn, indices=idx):
-                ptr = f"(({self.storage_types[tn.prec]}*)merge_buffer)"
+                ptr = f"(({self.buffer_prefix}{self.storage_types[tn.prec]}*)merge_buffer)"
                 return f"(({ct}){self.load(tn.prec, f'{ptr}[{self.offset(tn, idx)}]')})"
             case L.Get_local(scope=sc):
                 return f"(({ct}){self.local(sc)})"

@@ -1,0 +1,314 @@
+"""The OpenCL backend: every device of one platform, one command queue per stream.
+
+- Devices: those of the first platform that has any (``$ARRAYJIT_OPENCL_PLATFORM`` is not a
+  setting; pyopencl's ``PYOPENCL_CTX`` is not read either: one context spans the platform's
+  devices, so buffers of one device can be copied to another with one ``enqueue_copy``).
+- Streams: an in-order command queue each; ``all_work`` is a marker event, ``will_wait_for`` a
+  barrier waiting for another queue's marker, so cross-stream order costs the host nothing.
+- Memory: slab pools are ``cl.Buffer`` objects, zero-filled when created; transfers are
+  non-blocking ``enqueue_copy`` calls with byte offsets; pyopencl keeps the host array alive
+  until its copy is done, and the generic layer keeps host writes waiting for it.
+- Code: one program per routine, built per device through the shared compile cache (program
+  binaries; pyopencl's own cache is bypassed); kernel objects are made once per link with their
+  buffer arguments set once; a run sets the merge buffer and static indices and enqueues the
+  kernels.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import pyopencl as cl
+
+from arrayjit_backend_opencl.render import OpenclSyntax
+from arrayjit_backends.backend_impl import Run
+from arrayjit_backends.compile_cache import CompileCache, cache_key
+from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
+from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.scheduler import Event, StreamQueue
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import CompileError, Prec, Tnode
+
+BUILD_OPTIONS = "-cl-std=CL1.2"
+
+
+def find_platform() -> tuple[Any, list[Any]] | str:
+    """The first OpenCL platform with devices and its devices, or why there is none."""
+    try:
+        platforms = cl.get_platforms()
+    except cl.Error as exc:
+        return f"no OpenCL platform found ({exc})"
+    for p in platforms:
+        try:
+            devices = p.get_devices()
+        except cl.Error:
+            continue
+        if devices:
+            return p, devices
+    return "no OpenCL platform with a device found"
+
+
+class ClEvent(Event):
+    """An OpenCL event (a queue marker)."""
+
+    def __init__(self, event: Any, queue: Any) -> None:
+        self.event = event
+        self.queue = queue
+
+    def is_done(self) -> bool:
+        self.queue.flush()  # an unflushed marker may never complete
+        status = self.event.command_execution_status
+        return bool(status == cl.command_execution_status.COMPLETE or status < 0)
+
+    def sync(self) -> None:
+        self.event.wait()
+
+
+class ClQueue(ImmediateQueue):
+    """A stream: an in-order command queue."""
+
+    def __init__(self, name: str, queue: Any) -> None:
+        super().__init__(name)
+        self.queue = queue
+
+    def marker(self) -> Event:
+        return ClEvent(cl.enqueue_marker(self.queue), self.queue)
+
+    def wait_device(self, event: Event) -> bool:
+        if not isinstance(event, ClEvent):
+            return False
+        cl.enqueue_barrier(self.queue, wait_for=[event.event])
+        return True
+
+    def finish(self) -> None:
+        self.queue.finish()
+
+
+@dataclass
+class ClCode:
+    """A compiled routine: its program and how to launch it."""
+
+    name: str
+    program: Any
+    rendered: GpuProgram
+
+    @property
+    def source(self) -> str:
+        return self.rendered.source
+
+
+class OpenclDevices(DeviceBackend):
+    """The ``opencl`` backend's device side."""
+
+    name: ClassVar[str] = "opencl"
+
+    def __init__(self) -> None:
+        found = find_platform()
+        if isinstance(found, str):
+            raise RuntimeError(found)
+        self.platform, self.devices = found
+        self.context = cl.Context(self.devices)
+        self._alloc_queues = [cl.CommandQueue(self.context, d) for d in self.devices]
+        self._lock = threading.Lock()
+        self.cache = CompileCache()
+        dev0 = self.devices[0]
+        self.renderer = OpenclSyntax(
+            group_size=min(256, min(d.max_work_group_size for d in self.devices)),
+            fp64=all(self._has(d, "cl_khr_fp64") for d in self.devices),
+            fp16=all(self._has(d, "cl_khr_fp16") for d in self.devices),
+        )
+        self._identity = (
+            f"{self.platform.name} {self.platform.version}",
+            f"{dev0.driver_version}",
+            ";".join(d.name for d in self.devices),
+        )
+
+    @staticmethod
+    def _has(device: Any, extension: str) -> bool:
+        return extension in device.extensions.split()
+
+    # ---- devices ----
+
+    def num_devices(self) -> int:
+        return len(self.devices)
+
+    def supported_precs(self, ordinal: int) -> frozenset[Prec]:
+        d = self.devices[ordinal]
+        precs = set(Prec) - {Prec.uint4x32}
+        if not self._has(d, "cl_khr_fp16"):
+            precs.discard(Prec.half)
+        if not self._has(d, "cl_khr_fp64"):
+            precs.discard(Prec.double)
+        return frozenset(precs)
+
+    def suggested_num_streams(self, ordinal: int, config: str) -> int:
+        return {"only_devices_parallel": 1, "for_parallel_copying": 2}.get(config, 4)
+
+    def device_info(self, ordinal: int) -> dict[str, Any]:
+        d = self.devices[ordinal]
+        return {
+            "ordinal": ordinal,
+            "name": d.name,
+            "platform": self.platform.name,
+            "driver": d.driver_version,
+            "compute_units": d.max_compute_units,
+            "max_work_group_size": d.max_work_group_size,
+        }
+
+    def new_queue(self, ordinal: int, name: str) -> StreamQueue:
+        return ClQueue(name, cl.CommandQueue(self.context, self.devices[ordinal]))
+
+    # ---- memory ----
+
+    def alloc(self, ordinal: int, nbytes: int) -> Any:
+        buf = cl.Buffer(self.context, cl.mem_flags.READ_WRITE, max(nbytes, 1))
+        queue = self._alloc_queues[ordinal]
+        with self._lock:
+            cl.enqueue_fill_buffer(queue, buf, np.zeros(1, np.uint8), 0, max(nbytes, 1))
+            queue.finish()
+        return buf
+
+    def free(self, ordinal: int, mem: Any) -> None:
+        mem.release()
+
+    def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
+        if src.nbytes:
+            assert isinstance(queue, ClQueue)
+            cl.enqueue_copy(queue.queue, dst[0], src, dst_offset=dst[1], is_blocking=False)
+
+    def to_host(self, queue: StreamQueue, dst: np.ndarray, src: Buf) -> None:
+        if dst.nbytes:
+            assert isinstance(queue, ClQueue)
+            cl.enqueue_copy(queue.queue, dst, src[0], src_offset=src[1], is_blocking=False)
+
+    def copy(self, queue: StreamQueue, dst: Buf, src: Buf, nbytes: int, src_ordinal: int) -> None:
+        if nbytes:
+            assert isinstance(queue, ClQueue)
+            cl.enqueue_copy(
+                queue.queue,
+                dst[0],
+                src[0],
+                byte_count=nbytes,
+                src_offset=src[1],
+                dst_offset=dst[1],
+            )
+
+    # ---- code ----
+
+    def compile(self, optimized: Optimized) -> ClCode:
+        prefix = "aj_" + "".join(c if c.isalnum() else "_" for c in optimized.name)
+        rendered = self.renderer.render_program(optimized, prefix)
+        binaries = []
+        for k, device in enumerate(self.devices):
+            key = cache_key(
+                source=rendered.source,
+                backend="opencl",
+                renderer="opencl-c",
+                compiler=self._identity[0],
+                compiler_version=self._identity[1],
+                options=(BUILD_OPTIONS,),
+                device=f"{k}:{device.name}",
+            )
+            build: Callable[[], bytes] = partial(self._build, rendered, device, optimized)
+            binaries.append(self.cache.get_or_build(key, build))
+        raw = cl._cl._Program(self.context, self.devices, binaries)
+        raw.build(BUILD_OPTIONS.encode(), self.devices)
+        return ClCode(optimized.name, cl.Program(raw), rendered)
+
+    def _build(self, rendered: GpuProgram, device: Any, optimized: Optimized) -> bytes:
+        raw = cl._cl._Program(self.context, rendered.source)
+        try:
+            raw.build(BUILD_OPTIONS.encode(), [device])
+        except cl.Error as exc:
+            log = str(raw.get_build_info(device, cl.program_build_info.LOG))
+            path = _keep_source(self.cache.directory, rendered.source)
+            raise CompileError(
+                f"OpenCL failed to build routine {optimized.name} on {device.name}", log, str(path)
+            ) from exc
+        devices: list[Any] = raw.get_info(cl.program_info.DEVICES)  # type: ignore[assignment]
+        binaries: list[bytes] = raw.get_info(cl.program_info.BINARIES)  # type: ignore[assignment]
+        return bytes(binaries[devices.index(device)])
+
+    def link(
+        self,
+        code: Any,
+        queue: StreamQueue,
+        ordinal: int,
+        buffers: Mapping[Tnode, Buf],
+        merge_buffer: Callable[[], Buf | None],
+        merge_node: Tnode | None,
+    ) -> Run:
+        c: ClCode = code
+        assert isinstance(queue, ClQueue)
+        rendered = c.rendered
+        scratch = [self.alloc(ordinal, nbytes) for _, nbytes in rendered.scratch]
+        fixed: list[Any] = []
+        for tn in rendered.params.buffers:
+            mem, off = buffers[tn]
+            fixed += [mem, np.uint64(off)]
+        for mem in scratch:
+            fixed += [mem, np.uint64(0)]
+        has_merge = rendered.params.merge_node is not None
+        symbols = rendered.params.static_symbols
+        kernels = [cl.Kernel(c.program, k.name) for k in rendered.kernels]
+        for kernel in kernels:
+            for pos, arg in enumerate(fixed):
+                kernel.set_arg(pos, arg)
+        dummy = scratch[0] if scratch else self.alloc(ordinal, 1)
+        launches = [
+            (
+                kernel,
+                (_round_up(k.global_size, k.local_size or 1),),
+                (k.local_size,) if k.local_size else None,
+            )
+            for kernel, k in zip(kernels, rendered.kernels)
+        ]
+        first_dynamic = len(fixed)
+        q = queue.queue
+
+        def run(bindings: Mapping[StaticSymbol, int]) -> None:
+            if has_merge or symbols:
+                args: list[Any] = []
+                if has_merge:
+                    where = merge_buffer()
+                    args += [where[0], np.uint64(where[1])] if where else [dummy, np.uint64(0)]
+                args += [np.int64(bindings[s]) for s in symbols]
+                for kernel in kernels:
+                    for pos, arg in enumerate(args, first_dynamic):
+                        kernel.set_arg(pos, arg)
+            for kernel, global_size, local_size in launches:
+                cl.enqueue_nd_range_kernel(q, kernel, global_size, local_size)
+
+        run.keep_alive = (scratch, dummy, c)  # type: ignore[attr-defined]
+        return run
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "platform": self._identity[0],
+            "driver": self._identity[1],
+            "devices": self._identity[2],
+        }
+
+
+def _round_up(n: int, m: int) -> int:
+    return -(-n // m) * m
+
+
+def _keep_source(directory: Path, source: str) -> Path:
+    folder = directory / "failed"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.cl"
+    path.write_text(source)
+    return path
+
+
+__all__ = ["ClCode", "ClEvent", "ClQueue", "OpenclDevices", "find_platform"]

@@ -1,0 +1,127 @@
+"""The opencl backend's own behaviour (the conformance suite covers the interface)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from arrayjit_backends import fresh_backend
+from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_ir import ir, lower, optimize
+from arrayjit_tnode import CompileError, Prec, Tnode
+
+pytest.importorskip("pyopencl")
+from arrayjit_backend_opencl.runtime import OpenclDevices, find_platform
+
+if isinstance(find_platform(), str):
+    pytest.skip(f"no OpenCL platform: {find_platform()}", allow_module_level=True)
+
+
+@pytest.fixture
+def backend(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "cache"))
+    be = fresh_backend("opencl")
+    yield be
+    be.finalize()
+
+
+def _run_identity(be: Any, src: Tnode, dst: Tnode) -> np.ndarray:
+    r = be.link(
+        be.make_context(be.new_stream(be.get_device(0))),
+        be.compile(ir.unop(dst, "identity", src), name="conv"),
+    )
+    r()
+    be.to_host(r.context, dst)
+    return dst.get_values()
+
+
+@pytest.mark.parametrize(
+    "prec,dtype", [("fp8", ml_dtypes.float8_e5m2), ("bfloat16", ml_dtypes.bfloat16)]
+)
+def test_small_float_loads_are_exact_for_every_bit_pattern(
+    backend: Any, prec: str, dtype: Any
+) -> None:
+    bits = np.arange(
+        256 if prec == "fp8" else 65536, dtype=np.uint8 if prec == "fp8" else np.uint16
+    )
+    src = Tnode.create((bits.size,), prec=prec, label="src", hosted=True)
+    dst = Tnode.create((bits.size,), prec="single", label="dst", hosted=True)
+    src.array = bits.view(dtype).copy()
+    src.devices_not_lagging_host.clear()
+    got = _run_identity(backend, src, dst)
+    np.testing.assert_array_equal(got, bits.view(dtype).astype(np.float32))
+
+
+@pytest.mark.parametrize("prec", ["fp8", "bfloat16"])
+def test_small_float_stores_round_like_the_host(backend: Any, prec: str) -> None:
+    rng = np.random.default_rng(3)
+    vals = np.concatenate(
+        [rng.standard_normal(2000) * 10.0 ** rng.integers(-6, 5, 2000), [0.0, -0.0, 1e9, -1e9]]
+    ).astype(np.float32)
+    src = Tnode.create((vals.size,), prec="single", label="src", hosted=True)
+    dst = Tnode.create((vals.size,), prec=prec, label="dst", hosted=True)
+    src.set_values(vals)
+    got = _run_identity(backend, src, dst)
+    host = Tnode.create((vals.size,), prec=prec, label="host", hosted=True)
+    host.set_values(vals)
+    np.testing.assert_array_equal(got.view(np.uint8), host.get_values().view(np.uint8))
+
+
+def test_capabilities_follow_the_device_extensions(backend: Any) -> None:
+    dev = backend.runtime.devices[0]
+    precs = backend.capabilities.supported_precs
+    assert (Prec.half in precs) == ("cl_khr_fp16" in dev.extensions.split())
+    assert (Prec.double in precs) == ("cl_khr_fp64" in dev.extensions.split())
+    assert Prec.bfloat16 in precs and Prec.fp8 in precs and Prec.uint4x32 not in precs
+
+
+def test_kernels_are_parallel(backend: Any) -> None:
+    n = 5000
+    a, y = (Tnode.create((n,), label=x, hosted=True) for x in ("a", "y"))
+    tot = Tnode.create((), label="tot", hosted=True)
+    code = backend.compile(
+        ir.block(ir.unop(y, "exp", a), ir.accum(tot, "add", a, spec="i->")), name="par"
+    )
+    program: GpuProgram = code.native.rendered
+    sizes = [k.global_size for k in program.kernels]
+    assert sizes[0] == n  # one work item per element
+    group = backend.runtime.renderer.group_size
+    assert sizes[-2] > group and sizes[-2] % group == 0 and sizes[-1] == group  # tree reduction
+    assert "__local" in program.source and "barrier(CLK_LOCAL_MEM_FENCE)" in program.source
+
+
+def test_warm_cache_builds_nothing(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    x, y = Tnode.create((8,), label="x", hosted=True), Tnode.create((8,), label="y", hosted=True)
+    backend.compile(ir.unop(y, "exp", x), name="warm")
+    builds: list[str] = []
+    real = OpenclDevices._build
+
+    def counting(self: Any, rendered: Any, device: Any, optimized: Any) -> bytes:
+        builds.append(optimized.name)
+        return real(self, rendered, device, optimized)
+
+    monkeypatch.setattr(OpenclDevices, "_build", counting)
+    fresh = fresh_backend("opencl")
+    fresh.compile(ir.unop(y, "exp", x), name="warm")
+    assert builds == []
+    fresh.compile(ir.unop(y, "exp", x), name="cold")
+    assert builds == ["cold"]
+    fresh.finalize()
+
+
+def test_build_failure_raises_compile_error_with_log(backend: Any) -> None:
+    runtime = backend.runtime
+    x, y = Tnode.create((8,), label="x", hosted=True), Tnode.create((8,), label="y", hosted=True)
+    opt = optimize(lower(ir.unop(y, "exp", x)), name="broken")
+    bad = GpuProgram("__kernel void k(void) { this is not OpenCL }", (), None, ())  # type: ignore[arg-type]
+    with pytest.raises(CompileError, match=r"OpenCL failed to build routine broken on") as info:
+        runtime._build(bad, runtime.devices[0], opt)
+    assert "error" in info.value.output.lower()
+    assert (
+        info.value.source_path and "this is not OpenCL" in Path(info.value.source_path).read_text()
+    )

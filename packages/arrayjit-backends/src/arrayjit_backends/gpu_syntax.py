@@ -1,0 +1,329 @@
+"""The GPU renderer: one routine as a program of kernels launched in order on one queue.
+
+Each top-level statement of the optimized code becomes one or two kernels:
+
+- a loop nest whose loops write disjoint cells (:func:`~arrayjit_backends.c_syntax.
+  is_parallel_loop`, applied level by level) is flattened into one index space: work item
+  ``gid`` decodes its loop indices by division and remainder and runs the rest of the body;
+  ``Zero_out`` is one work item per cell;
+- a :class:`~arrayjit_backends.c_syntax.ScalarReduction` (a loop nest accumulating into one
+  cell, e.g. a full sum) runs as a grid of work groups, each reducing a strided share of the
+  index space in registers and then in local memory into one partial; a second, one-group kernel
+  combines the partials with the cell's value;
+- anything else (a loop carrying a dependence) runs in one work item.
+
+Every kernel of a program takes the same parameters: for each context node, its pool pointer
+and byte offset (dialects may fold them into one pointer); then the merge buffer (pointer and
+offset), then the scratch buffers (the routine's local nodes, which must outlive one kernel, and
+the reduction partials), then the static indices. Launch sizes are in :class:`GpuKernel`.
+Dialects (OpenCL C, CUDA C) set the qualifiers, the work-item builtins and the conversion
+helpers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import ClassVar
+
+from arrayjit_backends.c_syntax import (
+    CSyntax,
+    KernelParams,
+    ScalarReduction,
+    _Out,
+    is_parallel_loop,
+    kernel_params,
+    scalar_reduction,
+)
+from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Tnode
+
+
+@dataclass(frozen=True)
+class GpuKernel:
+    """One launch: ``global_size`` work items in groups of ``local_size`` (None: the driver
+    chooses)."""
+
+    name: str
+    global_size: int
+    local_size: int | None
+
+
+@dataclass(frozen=True)
+class GpuProgram:
+    """A rendered routine: source, kernels in launch order, and the parameters they share."""
+
+    source: str
+    kernels: tuple[GpuKernel, ...]
+    params: KernelParams
+    scratch: tuple[tuple[Tnode | None, int], ...]
+    """Scratch buffers after the merge buffer: ``(local node, bytes)`` or ``(None, bytes)`` for
+    reduction partials."""
+
+
+def _flatten(s: L.Stmt) -> list[L.Stmt]:
+    if isinstance(s, L.Seq):
+        return [x for st in s.stmts for x in _flatten(st)]
+    return [] if isinstance(s, L.Noop) else [s]
+
+
+def _parallel_nest(loop: L.For_loop) -> list[L.For_loop]:
+    nest = [loop]
+    while isinstance(nest[-1].body, L.For_loop) and is_parallel_loop(nest[-1].body):
+        nest.append(nest[-1].body)
+    return nest
+
+
+class GpuSyntax(CSyntax):
+    """Shared by the OpenCL C and CUDA C renderers; subclasses set the dialect."""
+
+    kernel_prefix = "__kernel void"
+    buffer_prefix = "__global "
+    global_qualifier = "__global"
+    local_qualifier = "__local"
+    restrict = "restrict"
+    global_id = "get_global_id(0)"
+    local_id = "get_local_id(0)"
+    group_id = "get_group_id(0)"
+    barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+    index_type = "long"
+    max_groups: ClassVar[int] = 1024
+    """Work groups of a reduction's first kernel (partials)."""
+
+    def __init__(self, group_size: int = 256, fp64: bool = True) -> None:
+        super().__init__()
+        self.group_size = max(1, 1 << (group_size.bit_length() - 1))  # a power of two
+        self.fp64 = fp64
+
+    # ---- the program ----
+
+    def buffer_params(self, name: str, ctype: str) -> list[str]:
+        """Parameters that carry one buffer (pool pointer and byte offset)."""
+        g = self.global_qualifier
+        return [f"{g} unsigned char* p_{name}", f"const unsigned long o_{name}"]
+
+    def buffer_prologue(self, name: str, ctype: str) -> str:
+        """The kernel's first statements turning the parameters into a typed pointer."""
+        g = self.global_qualifier
+        return f"{g} {ctype}* {self.restrict} {name} = ({g} {ctype}*)(p_{name} + o_{name});"
+
+    def render_program(self, opt: Optimized, prefix: str) -> GpuProgram:
+        """The routine as kernels named ``<prefix>_k<n>``."""
+        self.check_precisions(opt)
+        self._reset()
+        params = kernel_params(opt)
+        scratch: list[tuple[Tnode | None, int]] = [
+            (tn, max(tn.size_in_bytes, 1)) for tn in opt.local_nodes
+        ]
+        buffers = [(self.name(tn), self.storage_types[tn.prec]) for tn in params.buffers]
+        buffers += [(self.name(tn), self.storage_types[tn.prec]) for tn in opt.local_nodes]
+        self._partials: list[str] = []
+        statements = _flatten(opt.code)
+        # Reduction partials are scratch buffers too; count them first for the signature.
+        reductions = {
+            id(s): red
+            for s in statements
+            if isinstance(s, L.For_loop) and (red := scalar_reduction(s)) is not None
+        }
+        for k, red in enumerate(reductions.values()):
+            ct = self.compute_type(red.target.tn.prec)
+            name = f"partials{k}"
+            self._partials.append(name)
+            buffers.append((name, ct))
+            scratch.append((None, self.max_groups * 8))
+        args: list[str] = []
+        prologue: list[str] = []
+        for name, ctype in buffers:
+            args += self.buffer_params(name, ctype)
+            prologue.append(self.buffer_prologue(name, ctype))
+        if params.merge_node is not None:
+            args += self.buffer_params("merge_buffer", "unsigned char")
+            prologue.append(self.buffer_prologue("merge_buffer", "unsigned char"))
+        args += [f"const {self.index_type} {s.name}" for s in params.static_symbols]
+        signature = ", ".join(args)
+        out = _Out()
+        kernels: list[GpuKernel] = []
+        out.add(0, f"/* routine {opt.name} */")
+        red_index = 0
+        for stmt in statements:
+            start = len(kernels)
+            red = reductions.get(id(stmt))
+            if red is not None:
+                self._reduction_kernels(
+                    red, self._partials[red_index], prefix, out, kernels, signature, prologue
+                )
+                red_index += 1
+                continue
+            name = f"{prefix}_k{start}"
+            body = _Out()
+            size = self._kernel_body(stmt, body)
+            out.add(0, f"{self.kernel_prefix} {name}({signature}) {{")
+            for line in prologue:
+                out.add(1, line)
+            out.lines.extend(body.lines)
+            out.add(0, "}")
+            kernels.append(GpuKernel(name, size, None if size > 1 else 1))
+        return GpuProgram(
+            self.program_prelude() + "\n".join(out.lines) + "\n",
+            tuple(kernels),
+            params,
+            tuple(scratch),
+        )
+
+    def program_prelude(self) -> str:
+        """Type names and helpers the kernels use."""
+        return self.prelude
+
+    # Conversions of bfloat16 and fp8 (E5M2) to and from float, in the dialect's builtins:
+    # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions.
+    SMALL_FLOATS: ClassVar[str] = """
+{q} float aj_bf16_to_f32(unsigned short b) {{ return {flt}(((unsigned int)b) << 16); }}
+{q} unsigned short aj_f32_to_bf16(float f) {{
+  unsigned int u = {bits}(f);
+  if (f != f) return (unsigned short)((u >> 16) | 0x40);
+  return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}}
+{q} float aj_fp8_to_f32(unsigned char b) {{
+  int e = (b >> 2) & 31, m = b & 3;
+  float v = e == 0 ? {ldexp}((float)m, -16)
+          : (e == 31 ? (m ? NAN : INFINITY) : {ldexp}(1.0f + m * 0.25f, e - 15));
+  return (b & 0x80) ? -v : v;
+}}
+{q} unsigned char aj_f32_to_fp8(float f) {{
+  if (f != f) return 0x7E;
+  unsigned char sign = signbit(f) ? 0x80 : 0;
+  float m = {fabs}(f);
+  if (m == 0) return sign;
+  int e; {frexp}(m, &e); e -= 1; if (e < -14) e = -14;
+  float q = {ldexp}(1.0f, e - 2);
+  float r = {rint}(m / q) * q;
+  if (r >= 65536.0f) return sign | 0x7C;
+  if (r == 0) return sign;
+  int e2; {frexp}(r, &e2); e2 -= 1;
+  if (e2 < -14) return sign | (unsigned char)(r * 65536.0f);
+  unsigned int mant = (unsigned int)((r / {ldexp}(1.0f, e2) - 1.0f) * 4.0f);
+  return sign | (unsigned char)(((e2 + 15) << 2) | mant);
+}}
+"""
+
+    # ---- kernel bodies ----
+
+    def _decode(self, nest: list[L.For_loop], out: _Out, gid: str) -> int:
+        total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
+        it = self.index_type
+        out.add(1, f"{it} r = (({it}){gid});")
+        for k, lp in enumerate(reversed(nest)):
+            extent = lp.to_inclusive - lp.from_ + 1
+            v = self.sym(lp.index)
+            if k == len(nest) - 1:
+                out.add(1, f"const {it} {v} = {lp.from_} + r;")
+            else:
+                out.add(1, f"const {it} {v} = {lp.from_} + r % {extent}; r /= {extent};")
+        return total
+
+    def _kernel_body(self, stmt: L.Stmt, out: _Out) -> int:
+        """Render one top-level statement; returns its global size."""
+        gid = self.global_id
+        match stmt:
+            case L.Zero_out(tn=tn):
+                n = tn.num_elems
+                out.add(1, f"const {self.index_type} z = {gid};")
+                out.add(1, f"if (z < {n}) {self.name(tn)}[z] = 0;")
+                return max(n, 1)
+            case L.For_loop() if is_parallel_loop(stmt):
+                nest = _parallel_nest(stmt)
+                total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
+                out.add(1, f"if (({self.index_type}){gid} >= {total}) return;")
+                self._decode(nest, out, gid)
+                self.stmt(nest[-1].body, out, 1)
+                return max(total, 1)
+        out.add(1, f"if ({gid} != 0) return;")
+        self.stmt(stmt, out, 1)
+        return 1
+
+    def _reduction_kernels(
+        self,
+        red: ScalarReduction,
+        partials: str,
+        prefix: str,
+        out: _Out,
+        kernels: list[GpuKernel],
+        signature: str,
+        prologue: list[str],
+    ) -> None:
+        tn, idx = red.target.tn, red.target.indices
+        ct = self.compute_type(tn.prec)
+        is_int = ct not in ("float", "double")
+        cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
+        total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in red.loops)
+        group = self.group_size
+        groups = max(1, min(self.max_groups, -(-total // group)))
+        idempotent = red.op in (ops.Binop.max, ops.Binop.min)
+        start = (
+            f"(({ct}){self.load(tn.prec, cell)})"
+            if idempotent
+            else self.const(ops.neutral(red.op), ct)
+        )
+
+        def combine(a: str, b: str) -> str:
+            return self.binop(red.op, a, b, ct, is_int)
+
+        def tree(body: _Out) -> None:
+            lq = self.local_qualifier
+            body.add(1, f"{lq} {ct} sh[{group}];")
+            body.add(1, "sh[lid] = acc;")
+            body.add(1, self.barrier)
+            body.add(1, f"for (int s = {group // 2}; s > 0; s >>= 1) {{")
+            body.add(2, f"if (lid < s) sh[lid] = {combine('sh[lid]', 'sh[lid + s]')};")
+            body.add(2, self.barrier)
+            body.add(1, "}")
+
+        # Kernel 1: each group reduces a strided share of the index space into one partial.
+        name1 = f"{prefix}_k{len(kernels)}"
+        it = self.index_type
+        body = _Out()
+        body.add(1, f"const int lid = (int){self.local_id};")
+        body.add(1, f"{ct} acc = {start};")
+        body.add(
+            1,
+            f"for ({it} g = ({it}){self.group_id} * {group} + lid; g < {total}; "
+            f"g += {groups * group}) {{",
+        )
+        inner = _Out()
+        self._decode(list(red.loops), inner, "g")
+        pre: list[str] = []
+        term = self.expr(red.term, tn.prec, pre, 2)
+        body.lines.extend("  " + line for line in inner.lines)
+        for p in pre:
+            body.add(2, p)
+        body.add(2, f"acc = {combine('acc', term)};")
+        body.add(1, "}")
+        tree(body)
+        body.add(1, f"if (lid == 0) {partials}[{self.group_id}] = sh[0];")
+        out.add(0, f"{self.kernel_prefix} {name1}({signature}) {{")
+        for line in prologue:
+            out.add(1, line)
+        out.lines.extend(body.lines)
+        out.add(0, "}")
+        kernels.append(GpuKernel(name1, groups * group, group))
+        # Kernel 2: one group combines the partials with the cell.
+        name2 = f"{prefix}_k{len(kernels)}"
+        body = _Out()
+        body.add(1, f"const int lid = (int){self.local_id};")
+        body.add(1, f"{ct} acc = {start};")
+        step = combine("acc", f"{partials}[g]")
+        body.add(1, f"for (int g = lid; g < {groups}; g += {group}) acc = {step};")
+        tree(body)
+        final = combine(f"(({ct}){self.load(tn.prec, cell)})", "sh[0]")
+        body.add(1, f"if (lid == 0) {cell} = {self.store(tn.prec, final)};")
+        out.add(0, f"{self.kernel_prefix} {name2}({signature}) {{")
+        for line in prologue:
+            out.add(1, line)
+        out.lines.extend(body.lines)
+        out.add(0, "}")
+        kernels.append(GpuKernel(name2, group, group))
+
+
+__all__ = ["GpuKernel", "GpuProgram", "GpuSyntax"]
