@@ -1,0 +1,404 @@
+"""The ``llvm`` backend: LLVM IR optimized for the host CPU and JIT-compiled in process by
+llvmlite; no C compiler needed.
+
+``compile`` generates the routine's module (:mod:`arrayjit_backend_c.llvm_gen`), then gets its
+object code from the shared compile cache or builds it (parse, verify, the ``O3`` pipeline with
+the loop and SLP vectorizers for the host CPU and its features, code generation) and stores it;
+either way the object is loaded into an MCJIT execution engine of its own, so a warm cache runs
+neither the optimizer nor code generation. Functions are called through ctypes (argument types
+set once per kernel; ctypes releases the GIL). Parallel segments (top-level loops writing
+disjoint cells, see :func:`arrayjit_backend_c.llvm_gen.split_segments`) are split into up to one
+chunk per core, run on the backend's thread pool and on the calling thread.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+import os
+import tempfile
+import threading
+import weakref
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+import llvmlite
+import llvmlite.binding as llvm
+import numpy as np
+
+from arrayjit_backend_c.llvm_gen import LlvmGen, LlvmKernel, Segment
+from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.compile_cache import CompileCache, cache_key
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import CompileError, Prec, Tnode
+
+OPT_LEVEL = 3
+# Absolute 64-bit addresses everywhere: the JIT's sections and the C library may lie more than
+# 2 GiB apart, which the small code model's 32-bit relative addresses cannot reach.
+RELOC = "static"
+CODE_MODEL = "jitdefault"
+
+_LLVM_LOCK = threading.RLock()
+"""Serializes use of llvmlite's global LLVM context (parsing, optimizing, loading, disposing an
+engine's modules), which is not thread-safe. Modules live in that context, which is never
+disposed: per-backend contexts could be garbage-collected before the execution engines whose
+modules they hold. Reentrant, because the garbage collector may dispose an engine on a thread
+that holds it."""
+
+
+def _close_engine(engine: llvm.ExecutionEngine) -> None:
+    with _LLVM_LOCK:
+        engine.close()
+
+
+CHUNK_MIN_COST = 1 << 20
+"""A parallel loop gets at most one chunk per this much estimated cost
+(:func:`arrayjit_backend_c.llvm_gen.cost`; about 0.1 ms of work): handing a chunk to another
+thread costs tens of microseconds."""
+
+
+@dataclass(frozen=True)
+class HostTarget:
+    """The host's triple, CPU name and CPU features (as LLVM reports them)."""
+
+    triple: str
+    cpu: str
+    features: str
+
+    def machine(self) -> llvm.TargetMachine:
+        """A fresh target machine for the host (an execution engine takes one over)."""
+        return llvm.Target.from_triple(self.triple).create_target_machine(
+            cpu=self.cpu,
+            features=self.features,
+            opt=OPT_LEVEL,
+            reloc=RELOC,
+            codemodel=CODE_MODEL,
+            jit=True,
+        )
+
+
+@functools.cache
+def host_target() -> HostTarget:
+    """Initialize LLVM's native target (once) and describe the host."""
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    for libm in ("libm.so.6", "libm.dylib"):
+        # The math functions the generated code calls (expf, powf...) are looked up in the
+        # process; make sure the C math library is part of it.
+        try:
+            llvm.load_library_permanently(libm)
+            break
+        except RuntimeError:
+            continue
+    return HostTarget(
+        llvm.get_process_triple(), llvm.get_host_cpu_name(), llvm.get_host_cpu_features().flatten()
+    )
+
+
+def llvm_version() -> str:
+    """The version of the LLVM inside llvmlite, e.g. ``"20.1.8"``."""
+    return ".".join(str(x) for x in llvm.llvm_version_info)
+
+
+def optimize(module: llvm.ModuleRef, machine: llvm.TargetMachine) -> None:
+    """Run the ``O3`` pipeline (loop and SLP vectorizers on) over ``module`` for ``machine``."""
+    pto = llvm.create_pipeline_tuning_options(speed_level=OPT_LEVEL)
+    pto.loop_vectorization = True
+    pto.slp_vectorization = True
+    pto.loop_unrolling = True
+    builder = llvm.create_pass_builder(machine, pto)
+    builder.getModulePassManager().run(module, builder)
+
+
+def compile_object(ir: str, name: str, target: HostTarget) -> bytes:
+    """Parse, verify, optimize and compile LLVM IR; returns the object code. The caller holds
+    :data:`_LLVM_LOCK`.
+
+    Raises:
+        CompileError: LLVM rejected the IR; the message has LLVM's diagnostic and the path of
+            the kept IR.
+    """
+    try:
+        module = llvm.parse_assembly(ir)
+        module.verify()
+    except RuntimeError as e:
+        workdir = Path(tempfile.mkdtemp(prefix=f"arrayjit-{name}-"))
+        kept = workdir / f"{name}.ll"
+        kept.write_text(ir)
+        raise CompileError(
+            f"llvm failed to compile routine {name}: LLVM {llvm_version()} rejected its IR",
+            output=str(e),
+            source_path=str(kept),
+        ) from e
+    machine = target.machine()
+    module.triple = machine.triple
+    module.data_layout = str(machine.target_data)
+    optimize(module, machine)
+    return bytes(machine.emit_object(module))
+
+
+def load_object(data: bytes, target: HostTarget) -> llvm.ExecutionEngine:
+    """An execution engine holding the object code ``data``, relocated and ready to run. The
+    caller holds :data:`_LLVM_LOCK`."""
+    machine = target.machine()
+    empty = llvm.parse_assembly("")
+    empty.triple = machine.triple
+    engine = llvm.create_mcjit_compiler(empty, machine)
+    engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+    engine.finalize_object()
+    return engine
+
+
+@dataclass
+class LlvmCode:
+    """A compiled routine: its generated module, the engine holding its machine code, and per
+    segment its ctypes function and, for a parallel reduction, its combining function."""
+
+    name: str
+    kernel: LlvmKernel
+    engine: Any
+    functions: tuple[tuple[Any, Any], ...]
+
+    @property
+    def source(self) -> str:
+        """The generated LLVM IR (before optimization)."""
+        return self.kernel.ir
+
+
+def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` ranges a parallel segment's loop is split into: at most one per
+    worker and one per :data:`CHUNK_MIN_COST`, sizes within one iteration."""
+    assert seg.loop is not None
+    lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
+    n = max(1, min(workers, trip, seg.cost // CHUNK_MIN_COST))
+    bounds = [lo + trip * k // n for k in range(n + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(n)]
+
+
+class _Helper:
+    """A thread that runs one native call at a time for a :class:`Crew`."""
+
+    def __init__(self, name: str) -> None:
+        self._go = threading.Lock()
+        self._go.acquire()
+        self._done = threading.Lock()
+        self._done.acquire()
+        self._task: tuple[Any, tuple[Any, ...]] | None = None
+        self._error: BaseException | None = None
+        threading.Thread(target=self._loop, name=name, daemon=True).start()
+
+    def _loop(self) -> None:
+        while True:
+            self._go.acquire()
+            task = self._task
+            if task is None:
+                return
+            try:
+                task[0](*task[1])
+            except BaseException as e:  # re-raised on the thread that waits
+                self._error = e
+            self._done.release()
+
+    def start(self, fn: Any, args: tuple[Any, ...]) -> None:
+        self._task = (fn, args)
+        self._go.release()
+
+    def wait(self) -> None:
+        self._done.acquire()
+        error, self._error = self._error, None
+        if error is not None:
+            raise error
+
+    def stop(self) -> None:
+        self._task = None
+        self._go.release()
+
+
+class Crew:
+    """Helper threads for parallel loops, shared by the threads that run routines.
+
+    ``run`` hands chunks to idle helpers (starting one when fewer than ``size`` exist) and runs
+    the rest on the calling thread, so concurrent callers never oversubscribe the cores nor
+    wait for each other. Lock hand-offs keep a dispatch to a few microseconds."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self._idle: list[_Helper] = []
+        self._all: list[_Helper] = []
+        self._lock = threading.Lock()
+        weakref.finalize(self, _stop_helpers, self._all)
+
+    def _take(self, n: int) -> list[_Helper]:
+        with self._lock:
+            while len(self._idle) < n and len(self._all) < self.size:
+                helper = _Helper(f"arrayjit-llvm-{len(self._all)}")
+                self._all.append(helper)
+                self._idle.append(helper)
+            taken = self._idle[:n]
+            del self._idle[:n]
+            return taken
+
+    def run(self, fn: Any, args: Sequence[Any], calls: Sequence[tuple[Any, ...]]) -> None:
+        """``fn(*args, *extra)`` for each ``extra`` of ``calls``; returns when all are done.
+
+        Raises:
+            Exception: the first error a call raised (after every call finished).
+        """
+        helpers = self._take(len(calls) - 1) if len(calls) > 1 else []
+        for helper, extra in zip(helpers, calls[1:], strict=False):
+            helper.start(fn, (*args, *extra))
+        try:
+            fn(*args, *calls[0])
+            for extra in calls[1 + len(helpers) :]:
+                fn(*args, *extra)
+        finally:
+            errors = []
+            for helper in helpers:
+                try:
+                    helper.wait()
+                except BaseException as e:
+                    errors.append(e)
+            with self._lock:
+                self._idle.extend(helpers)
+        if errors:
+            raise errors[0]
+
+
+def _stop_helpers(helpers: list[_Helper]) -> None:
+    for helper in helpers:
+        helper.stop()
+
+
+class LlvmBackend(NoDeviceBackend):
+    """Generates LLVM IR, optimizes and JIT-compiles it with llvmlite (cached), calls it through
+    ctypes."""
+
+    name: ClassVar[str] = "llvm"
+    supported_precs: ClassVar[frozenset[Prec]] = LlvmGen.supported_precs
+
+    def __init__(self, workers: int | None = None) -> None:
+        """``workers``: threads a parallel loop is split across (default: the CPU count)."""
+        self.target = host_target()
+        self.generator = LlvmGen(
+            self.target.cpu, self.target.features, native_half="+f16c" in self.target.features
+        )
+        self.cache = CompileCache()
+        self.workers = workers or os.cpu_count() or 1
+        self._lock = threading.Lock()
+        self.crew = Crew(self.workers - 1)
+
+    def _key(self, ir: str) -> str:
+        return cache_key(
+            source=ir,
+            backend="llvm",
+            renderer="llvm-ir",
+            compiler=f"llvmlite {llvmlite.__version__}",
+            compiler_version=f"LLVM {llvm_version()}",
+            options={"opt": OPT_LEVEL, "reloc": RELOC, "codemodel": CODE_MODEL},
+            device=f"{self.target.triple} {self.target.cpu} {self.target.features}",
+        )
+
+    def compile(self, optimized: Optimized) -> LlvmCode:
+        fn_name = "aj_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in optimized.name)
+        with self._lock:
+            kernel = self.generator.generate(optimized, fn_name)
+        key = self._key(kernel.ir)
+        with _LLVM_LOCK:
+            data = self.cache.get_or_build(
+                key, lambda: compile_object(kernel.ir, fn_name, self.target)
+            )
+            engine = load_object(data, self.target)
+        common: list[Any] = [ctypes.c_void_p] * (
+            len(kernel.params.buffers)
+            + (kernel.params.merge_node is not None)
+            + len(kernel.scratch)
+        )
+        common += [ctypes.c_int64] * len(kernel.params.static_symbols)
+        i64, ptr = ctypes.c_int64, ctypes.c_void_p
+
+        def function(name: str, *extra: Any) -> Any:
+            return ctypes.CFUNCTYPE(None, *common, *extra)(engine.get_function_address(name))
+
+        functions = []
+        for seg in kernel.segments:
+            if seg.reduction is not None:
+                fn = function(seg.name, i64, i64, ptr, i64)
+                functions.append((fn, function(seg.combine_name, ptr, i64)))
+            else:
+                functions.append((function(seg.name, *([i64, i64] * seg.parallel)), None))
+        code = LlvmCode(optimized.name, kernel, engine, tuple(functions))
+        weakref.finalize(code, _close_engine, engine)
+        return code
+
+    def link(
+        self,
+        code: Any,
+        buffers: Mapping[Tnode, np.ndarray],
+        merge_buffer: Callable[[], np.ndarray | None],
+    ) -> Run:
+        c: LlvmCode = code
+        params = c.kernel.params
+        ptrs = [buffers[tn].ctypes.data for tn in params.buffers]
+        scratch: list[np.ndarray] = [
+            np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.kernel.scratch
+        ]
+        scratch_ptrs = [a.ctypes.data for a in scratch]
+        symbols = params.static_symbols
+        # Per segment: the function, the extra arguments of each of its calls (None: one call
+        # with none), and for a reduction its combining function with its extra arguments.
+        steps: list[tuple[Any, list[tuple[Any, ...]] | None, Any, tuple[Any, ...]]] = []
+        for (fn, combine), seg in zip(c.functions, c.kernel.segments, strict=True):
+            if not seg.parallel:
+                steps.append((fn, None, None, ()))
+                continue
+            ranges = chunks(seg, self.workers)
+            if seg.reduction is None:
+                steps.append((fn, ranges, None, ()))
+                continue
+            partials = np.zeros(len(ranges), np.uint64)
+            scratch.append(partials)
+            at = partials.ctypes.data
+            calls = [(start, stop, at, k) for k, (start, stop) in enumerate(ranges)]
+            steps.append((fn, calls, combine, (at, len(ranges))))
+        keep_alive = (list(buffers.values()), scratch, c)
+        has_merge = params.merge_node is not None
+
+        if not has_merge and not symbols and len(steps) == 1 and steps[0][1] is None:
+            fn, args = steps[0][0], (*ptrs, *scratch_ptrs)
+
+            def run(bindings: Mapping[StaticSymbol, int]) -> None:
+                fn(*args)
+
+        else:
+            parallel = self.crew.run
+
+            def run(bindings: Mapping[StaticSymbol, int]) -> None:
+                args: list[Any] = list(ptrs)
+                if has_merge:
+                    mb = merge_buffer()
+                    args.append(mb.ctypes.data if mb is not None else None)
+                args += scratch_ptrs
+                args += [bindings[s] for s in symbols]
+                for fn, calls, combine, fold in steps:
+                    if calls is None:
+                        fn(*args)
+                    else:
+                        parallel(fn, args, calls)
+                    if combine is not None:
+                        combine(*args, *fold)
+
+        run.keep_alive = keep_alive  # type: ignore[attr-defined]
+        return run
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "llvmlite": llvmlite.__version__,
+            "llvm": llvm_version(),
+            "cpu": self.target.cpu,
+            "opt_level": OPT_LEVEL,
+            "threads": self.workers,
+        }

@@ -1,0 +1,563 @@
+"""The llvm backend against the reference interpreter and numpy."""
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("llvmlite")
+
+from arrayjit_backend_c import llvm_backend
+from arrayjit_backend_c.llvm_backend import LlvmBackend
+from arrayjit_backend_c.llvm_gen import LlvmGen
+from arrayjit_backends import fresh_backend
+from arrayjit_backends.c_syntax import PARALLEL_MIN_WORK
+from arrayjit_ir import interpret, ir, lower, optimize
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_tnode import CompileError, Tnode, UsageError
+
+RNG = np.random.default_rng(0)
+TOL = {"single": 1e-5, "double": 1e-12, "half": 2e-3, "bfloat16": 1e-2, "fp8": 0.13}
+FLOATS = ["single", "double", "half", "bfloat16", "fp8"]
+INTS = ["byte", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+@pytest.fixture(params=["sync_llvm", "multicore_llvm"])
+def backend(
+    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Any]:
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
+    be = fresh_backend(request.param)
+    be.initialize()
+    yield be
+    be.finalize()
+
+
+def run_both(
+    be: Any,
+    comp: Any,
+    inputs: dict[Tnode, np.ndarray],
+    out: Tnode,
+    bindings: dict[str, int] | None = None,
+    symbols: tuple[StaticSymbol, ...] = (),
+    reference: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The backend's result, and the interpreter's (or the backend's again when ``reference``
+    is false: the interpreter is slow on large nodes)."""
+    for tn, v in inputs.items():
+        tn.set_values(v)
+    code = be.compile(comp, name="t", bindings=symbols)
+    r = be.link(be.make_context(be.new_stream(be.get_device(0))), code)
+    for name, value in (bindings or {}).items():
+        r.bindings[name] = value
+    r()
+    be.to_host(r.context, out)
+    if not reference:
+        return out.get_values(), out.get_values()
+    bufs = {tn: tn.array.copy() for tn in inputs}  # type: ignore[union-attr]
+    bufs[out] = np.zeros_like(out.array)
+    values: dict[StaticSymbol | str, int] = {k: v for k, v in (bindings or {}).items()}
+    interpret(code.optimized, bufs, values)
+    return out.get_values(), bufs[out][out.logical_slices()]
+
+
+def compare(got: np.ndarray, ref: np.ndarray, prec: str) -> None:
+    g, r = got.astype(np.float64), ref.astype(np.float64)
+    if prec in TOL:
+        np.testing.assert_allclose(g, r, rtol=TOL[prec], atol=TOL[prec])
+    else:
+        np.testing.assert_array_equal(g, r)
+
+
+UNOPS = [
+    "identity",
+    "relu",
+    "satur01",
+    "exp",
+    "log",
+    "exp2",
+    "log2",
+    "sin",
+    "cos",
+    "sqrt",
+    "recip",
+    "recip_sqrt",
+    "neg",
+    "trunc",
+    "tanh",
+    "not",
+]
+BINOPS = [
+    "add",
+    "sub",
+    "mul",
+    "div",
+    "pow",
+    "relu_gate",
+    "satur01_gate",
+    "max",
+    "min",
+    "mod",
+    "cmplt",
+    "cmpeq",
+    "cmpne",
+    "or",
+    "and",
+]
+
+
+def unop_inputs(op: str, prec: str, n: int) -> np.ndarray:
+    if prec in INTS:
+        lo = 0 if prec in ("byte", "uint16", "uint32", "uint64") else -5
+        return RNG.integers(lo, 9, n)
+    if op in ("log", "log2", "sqrt", "recip_sqrt"):
+        return RNG.uniform(0.1, 3, n)
+    return RNG.uniform(-3, 3, n)
+
+
+@pytest.mark.parametrize("op", UNOPS)
+@pytest.mark.parametrize("prec", FLOATS + INTS)
+def test_unops(backend: Any, op: str, prec: str) -> None:
+    x = Tnode.create((16,), prec=prec, label="x", hosted=True)
+    y = Tnode.create((16,), prec=prec, label="y", hosted=True)
+    got, ref = run_both(backend, ir.unop(y, op, x), {x: unop_inputs(op, prec, 16)}, y)
+    compare(got, ref, prec)
+
+
+@pytest.mark.parametrize("op", BINOPS)
+@pytest.mark.parametrize("prec", FLOATS + INTS)
+def test_binops(backend: Any, op: str, prec: str) -> None:
+    a = Tnode.create((3, 5), prec=prec, label="a", hosted=True)
+    b = Tnode.create((5,), prec=prec, label="b", hosted=True)
+    y = Tnode.create((3, 5), prec=prec, label="y", hosted=True)
+    va: np.ndarray
+    vb: np.ndarray
+    if prec in FLOATS:
+        va, vb = RNG.uniform(-3, 3, (3, 5)), RNG.uniform(0.5, 3, 5)
+        if op == "pow":
+            va = np.abs(va)
+    else:
+        va, vb = RNG.integers(0, 9, (3, 5)), RNG.integers(0, 4, 5)
+        if op == "pow":
+            vb = vb % 3
+    got, ref = run_both(backend, ir.binop(y, op, a, b), {a: va, b: vb}, y)
+    compare(got, ref, prec)
+
+
+def test_ternops_matmul_reductions(backend: Any) -> None:
+    c, a, b = (Tnode.create((4, 6), label=n, hosted=True) for n in ("c", "a", "b"))
+    w, f = (
+        Tnode.create((4, 6), label="w", hosted=True),
+        Tnode.create((4, 6), label="f", hosted=True),
+    )
+    vals = {
+        c: RNG.integers(0, 2, (4, 6)).astype(float),
+        a: RNG.standard_normal((4, 6)),
+        b: RNG.standard_normal((4, 6)),
+    }
+    got, ref = run_both(backend, ir.ternop(w, "where", c, a, b), vals, w)
+    compare(got, ref, "single")
+    got, ref = run_both(backend, ir.ternop(f, "fma", a, b, c), vals, f)
+    compare(got, ref, "single")
+    x, m = (
+        Tnode.create((5, 7), label="x", hosted=True),
+        Tnode.create((7, 3), label="m", hosted=True),
+    )
+    h, out = Tnode.create((5, 3), label="h"), Tnode.create((5, 3), label="out", hosted=True)
+    comp = ir.block(ir.accum(h, "add", x, m, op="mul", spec="ik,kj->ij"), ir.unop(out, "relu", h))
+    vx, vm = RNG.standard_normal((5, 7)), RNG.standard_normal((7, 3))
+    got, _ = run_both(backend, comp, {x: vx, m: vm}, out)
+    np.testing.assert_allclose(got, np.maximum(vx @ vm, 0), rtol=1e-5, atol=1e-6)
+    s = Tnode.create((5,), label="s", hosted=True)
+    got, _ = run_both(backend, ir.accum(s, "max", x, spec="ij->i"), {x: vx}, s)
+    np.testing.assert_allclose(got, vx.max(1).astype(np.float32))
+
+
+@pytest.mark.parametrize("prec", ["int32", "int64", "byte", "uint64"])
+def test_integer_ternops(backend: Any, prec: str) -> None:
+    c = Tnode.create((8,), prec="half", label="c", hosted=True)
+    a, b = (Tnode.create((8,), prec=prec, label=n, hosted=True) for n in "ab")
+    y = Tnode.create((8,), prec=prec, label="y", hosted=True)
+    vals = {c: RNG.integers(0, 2, 8), a: RNG.integers(0, 100, 8), b: RNG.integers(0, 100, 8)}
+    got, ref = run_both(backend, ir.ternop(y, "where", c, a, b), vals, y)
+    compare(got, ref, prec)
+    got, ref = run_both(backend, ir.ternop(y, "fma", a, b, a), vals, y)
+    compare(got, ref, prec)
+
+
+def test_fetch_ops_and_static_bindings(backend: Any) -> None:
+    i = StaticSymbol("i", range=4)
+    data = Tnode.create((4, 3), label="data", hosted=True)
+    row = Tnode.create((3,), label="row", hosted=True)
+    vd = RNG.standard_normal((4, 3))
+    got, ref = run_both(backend, ir.fetch(row, ir.Slice(i, data)), {data: vd}, row, {"i": 2}, (i,))
+    np.testing.assert_allclose(got, vd[2].astype(np.float32))
+    np.testing.assert_array_equal(got, ref)
+    r = Tnode.create((2, 3), label="r", hosted=True)
+    got, _ = run_both(backend, ir.fetch(r, ir.Range_over_offsets()), {}, r)
+    np.testing.assert_array_equal(got, np.arange(6).reshape(2, 3))
+
+
+def test_merge_buffer_reads(backend: Any) -> None:
+    from arrayjit_backends import MergeMode
+    from arrayjit_tnode import memory_mode as mm
+
+    dev = backend.get_device(0)
+    g = Tnode.create((4,), label="g", memory_mode=(mm.Materialized(), 1))
+    src = Tnode.create((4,), label="src", hosted=True)
+    src.set_values(np.arange(4.0))
+    acc = Tnode.create((4,), label="acc", hosted=True)
+    acc.set_values(np.ones(4))
+    p = backend.link(
+        backend.make_context(backend.new_stream(dev)),
+        backend.compile(ir.unop(g, "neg", src), name="p"),
+    )
+    p()
+    use = backend.link(
+        backend.make_context(backend.new_stream(dev)),
+        backend.compile(
+            ir.accum(acc, "add", ir.merge_buffer(g), initialize_neutral=False), name="use"
+        ),
+    )
+    backend.device_to_device(g, MergeMode.Copy, use.context, p.context)
+    use()
+    backend.to_host(use.context, acc)
+    np.testing.assert_array_equal(acc.get_values(), 1 - np.arange(4.0))
+
+
+def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = Tnode.create((8,), label="x", hosted=True)
+    y = Tnode.create((8,), label="y", hosted=True)
+    code = backend.compile(ir.unop(y, "exp", x), name="warm")
+    calls: list[str] = []
+    real_compile, real_optimize = llvm_backend.compile_object, llvm_backend.optimize
+
+    def counting_compile(*args: Any) -> bytes:
+        calls.append(args[1])
+        return real_compile(*args)
+
+    def counting_optimize(*args: Any) -> None:
+        calls.append("optimize")
+        real_optimize(*args)
+
+    monkeypatch.setattr(llvm_backend, "compile_object", counting_compile)
+    monkeypatch.setattr(llvm_backend, "optimize", counting_optimize)
+    fresh = LlvmBackend()
+    warm = fresh.compile(code.optimized)
+    assert calls == []
+    vx = RNG.standard_normal(8).astype(np.float32)
+    vy = np.zeros(8, np.float32)
+    fresh.link(warm, {x: vx, y: vy}, lambda: None)({})
+    np.testing.assert_allclose(vy, np.exp(vx), rtol=1e-6)
+    backend.compile(ir.unop(y, "exp", x), name="cold_name")
+    assert calls == ["aj_cold_name", "optimize"]
+
+
+def test_compile_error_has_output_and_ir() -> None:
+    target = llvm_backend.host_target()
+    with pytest.raises(CompileError, match=r"failed to compile routine broken") as info:
+        llvm_backend.compile_object("define void @broken() { this is not IR }", "broken", target)
+    assert "error" in info.value.output
+    assert info.value.source_path is not None and Path(info.value.source_path).exists()
+    assert "this is not IR" in Path(info.value.source_path).read_text()
+    # Parses, but the verifier rejects it: a use before its definition.
+    bad = "define i32 @f() {\nentry:\n  %x = add i32 %y, 1\n  %y = add i32 1, 1\n  ret i32 %x\n}\n"
+    with pytest.raises(CompileError, match=r"routine f") as info:
+        llvm_backend.compile_object(bad, "f", target)
+    assert "dominate" in info.value.output
+
+
+def test_unsupported_precision_is_refused(backend: Any) -> None:
+    k = Tnode.create((2,), prec="uint4x32", label="k", hosted=True)
+    y = Tnode.create((2,), prec="uint4x32", label="y", hosted=True)
+    with pytest.raises(UsageError, match=r"node (k|y)#\d+ has precision uint4x32"):
+        backend.compile(ir.unop(y, "identity", k), name="bits")
+
+
+# ---- the NoDeviceBackend directly: conversions, integer corners, segments ----
+
+
+def run_direct(
+    lb: LlvmBackend,
+    comp: Any,
+    inputs: dict[Tnode, np.ndarray],
+    out: Tnode,
+    reference: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``comp`` through ``lb`` on plain numpy buffers, and through the interpreter when
+    ``reference``."""
+    opt = optimize(lower(comp), name="direct")
+    bufs = {
+        tn: np.zeros(tn.prec.host_shape(tn.dims), tn.prec.numpy_dtype) for tn in opt.context_nodes
+    }
+    for tn, v in inputs.items():
+        if tn in bufs:
+            bufs[tn][...] = v
+    ref = {tn: a.copy() for tn, a in bufs.items()}
+    lb.link(lb.compile(opt), bufs, lambda: None)({})
+    if reference:
+        interpret(opt, ref)
+    return bufs[out], ref[out]
+
+
+def same_values(got: np.ndarray, ref: np.ndarray) -> None:
+    """Equal values, signed zeros included; any NaN equals any NaN (fp8 stores C's 0x7E)."""
+    with np.errstate(invalid="ignore"):
+        g, r = got.astype(np.float64), ref.astype(np.float64)
+    assert np.array_equal(g, r, equal_nan=True), (got[g != r], ref[g != r])
+    num = ~np.isnan(r)
+    np.testing.assert_array_equal(np.signbit(g[num]), np.signbit(r[num]))
+
+
+SPECIALS = np.array(
+    [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, 1e-8, 6e-5, 6.1e-5, 65504, 65519.9, 65520,
+     57344, 61440, 3e38, -3e38, 1.0 + 2**-11, 1.0 + 3 * 2**-11, 2**-16, 3 * 2**-17, 1.5 * 2**-16],
+    dtype=np.float32,
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("llvm-cache")
+        mp.setenv("ARRAYJIT_CACHE_DIR", str(path))
+        yield path
+
+
+@pytest.mark.parametrize("native_half", [True, False])
+@pytest.mark.parametrize("prec", ["half", "bfloat16", "fp8"])
+def test_small_float_rounding_is_exact(cache_dir: Path, prec: str, native_half: bool) -> None:
+    lb = LlvmBackend()
+    lb.generator = LlvmGen(lb.target.cpu, lb.target.features, native_half=native_half)
+    rnd = RNG.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32)
+    vals = np.concatenate([SPECIALS, -SPECIALS, rnd, RNG.standard_normal(4096).astype(np.float32)])
+    n = len(vals)
+    x = Tnode.create((n,), prec="single", label="x", hosted=True)
+    y = Tnode.create((n,), prec=prec, label="y", hosted=True)
+    got, ref = run_direct(lb, ir.unop(y, "identity", x), {x: vals}, y)
+    same_values(got, ref)
+    # Every stored pattern back to float.
+    bits = 256 if prec == "fp8" else 65536
+    dt = np.uint8 if prec == "fp8" else np.uint16
+    z = Tnode.create((bits,), prec="single", label="z", hosted=True)
+    pats = np.arange(bits, dtype=np.uint64).astype(dt).view(y.prec.numpy_dtype)
+    y2 = Tnode.create((bits,), prec=prec, label="y2", hosted=True)
+    got, ref = run_direct(lb, ir.unop(z, "identity", y2), {y2: pats}, z)
+    same_values(got, ref)
+
+
+@pytest.mark.parametrize("prec", ["byte", "uint16", "int32", "uint32", "int64", "uint64"])
+def test_float_to_integer_conversions(cache_dir: Path, prec: str) -> None:
+    vals = np.array([-2.7, 2.7, 0.5, -0.5, 300.5, 70000.25, -1.0, 1e6], dtype=np.float32)
+    vals = np.concatenate([vals, [np.nan, np.inf, -np.inf]]).astype(np.float32)
+    x = Tnode.create((len(vals),), prec="single", label="x", hosted=True)
+    y = Tnode.create((len(vals),), prec=prec, label="y", hosted=True)
+    got, ref = run_direct(LlvmBackend(), ir.unop(y, "identity", x), {x: vals}, y)
+    np.testing.assert_array_equal(got, ref)
+
+
+@pytest.mark.parametrize("prec", ["int32", "int64"])
+@pytest.mark.parametrize("op", ["div", "mod"])
+def test_signed_division_corners(cache_dir: Path, prec: str, op: str) -> None:
+    info = np.iinfo(np.dtype(prec))
+    va = np.array([7, -7, 7, -7, info.min, info.min, info.max, 5, -5, 0])
+    vb = np.array([2, 2, -2, -2, -1, 1, -1, 0, 0, -1])
+    a, b, y = (Tnode.create((10,), prec=prec, label=n, hosted=True) for n in "aby")
+    lb = LlvmBackend()
+    got, ref = run_direct(lb, ir.binop(y, op, a, b), {a: va, b: vb}, y)
+    np.testing.assert_array_equal(got, ref)
+    r = Tnode.create((10,), prec=prec, label="r", hosted=True)
+    got, ref = run_direct(lb, ir.unop(r, "recip", b), {b: vb}, r)
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_mixed_precisions(cache_dir: Path) -> None:
+    lb = LlvmBackend()
+    a = Tnode.create((12,), prec="single", label="a", hosted=True)
+    i = Tnode.create((12,), prec="byte", label="i", hosted=True)
+    h = Tnode.create((12,), prec="half", label="h", hosted=True)
+    d = Tnode.create((12,), prec="double", label="d", hosted=True)
+    inputs = {
+        a: RNG.uniform(-300, 300, 12),
+        i: RNG.integers(0, 255, 12),
+        h: RNG.uniform(-3, 3, 12),
+        d: RNG.uniform(-3, 3, 12),
+    }
+    for prec in ("int32", "byte", "uint64", "half", "fp8", "double"):
+        y = Tnode.create((12,), prec=prec, label="y", hosted=True)
+        got, ref = run_direct(lb, ir.binop(y, "add", a, i), inputs, y)
+        compare(got, ref, prec)
+        got, ref = run_direct(lb, ir.ternop(y, "where", h, d, i), inputs, y)
+        compare(got, ref, prec)
+
+
+def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
+    from arrayjit_tnode import memory_mode as mm
+
+    n = PARALLEL_MIN_WORK * 2
+    u = Tnode.create((4,), label="u", hosted=True)
+    s = Tnode.create((4,), label="s", memory_mode=(mm.Local(), 1))  # crosses segments
+    x = Tnode.create((4, n), label="x", hosted=True)
+    t = Tnode.create((4, n), label="t", memory_mode=(mm.Local(), 1))  # too big for the stack
+    tot = Tnode.create((4,), label="tot", hosted=True)
+    comp = ir.block(
+        ir.binop(s, "mul", u, u),
+        ir.binop(t, "add", x, s, spec="ij,i->ij"),
+        ir.accum(tot, "add", t, spec="ij->i"),
+    )
+    opt = optimize(lower(comp), name="seg")
+    kernel = LlvmGen().generate(opt, "f")
+    assert [seg.parallel for seg in kernel.segments] == [False, True, False, True]
+    assert set(kernel.scratch) == {s, t}
+    assert "i64 %start, i64 %stop" in kernel.ir
+    vu, vx = RNG.standard_normal(4), RNG.standard_normal((4, n))
+    lb = LlvmBackend(workers=3)
+    calls: list[int] = []
+    real = lb.crew.run
+
+    def counting(fn: Any, args: Any, parts: Any) -> None:
+        calls.append(len(parts))
+        real(fn, args, parts)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lb.crew, "run", counting)
+        mp.setattr(llvm_backend, "CHUNK_MIN_COST", 1 << 10)  # split even this cheap work
+        got, _ = run_direct(lb, comp, {u: vu, x: vx}, tot, reference=False)
+    assert calls == [3, 3]
+    np.testing.assert_allclose(got, (vx + vu[:, None] ** 2).sum(1), rtol=1e-4)
+
+
+def test_segments_only_for_large_disjoint_loops_and_reductions() -> None:
+    def segments(comp: Any) -> list[str]:
+        kernel = LlvmGen().generate(optimize(lower(comp), name="r"), "f")
+        kinds = {(False, False): "serial", (True, False): "loop", (True, True): "reduction"}
+        return [kinds[seg.parallel, seg.reduction is not None] for seg in kernel.segments]
+
+    n = PARALLEL_MIN_WORK * 2
+    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
+    assert segments(ir.binop(b, "mul", a, a)) == ["loop"]
+    s, x = Tnode.create((4,), label="s", hosted=True), Tnode.create((4, n), label="x", hosted=True)
+    assert "loop" in segments(ir.accum(s, "add", x, spec="ij->i"))
+    t, u = Tnode.create((8,), label="t", hosted=True), Tnode.create((8,), label="u", hosted=True)
+    assert segments(ir.unop(t, "neg", u)) == ["serial"]
+    # A full reduction writes one cell from every iteration: a parallel reduction when large.
+    tot = Tnode.create((), label="tot", hosted=True)
+    assert segments(ir.accum(tot, "add", a, spec="i->")) == ["serial", "reduction"]
+    assert segments(ir.accum(tot, "max", u, spec="i->")) == ["serial"]
+    # Small floats round at every store: they keep the interpreter's sequential steps.
+    half = Tnode.create((n,), label="half", prec="half", hosted=True)
+    tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
+    assert segments(ir.accum(tot_half, "add", half, spec="i->")) == ["serial"]
+
+
+@pytest.mark.parametrize("n", [64, PARALLEL_MIN_WORK * 2 + 3])
+@pytest.mark.parametrize("prec", ["single", "double", "int32", "uint32", "int64", "byte"])
+@pytest.mark.parametrize("op", ["add", "mul", "max", "min"])
+def test_reductions_into_one_cell(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, op: str, prec: str, n: int
+) -> None:
+    monkeypatch.setattr(llvm_backend, "CHUNK_MIN_COST", 1 << 10)  # 3 chunks when large
+    x = Tnode.create((n,), prec=prec, label="x", hosted=True)
+    tot = Tnode.create((), prec=prec, label="tot", hosted=True)
+    dt = x.prec.numpy_dtype
+    vx: np.ndarray
+    if dt.kind == "f":
+        vx = RNG.uniform(0.999, 1.001, n) if op == "mul" else RNG.standard_normal(n)
+    else:
+        vx = RNG.integers(0, 200, n)
+    vx = vx.astype(dt)
+    lb = LlvmBackend(workers=3)
+    got, ref = run_direct(lb, ir.accum(tot, op, x, spec="i->"), {x: vx}, tot, reference=n < 100)
+    with np.errstate(over="ignore"):
+        ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
+        # The accumulation starts from the op's neutral element, converted to the node's
+        # precision (an infinity becomes 0 in an integer one, as in the interpreter).
+        neutral = {"add": 0.0, "mul": 1.0, "max": -np.inf, "min": np.inf}[op]
+        init = neutral if dt.kind == "f" or np.isfinite(neutral) else 0
+        expected = ufunc.reduce(np.append(vx, np.array(init).astype(dt)), dtype=dt)
+    if n < 100:  # the interpreter is slow on large loops
+        compare(got, ref, "single" if prec == "single" else "double" if dt.kind == "f" else prec)
+    if dt.kind == "f":
+        np.testing.assert_allclose(got, expected, rtol=1e-4 if prec == "single" else 1e-10)
+    else:
+        assert got == expected
+
+
+def test_large_parallel_kernel_is_correct(backend: Any) -> None:
+    n = 1 << 17
+    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
+    va = RNG.standard_normal(n)
+    got, _ = run_both(backend, ir.unop(b, "tanh", a), {a: va}, b, reference=False)
+    np.testing.assert_allclose(got, np.tanh(va.astype(np.float32)), rtol=1e-6, atol=1e-6)
+    tot = Tnode.create((), label="tot", hosted=True)
+    got, _ = run_both(backend, ir.accum(tot, "add", a, spec="i->"), {a: va}, tot, reference=False)
+    np.testing.assert_allclose(got, va.astype(np.float32).sum(), rtol=1e-4)
+    i = StaticSymbol("i", range=3)
+    data = Tnode.create((3, n), label="data", hosted=True)
+    row = Tnode.create((n,), label="row", hosted=True)
+    vd = RNG.standard_normal((3, n))
+    fetch = ir.fetch(row, ir.Slice(i, data))
+    got, _ = run_both(backend, fetch, {data: vd}, row, {"i": 1}, (i,), reference=False)
+    np.testing.assert_array_equal(got, vd[1].astype(np.float32))
+
+
+def test_concurrent_parallel_runs(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    monkeypatch.setattr(llvm_backend, "CHUNK_MIN_COST", 1 << 10)
+    n = PARALLEL_MIN_WORK * 2
+    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
+    lb = LlvmBackend(workers=3)
+    code = lb.compile(optimize(lower(ir.unop(b, "sqrt", a)), name="conc"))
+    results, errors = [], []
+
+    def worker(k: int) -> None:
+        try:
+            va, vb = np.full(n, float(k * k), np.float32), np.zeros(n, np.float32)
+            run = lb.link(code, {a: va, b: vb}, lambda: None)
+            for _ in range(20):
+                run({})
+            results.append(bool((vb == k).all()))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and results == [True] * 4
+    assert lb.crew.size == 2 and len(lb.crew._all) <= 2
+
+
+def test_crew_reraises_and_recovers() -> None:
+    crew = llvm_backend.Crew(2)
+    seen: list[int] = []
+
+    def fn(k: int) -> None:
+        if k == 2:
+            raise ValueError("chunk 2 failed")
+        seen.append(k)
+
+    with pytest.raises(ValueError, match="chunk 2"):
+        crew.run(fn, (), [(0,), (1,), (2,)])
+    assert sorted(seen) == [0, 1]
+    crew.run(fn, (), [(3,), (4,), (5,)])
+    assert sorted(seen) == [0, 1, 3, 4, 5]
+
+
+def test_debug_dir_gets_the_llvm_ir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("ARRAYJIT_DEBUG_DIR", str(tmp_path / "debug"))
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "cache"))
+    be = fresh_backend("sync_llvm")
+    x, y = (
+        Tnode.create((3,), label="xin", hosted=True),
+        Tnode.create((3,), label="yout", hosted=True),
+    )
+    be.compile(ir.unop(y, "exp", x), name="expo")
+    source = (tmp_path / "debug" / "sync_llvm-expo.src.txt").read_text()
+    assert "define void @aj_expo_0(" in source and "yout" in source
+    assert "@llvm.exp.f32" in source
+    be.finalize()
