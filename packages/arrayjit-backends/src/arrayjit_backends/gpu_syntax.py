@@ -141,6 +141,7 @@ class GpuSyntax(CSyntax):
         if params.merge_node is not None:
             args += self.buffer_params("merge_buffer", "unsigned char")
             prologue.append(self.buffer_prologue("merge_buffer", "unsigned char"))
+        prologue = [line for line in prologue if line]
         args += [f"const {self.index_type} {s.name}" for s in params.static_symbols]
         signature = ", ".join(args)
         out = _Out()
@@ -213,14 +214,14 @@ class GpuSyntax(CSyntax):
     def _decode(self, nest: list[L.For_loop], out: _Out, gid: str) -> int:
         total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
         it = self.index_type
-        out.add(1, f"{it} r = (({it}){gid});")
+        out.add(1, f"{it} aj_r = (({it}){gid});")
         for k, lp in enumerate(reversed(nest)):
             extent = lp.to_inclusive - lp.from_ + 1
             v = self.sym(lp.index)
             if k == len(nest) - 1:
-                out.add(1, f"const {it} {v} = {lp.from_} + r;")
+                out.add(1, f"const {it} {v} = {lp.from_} + aj_r;")
             else:
-                out.add(1, f"const {it} {v} = {lp.from_} + r % {extent}; r /= {extent};")
+                out.add(1, f"const {it} {v} = {lp.from_} + aj_r % {extent}; aj_r /= {extent};")
         return total
 
     def _kernel_body(self, stmt: L.Stmt, out: _Out) -> int:
@@ -229,8 +230,8 @@ class GpuSyntax(CSyntax):
         match stmt:
             case L.Zero_out(tn=tn):
                 n = tn.num_elems
-                out.add(1, f"const {self.index_type} z = {gid};")
-                out.add(1, f"if (z < {n}) {self.name(tn)}[z] = 0;")
+                out.add(1, f"const {self.index_type} aj_z = {gid};")
+                out.add(1, f"if (aj_z < {n}) {self.name(tn)}[aj_z] = 0;")
                 return max(n, 1)
             case L.For_loop() if is_parallel_loop(stmt):
                 nest = _parallel_nest(stmt)
@@ -272,11 +273,12 @@ class GpuSyntax(CSyntax):
 
         def tree(body: _Out) -> None:
             lq = self.local_qualifier
-            body.add(1, f"{lq} {ct} sh[{group}];")
-            body.add(1, "sh[lid] = acc;")
+            body.add(1, f"{lq} {ct} aj_sh[{group}];")
+            body.add(1, "aj_sh[aj_lid] = aj_acc;")
             body.add(1, self.barrier)
-            body.add(1, f"for (int s = {group // 2}; s > 0; s >>= 1) {{")
-            body.add(2, f"if (lid < s) sh[lid] = {combine('sh[lid]', 'sh[lid + s]')};")
+            body.add(1, f"for (int aj_s = {group // 2}; aj_s > 0; aj_s >>= 1) {{")
+            pair = combine("aj_sh[aj_lid]", "aj_sh[aj_lid + aj_s]")
+            body.add(2, f"if (aj_lid < aj_s) aj_sh[aj_lid] = {pair};")
             body.add(2, self.barrier)
             body.add(1, "}")
 
@@ -284,24 +286,24 @@ class GpuSyntax(CSyntax):
         name1 = f"{prefix}_k{len(kernels)}"
         it = self.index_type
         body = _Out()
-        body.add(1, f"const int lid = (int){self.local_id};")
-        body.add(1, f"{ct} acc = {start};")
+        body.add(1, f"const int aj_lid = (int){self.local_id};")
+        body.add(1, f"{ct} aj_acc = {start};")
         body.add(
             1,
-            f"for ({it} g = ({it}){self.group_id} * {group} + lid; g < {total}; "
-            f"g += {groups * group}) {{",
+            f"for ({it} aj_g = ({it}){self.group_id} * {group} + aj_lid; aj_g < {total}; "
+            f"aj_g += {groups * group}) {{",
         )
         inner = _Out()
-        self._decode(list(red.loops), inner, "g")
+        self._decode(list(red.loops), inner, "aj_g")
         pre: list[str] = []
         term = self.expr(red.term, tn.prec, pre, 2)
         body.lines.extend("  " + line for line in inner.lines)
         for p in pre:
             body.add(2, p)
-        body.add(2, f"acc = {combine('acc', term)};")
+        body.add(2, f"aj_acc = {combine('aj_acc', term)};")
         body.add(1, "}")
         tree(body)
-        body.add(1, f"if (lid == 0) {partials}[{self.group_id}] = sh[0];")
+        body.add(1, f"if (aj_lid == 0) {partials}[{self.group_id}] = aj_sh[0];")
         out.add(0, f"{self.kernel_prefix} {name1}({signature}) {{")
         for line in prologue:
             out.add(1, line)
@@ -311,13 +313,14 @@ class GpuSyntax(CSyntax):
         # Kernel 2: one group combines the partials with the cell.
         name2 = f"{prefix}_k{len(kernels)}"
         body = _Out()
-        body.add(1, f"const int lid = (int){self.local_id};")
-        body.add(1, f"{ct} acc = {start};")
-        step = combine("acc", f"{partials}[g]")
-        body.add(1, f"for (int g = lid; g < {groups}; g += {group}) acc = {step};")
+        body.add(1, f"const int aj_lid = (int){self.local_id};")
+        body.add(1, f"{ct} aj_acc = {start};")
+        step = combine("aj_acc", f"{partials}[aj_g]")
+        body.add(1, f"for (int aj_g = aj_lid; aj_g < {groups}; aj_g += {group})")
+        body.add(2, f"aj_acc = {step};")
         tree(body)
-        final = combine(f"(({ct}){self.load(tn.prec, cell)})", "sh[0]")
-        body.add(1, f"if (lid == 0) {cell} = {self.store(tn.prec, final)};")
+        final = combine(f"(({ct}){self.load(tn.prec, cell)})", "aj_sh[0]")
+        body.add(1, f"if (aj_lid == 0) {cell} = {self.store(tn.prec, final)};")
         out.add(0, f"{self.kernel_prefix} {name2}({signature}) {{")
         for line in prologue:
             out.add(1, line)
