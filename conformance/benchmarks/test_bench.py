@@ -20,6 +20,7 @@ import pytest
 
 from arrayjit_backends import MergeMode, fresh_backend
 from arrayjit_conformance.harness import hosted, new_context
+from arrayjit_conformance.plugin import fresh_or_skip
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 from arrayjit_tnode import memory_mode as mm
@@ -239,9 +240,7 @@ def _small_comp() -> Any:
 def test_compile_cold(benchmark: Any, backend_name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh cache directory every round: the native compiler runs each time."""
     benchmark.group = "compile latency (small routine)"
-    be = fresh_backend(backend_name)
-    if not hasattr(be, "compile") or be.num_devices() == 0:
-        pytest.skip(f"backend {backend_name} is not available")
+    be = fresh_or_skip(backend_name)
 
     def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
         monkeypatch.setenv("ARRAYJIT_CACHE_DIR", tempfile.mkdtemp(prefix="aj-bench-"))

@@ -10,6 +10,7 @@ import pytest
 
 from arrayjit_backends import Config, UsageError
 from arrayjit_conformance.harness import hosted, new_context
+from arrayjit_conformance.plugin import fresh_or_skip
 from arrayjit_ir import ir
 from arrayjit_tnode import Prec, Tnode
 from arrayjit_tnode import memory_mode as mm
@@ -110,9 +111,7 @@ def test_contexts_parent_child_and_persistence(backend: Any) -> None:
 
 
 def test_finalize_releases_and_refuses_work(backend_name: str) -> None:
-    from arrayjit_backends import fresh_backend
-
-    be = fresh_backend(backend_name)
+    be = fresh_or_skip(backend_name)
     stream = be.new_stream(be.get_device(0))
     ctx = be.make_context(stream)
     be.finalize()

@@ -109,16 +109,22 @@ def skip_or_fail(name: str, reason: str) -> None:
     pytest.skip(message)
 
 
+def fresh_or_skip(name: str) -> Any:
+    """A fresh, initialized backend, or a skip (a failure where required) saying why not."""
+    reason = unusable_reason(name)
+    if reason is not None:
+        skip_or_fail(name, reason)
+    be = registry.fresh_backend(name)
+    if isinstance(be, MissingBackend):
+        skip_or_fail(name, be.reason)
+    be.initialize()
+    return be
+
+
 @pytest.fixture
 def backend(backend_name: str) -> Iterator[Any]:
     """A fresh, initialized backend; finalized after the test."""
-    reason = unusable_reason(backend_name)
-    if reason is not None:
-        skip_or_fail(backend_name, reason)
-    be = registry.fresh_backend(backend_name)
-    if isinstance(be, MissingBackend):
-        skip_or_fail(backend_name, be.reason)
-    be.initialize()
+    be = fresh_or_skip(backend_name)
     try:
         yield be
     finally:

@@ -1,0 +1,201 @@
+"""CUDA source for the conformance computation catalogue, compiled to PTX with nvcc.
+
+Runs without pycuda, a driver or a GPU: where ``nvcc`` is on PATH (CI has it), generated CUDA
+code that does not compile fails here. Without nvcc the compile checks skip with the reason; the
+rendering checks still run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from arrayjit_backend_cuda.render import CudaSyntax, compile_to, nvcc_path
+from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_ir import ir, lower, optimize
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.ops import Binop, Unop
+from arrayjit_tnode import CompileError, Padding, Prec, Tnode
+from arrayjit_tnode import memory_mode as mm
+
+FLOATS = ["single", "double", "half", "bfloat16", "fp8"]
+ALL = [*FLOATS, "byte", "uint16", "int32", "uint32", "int64", "uint64"]
+
+
+def _node(dims: tuple[int, ...], label: str, prec: str = "single", **kw: Any) -> Tnode:
+    return Tnode.create(dims, prec=prec, label=label, hosted=True, **kw)
+
+
+def _cases() -> dict[str, Callable[[], Any]]:
+    cases: dict[str, Callable[[], Any]] = {}
+    for prec in FLOATS:
+        for op in Unop:
+            if op is not Unop.uint4x32_to_prec_uniform:
+                cases[f"unop_{op.value}_{prec}"] = lambda op=op, p=prec: ir.unop(
+                    _node((3, 7), "y", p), op, _node((3, 7), "x", p)
+                )
+    for prec in ALL:
+        for bop in Binop:
+            if bop not in (Binop.threefry4x32, Binop.arg1, Binop.arg2):
+                cases[f"binop_{bop.value}_{prec}"] = lambda op=bop, p=prec: ir.binop(
+                    _node((3, 5), "y", p), op, _node((3, 5), "a", p), _node((5,), "b", p)
+                )
+    for prec in FLOATS:
+        cases[f"ternops_{prec}"] = lambda p=prec: ir.block(
+            ir.ternop(_node((4,), "w", p), "where", *(_node((4,), n, p) for n in "cab")),
+            ir.ternop(_node((4,), "f", p), "fma", *(_node((4,), n, p) for n in "abc")),
+        )
+    for accum in ("add", "max", "min", "mul"):
+        for spec, out in (("ij->i", (6,)), ("ij->j", (11,)), ("ij->", ())):
+            cases[f"reduce_{accum}_{spec}"] = lambda a=accum, s=spec, o=out: ir.accum(
+                _node(o, "s", "double"), a, _node((6, 11), "x", "double"), spec=s
+            )
+    cases["full_sum_large"] = lambda: ir.accum(
+        _node((), "s"), "add", _node((1 << 18,), "x"), spec="i->"
+    )
+    cases["int_max_reduction"] = lambda: ir.accum(
+        _node((), "s", "int32"), "max", _node((100,), "x", "int32"), spec="i->"
+    )
+    cases["matmul_relu"] = lambda: ir.block(
+        ir.accum(
+            h := Tnode.create((33, 65), label="h"),
+            "add",
+            _node((33, 17), "x"),
+            _node((17, 65), "w"),
+            op="mul",
+            spec="ik,kj->ij",
+        ),
+        ir.unop(_node((33, 65), "y"), "relu", h),
+    )
+    cases["matmul_large"] = lambda: ir.accum(
+        _node((64, 64), "h"),
+        "add",
+        _node((64, 64), "x"),
+        _node((64, 64), "w"),
+        op="mul",
+        spec="ik,kj->ij",
+    )
+    cases["accumulate_no_init"] = lambda: ir.accum(
+        _node((4,), "acc"), "add", _node((4, 3), "x"), spec="ij->i", initialize_neutral=False
+    )
+    i = StaticSymbol("i", range=4)
+    cases["fetches"] = lambda: ir.block(
+        ir.fetch(_node((2, 3), "r", "int32"), ir.Range_over_offsets()),
+        ir.fetch(_node((2, 2), "f", "double"), ir.Constant_fill((1.5, -2.0, 3.25, 0.0))),
+        ir.fetch(_node((3,), "row"), ir.Slice(i, _node((4, 3), "data"))),
+        ir.fetch(_node((2,), "e", "int32"), ir.Embed_symbol(i)),
+        ir.fetch(_node((5,), "c", "half"), ir.Constant(5.0)),
+    )
+    cases["padding"] = lambda: ir.binop(
+        _node((3,), "y"), "mul", x := _node((3,), "x", padding=Padding(((1, 2),), 0.0)), x
+    )
+    cases["merge_buffer"] = lambda: ir.accum(
+        _node((4,), "acc"),
+        "add",
+        ir.merge_buffer(Tnode.create((4,), label="g", memory_mode=(mm.Materialized(), 1))),
+        initialize_neutral=False,
+    )
+    cases["local_reduction"] = lambda: ir.block(
+        ir.accum(
+            s := Tnode.create((5,), label="s", prec="double"),
+            "add",
+            _node((5, 8), "x", "double"),
+            spec="ij->i",
+        ),
+        ir.binop(_node((5,), "y", "double"), "mul", s, s),
+    )
+    return cases
+
+
+CASES = _cases()
+_STATIC = {"fetches": (StaticSymbol("i", range=4),)}
+
+
+def _render(name: str) -> GpuProgram:
+    comp = CASES[name]()
+    symbols: tuple[StaticSymbol, ...] = ()
+    if name == "fetches":
+        symbols = tuple({s for s in _symbols_of(comp)})
+    opt = optimize(lower(comp), name=name, static_symbols=symbols)
+    return CudaSyntax().render_program(
+        opt, "aj_" + "".join(c if c.isalnum() else "_" for c in name)
+    )
+
+
+def _symbols_of(comp: Any) -> list[StaticSymbol]:
+    found = []
+    for item in comp.items:
+        op = getattr(item, "fetch_op", None)
+        for attr in ("batch", "symbol"):
+            if isinstance(getattr(op, attr, None), StaticSymbol):
+                found.append(getattr(op, attr))
+    return found
+
+
+def test_catalogue_renders_parallel_kernels() -> None:
+    programs = {name: _render(name) for name in CASES}
+    assert len(programs) > 250
+    sizes = [k.global_size for k in programs["binop_add_single"].kernels]
+    assert sizes == [15]  # one thread per output cell
+    red = programs["full_sum_large"].kernels
+    assert [k.local_size for k in red[-2:]] == [256, 256] and red[-2].global_size > 256
+    assert "__syncthreads();" in programs["full_sum_large"].source
+    assert "__float2half_rn(" in programs["unop_exp_half"].source
+    assert 'extern "C" __global__ void aj_matmul_large_k' in programs["matmul_large"].source
+
+
+NVCC = nvcc_path()
+needs_nvcc = pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
+
+
+@needs_nvcc
+def test_catalogue_compiles_to_ptx() -> None:
+    """All cases in one translation unit (one prelude), then each failing case on its own."""
+    assert NVCC is not None
+    programs = {name: _render(name) for name in CASES}
+    prelude = CudaSyntax().prelude
+    bodies = [p.source.removeprefix(prelude) for p in programs.values()]
+    assert all(p.source.startswith(prelude) for p in programs.values())
+    try:
+        ptx = compile_to(prelude + "\n".join(bodies), NVCC, "sm_80", "ptx", "catalogue")
+    except CompileError:
+        failing = []
+        for name, p in programs.items():
+            try:
+                compile_to(p.source, NVCC, "sm_80", "ptx", name)
+            except CompileError as exc:
+                failing.append(f"{name}: {exc.output[:400]}")
+        pytest.fail("CUDA source that nvcc rejects:\n" + "\n".join(failing))
+    text = ptx.decode()
+    for p in programs.values():
+        for k in p.kernels:
+            assert f".entry {k.name}(" in text
+
+
+@needs_nvcc
+def test_nvcc_errors_raise_compile_error_with_output() -> None:
+    assert NVCC is not None
+    with pytest.raises(CompileError, match="nvcc failed to compile routine broken") as info:
+        compile_to('extern "C" __global__ void k() { not cuda }', NVCC, name="broken")
+    assert "error" in info.value.output
+    assert info.value.source_path and info.value.source_path.endswith("broken.cu")
+
+
+def test_missing_backend_without_pycuda() -> None:
+    from arrayjit_backends import BackendMissingError, fresh_backend
+
+    try:
+        import pycuda.driver  # noqa: F401
+    except ImportError:
+        be = fresh_backend("cuda")
+        assert be.num_devices() == 0 and "pycuda is not installed" in be.reason
+        with pytest.raises(BackendMissingError, match="arrayjit-backend-cuda\\[pycuda\\]"):
+            be.get_device(0)
+    else:
+        pytest.skip("pycuda is installed here")
+
+
+def test_supported_precisions_are_declared() -> None:
+    assert Prec.half in CudaSyntax.storage_types and CudaSyntax.storage_types[Prec.half] == "__half"
