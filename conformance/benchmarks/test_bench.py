@@ -98,6 +98,58 @@ def test_fused_relu_numba(benchmark: Any, k: int) -> None:
     _measure(benchmark, lambda: kernel(a, b, c, y), "numba prange")
 
 
+HAVE_PYOPENCL = importlib.util.find_spec("pyopencl") is not None
+
+
+def _cl_queue() -> Any:
+    import pyopencl as cl
+
+    for platform in cl.get_platforms():
+        devices = platform.get_devices()
+        if devices:
+            ctx = cl.Context(devices[:1])
+            return cl.CommandQueue(ctx)
+    pytest.skip("no OpenCL platform")
+
+
+@pytest.mark.skipif(not HAVE_PYOPENCL, reason="pyopencl is not installed")
+@pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
+def test_fused_relu_pyopencl_array(benchmark: Any, k: int) -> None:
+    """The same three operations with pyopencl.array: one kernel each, unfused."""
+    import pyopencl.array as cla
+
+    benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
+    queue = _cl_queue()
+    a, b, c = (cla.to_device(queue, RNG.standard_normal(1 << k).astype(np.float32)) for _ in "abc")
+    zero = cla.zeros(queue, 1 << k, np.float32)
+
+    def run() -> None:
+        cla.maximum(a * b + c, zero)
+        queue.finish()
+
+    _measure(benchmark, run, "pyopencl.array")
+
+
+@pytest.mark.skipif(not HAVE_PYOPENCL, reason="pyopencl is not installed")
+def test_launch_overhead_raw_pyopencl(benchmark: Any) -> None:
+    """A raw pyopencl launch of a one-cell kernel, synchronized, for the opencl row."""
+    import pyopencl as cl
+
+    benchmark.group = "launch overhead (tiny routine, synchronized)"
+    queue = _cl_queue()
+    prg = cl.Program(queue.context, "__kernel void k(__global float* x) { x[0] = 1.0f; }").build()
+    buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 4)
+    kernel = cl.Kernel(prg, "k")
+    kernel.set_arg(0, buf)
+
+    def run() -> None:
+        cl.enqueue_nd_range_kernel(queue, kernel, (1,), None)
+        queue.finish()
+
+    benchmark.extra_info["impl"] = "raw pyopencl"
+    benchmark.pedantic(run, rounds=2000, iterations=1, warmup_rounds=100)
+
+
 # ---- reductions ----
 
 
