@@ -6,9 +6,10 @@ object code from the shared compile cache or builds it (parse, verify, the ``O3`
 the loop and SLP vectorizers for the host CPU and its features, code generation) and stores it;
 either way the object is loaded into an MCJIT execution engine of its own, so a warm cache runs
 neither the optimizer nor code generation. Functions are called through ctypes (argument types
-set once per kernel; ctypes releases the GIL). Parallel segments (top-level loops writing
-disjoint cells, see :func:`arrayjit_backend_c.llvm_gen.split_segments`) are split into up to one
-chunk per core, run on the backend's thread pool and on the calling thread.
+set once per kernel; ctypes releases the GIL). Parallel segments (large top-level loops writing
+disjoint cells or reducing into one cell, see :func:`arrayjit_backend_c.llvm_gen.split_segments`)
+are split into chunks (:func:`chunks`) that the calling thread and the backend's :class:`Crew`
+of helper threads run.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import CompileError, Prec, Tnode
 
 OPT_LEVEL = 3
-# Absolute 64-bit addresses everywhere: the JIT's sections and the C library may lie more than
-# 2 GiB apart, which the small code model's 32-bit relative addresses cannot reach.
+# Static relocations and the large code model (llvmlite's "jitdefault" on 64-bit hosts):
+# absolute 64-bit addresses, since the JIT's sections and the C math library may lie more than
+# 2 GiB apart, out of reach of the small model's 32-bit relative addresses.
 RELOC = "static"
 CODE_MODEL = "jitdefault"
 

@@ -34,7 +34,6 @@ import numpy as np
 
 from arrayjit_backends.c_syntax import (
     PARALLEL_MIN_WORK,
-    CSyntax,
     KernelParams,
     ScalarReduction,
     _loop_work,
@@ -65,6 +64,8 @@ class _Ty:
 
     @property
     def zero(self) -> str:
+        if self.bits == 128:
+            return "zeroinitializer"
         return "0.0" if self.is_float else "0"
 
     @property
@@ -84,6 +85,10 @@ _I32, _U32 = _Ty("i32", False, True, 32), _Ty("i32", False, False, 32)
 _I64, _U64 = _Ty("i64", False, True, 64), _Ty("i64", False, False, 64)
 _F16 = _Ty("half", True, True, 16)
 _F32, _F64 = _Ty("float", True, True, 32), _Ty("double", True, True, 64)
+_VEC = _Ty("<4 x i32>", False, False, 128)
+"""uint4x32: four uint32 lanes. As in the interpreter, a scalar becomes lanes 0 and 1 (its
+64-bit value), a vector becomes a scalar through lane 0, and arithmetic other than threefry runs
+on lane 0 as uint64."""
 
 _COMPUTE: dict[Prec, _Ty] = {
     Prec.byte: _U8,
@@ -97,6 +102,7 @@ _COMPUTE: dict[Prec, _Ty] = {
     Prec.fp8: _F32,
     Prec.single: _F32,
     Prec.double: _F64,
+    Prec.uint4x32: _VEC,
 }
 
 
@@ -127,7 +133,14 @@ def _ident(text: str) -> str:
     return "".join(c if (c.isascii() and c.isalnum()) or c in "._" else "_" for c in text)
 
 
+def _vec_literal(bits64: int) -> str:
+    lo, hi = bits64 & 0xFFFFFFFF, (bits64 >> 32) & 0xFFFFFFFF
+    return f"<i32 {_iconst(lo, 32)}, i32 {_iconst(hi, 32)}, i32 0, i32 0>"
+
+
 def _const(v: float, ty: _Ty) -> str:
+    if ty is _VEC:
+        return _vec_literal(int(v) if np.isfinite(v) else 0)
     if ty.is_float:
         return _fconst(v, ty)
     if not np.isfinite(v):
@@ -274,7 +287,59 @@ define internal i64 @aj_{_sfx}_to_i64({_ll} %x) #1 {{
   ret i64 %r
 }}"""
 
+
+# Threefry-4x32 (Salmon et al. 2011, the Random123 constants): rotation pairs by round mod 8 and
+# the key-schedule parity.
+_THREEFRY_ROTATIONS = ((10, 26), (11, 21), (13, 27), (23, 5), (6, 20), (17, 11), (25, 10), (18, 20))
+_THREEFRY_PARITY = 0x1BD11BDA
+
+
+def _threefry_helper() -> str:
+    """Threefry-4x32 with 20 rounds, as :func:`arrayjit_ir.ops.threefry4x32` computes it."""
+    lines = [
+        "define internal <4 x i32> @aj_threefry4x32(<4 x i32> %key, <4 x i32> %ctr) #1 {",
+    ]
+    n = 0
+
+    def op(text: str) -> str:
+        nonlocal n
+        n += 1
+        lines.append(f"  %v{n} = {text}")
+        return f"%v{n}"
+
+    ks = [op(f"extractelement <4 x i32> %key, i32 {i}") for i in range(4)]
+    parity = op(f"xor i32 {ks[0]}, {ks[1]}")
+    parity = op(f"xor i32 {parity}, {ks[2]}")
+    parity = op(f"xor i32 {parity}, {ks[3]}")
+    ks.append(op(f"xor i32 {parity}, {_THREEFRY_PARITY}"))
+    x = [op(f"extractelement <4 x i32> %ctr, i32 {i}") for i in range(4)]
+    x = [op(f"add i32 {x[i]}, {ks[i]}") for i in range(4)]
+
+    def rotl(v: str, r: int) -> str:
+        return op(f"call i32 @llvm.fshl.i32(i32 {v}, i32 {v}, i32 {r})")
+
+    for rnd in range(ops.THREEFRY_ROUNDS):
+        r0, r1 = _THREEFRY_ROTATIONS[rnd % 8]
+        a, b = (1, 3) if rnd % 2 == 0 else (3, 1)
+        x[0] = op(f"add i32 {x[0]}, {x[a]}")
+        x[a] = op(f"xor i32 {rotl(x[a], r0)}, {x[0]}")
+        x[2] = op(f"add i32 {x[2]}, {x[b]}")
+        x[b] = op(f"xor i32 {rotl(x[b], r1)}, {x[2]}")
+        if rnd % 4 == 3:
+            inject = rnd // 4 + 1
+            x = [op(f"add i32 {x[i]}, {ks[(inject + i) % 5]}") for i in range(4)]
+            x[3] = op(f"add i32 {x[3]}, {inject}")
+    vec = "zeroinitializer"
+    for i in range(4):
+        vec = op(f"insertelement <4 x i32> {vec}, i32 {x[i]}, i32 {i}")
+    lines += [f"  ret <4 x i32> {vec}", "}"]
+    return "\n".join(lines)
+
+
+_HELPERS["aj_threefry4x32"] = _threefry_helper()
+
 _HELPER_INTRINSICS: dict[str, tuple[str, ...]] = {
+    "aj_threefry4x32": ("declare i32 @llvm.fshl.i32(i32, i32, i32)",),
     "aj_f32_to_fp8": (
         "declare float @llvm.fabs.f32(float)",
         "declare float @llvm.roundeven.f32(float)",
@@ -346,6 +411,14 @@ class LlvmKernel:
     segments: tuple[Segment, ...]
 
 
+def _reduction(loop: L.For_loop) -> ScalarReduction | None:
+    """``loop`` as a reduction into one cell that may run reassociated, if it is one. Not for
+    uint4x32 cells: their arithmetic keeps only lane 0 between steps, which does not
+    reassociate."""
+    red = scalar_reduction(loop)
+    return None if red is None or red.target.tn.prec is Prec.uint4x32 else red
+
+
 def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work that write disjoint cells or are a
@@ -356,7 +429,7 @@ def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop]:
         if (
             isinstance(s, L.For_loop)
             and _loop_work(s) >= PARALLEL_MIN_WORK
-            and (scalar_reduction(s) is not None or is_parallel_loop(s))
+            and (_reduction(s) is not None or is_parallel_loop(s))
         ):
             groups.append(s)
         elif groups and isinstance(groups[-1], list):
@@ -475,7 +548,7 @@ class _Fn:
 class LlvmGen:
     """Generates the LLVM module of a routine (see the module docstring)."""
 
-    supported_precs: ClassVar[frozenset[Prec]] = CSyntax.supported_precs
+    supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec)
 
     def __init__(
         self, target_cpu: str = "", target_features: str = "", native_half: bool = False
@@ -508,6 +581,11 @@ class LlvmGen:
         if prec is Prec.fp8:
             return "i8"
         return compute_type(prec).ll
+
+    @staticmethod
+    def align(prec: Prec) -> int:
+        """The alignment of a stored element (uint4x32 host arrays hold uint32 lanes)."""
+        return 4 if prec is Prec.uint4x32 else prec.byte_size
 
     def _helper(self, name: str) -> str:
         self._helpers[name] = None
@@ -554,6 +632,14 @@ class LlvmGen:
         if src == dst:
             return v
         f = self._fn
+        if src is _VEC:
+            return self.cast(f.tmp(f"extractelement <4 x i32> {v}, i32 0"), _U32, dst)
+        if dst is _VEC:
+            wide = self.cast(v, src, _I64)
+            lo = f.tmp(f"trunc i64 {wide} to i32")
+            hi = f.tmp(f"trunc i64 {f.tmp(f'lshr i64 {wide}, 32')} to i32")
+            vec = f.tmp(f"insertelement <4 x i32> zeroinitializer, i32 {lo}, i32 0")
+            return f.tmp(f"insertelement <4 x i32> {vec}, i32 {hi}, i32 1")
         if src.is_float and dst.is_float:
             op = "fpext" if dst.bits > src.bits else "fptrunc"
             return f.tmp(f"{op} {src.ll} {v} to {dst.ll}")
@@ -573,6 +659,10 @@ class LlvmGen:
         return self._fn.tmp(f"{'uitofp' if ty.is_float else 'zext'} i1 {c} to {ty.ll}")
 
     def _nonzero(self, v: str, ty: _Ty) -> str:
+        if ty is _VEC:  # any lane, as the interpreter tests a vector condition
+            lanes = self._fn.tmp(f"icmp ne <4 x i32> {v}, zeroinitializer")
+            self._decls["declare i1 @llvm.vector.reduce.or.v4i1(<4 x i1>)"] = None
+            return self._call("i1", "llvm.vector.reduce.or.v4i1", f"<4 x i1> {lanes}")
         if ty.is_float:
             return self._fn.tmp(f"fcmp une {ty.ll} {v}, 0.0")
         return self._fn.tmp(f"icmp ne {ty.ll} {v}, 0")
@@ -639,7 +729,7 @@ class LlvmGen:
     def _load(self, base: str, tn: Tnode, idx: tuple[AxisIndex, ...], ty: _Ty) -> str:
         p = self._elem_ptr(base, tn, idx)
         st = self.storage_type(tn.prec)
-        raw = self._fn.tmp(f"load {st}, ptr {p}, align {tn.prec.byte_size}")
+        raw = self._fn.tmp(f"load {st}, ptr {p}, align {self.align(tn.prec)}")
         return self.cast(self._load_conv(tn.prec, raw), compute_type(tn.prec), ty)
 
     # ---- expressions ----
@@ -649,6 +739,20 @@ class LlvmGen:
         ty = compute_type(prec)
         f = self._fn
         match e:
+            case L.Binop(op=ops.Binop.threefry4x32, a=a, b=b):
+                key = self.expr(a, Prec.uint4x32)
+                ctr = self.expr(b, Prec.uint4x32)
+                bits = self._call(
+                    "<4 x i32>",
+                    self._helper("aj_threefry4x32"),
+                    f"<4 x i32> {key}",
+                    f"<4 x i32> {ctr}",
+                )
+                return self.cast(bits, _VEC, ty)
+            case L.Unop(op=ops.Unop.uint4x32_to_prec_uniform, a=a):
+                return self.uniform(self.expr(a, Prec.uint4x32), ty)
+            case L.Binop() | L.Unop() | L.Ternop(op=ops.Ternop.fma) if ty is _VEC:
+                return self.cast(self.expr(e, Prec.uint64), _U64, _VEC)
             case L.Get(tn=tn, indices=idx):
                 return self._load(self._ptr(tn), tn, idx, ty)
             case L.Get_merge_buffer(tn=tn, indices=idx):
@@ -797,6 +901,27 @@ class LlvmGen:
                 return f.tmp(f"fdiv {t} {ty.one}, {self._intrinsic('sqrt', ty, x)}")
         return self._intrinsic(_FLOAT_UNOP_INTRINSIC[op], ty, x)
 
+    def uniform(self, bits: str, ty: _Ty) -> str:
+        """Random bits as a value of ``ty``: floats uniform in [0, 1) from the top mantissa-width
+        bits of lane 0 (lanes 1:0 for double), integers from lane 0 (lanes 1:0 when 64-bit)."""
+        f = self._fn
+        if ty is _VEC:
+            return bits
+        lo = f.tmp(f"extractelement <4 x i32> {bits}, i32 0")
+        if ty.bits == 64:
+            hi = f.tmp(f"extractelement <4 x i32> {bits}, i32 1")
+            lo64 = f.tmp(f"zext i32 {lo} to i64")
+            hi64 = f.tmp(f"shl i64 {f.tmp(f'zext i32 {hi} to i64')}, 32")
+            wide = f.tmp(f"or i64 {lo64}, {hi64}")
+            if not ty.is_float:
+                return wide
+            top = f.tmp(f"uitofp i64 {f.tmp(f'lshr i64 {wide}, 11')} to double")
+            return f.tmp(f"fmul double {top}, {_fconst(2.0**-53, _F64)}")
+        if not ty.is_float:
+            return self.cast(lo, _U32, ty)
+        top = f.tmp(f"uitofp i32 {f.tmp(f'lshr i32 {lo}, 8')} to float")
+        return f.tmp(f"fmul float {top}, {_fconst(2.0**-24, _F32)}")
+
     # ---- statements ----
 
     def _local(self, sc: L.ScopeId) -> str:
@@ -816,7 +941,7 @@ class LlvmGen:
             case L.Seq(stmts=stmts):
                 for x in stmts:
                     self.stmt(x)
-            case L.For_loop() if (red := scalar_reduction(s)) is not None:
+            case L.For_loop() if (red := _reduction(s)) is not None:
                 self.reduction(red)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
@@ -1022,7 +1147,7 @@ class LlvmGen:
                 segments.append(Segment(name))
                 function(name, [], k, functools.partial(self._serial, g))
                 continue
-            red = scalar_reduction(g)
+            red = _reduction(g)
             seg = Segment(name, g, red)
             segments.append(seg)
             if red is None:
