@@ -6,16 +6,16 @@ from typing import Any
 
 import numpy as np
 import pytest
+from cpu_helpers import BINOPS, UNOPS, compare, run_both
 
 from arrayjit_backend_c import compiler
 from arrayjit_backend_c.no_device import CcBackend
 from arrayjit_backends import fresh_backend
-from arrayjit_ir import interpret, ir
+from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode, UsageError
 
 RNG = np.random.default_rng(0)
-TOL = {"single": 1e-5, "double": 1e-12, "half": 2e-3, "bfloat16": 1e-2, "fp8": 0.13}
 
 
 @pytest.fixture(params=["sync_cc", "multicore_cc"])
@@ -27,73 +27,6 @@ def backend(
     be.initialize()
     yield be
     be.finalize()
-
-
-def run_both(
-    be: Any,
-    comp: Any,
-    inputs: dict[Tnode, np.ndarray],
-    out: Tnode,
-    bindings: dict[str, int] | None = None,
-    symbols: tuple[StaticSymbol, ...] = (),
-) -> tuple[np.ndarray, np.ndarray]:
-    for tn, v in inputs.items():
-        tn.set_values(v)
-    code = be.compile(comp, name="t", bindings=symbols)
-    r = be.link(be.make_context(be.new_stream(be.get_device(0))), code)
-    for k, v in (bindings or {}).items():
-        r.bindings[k] = v
-    r()
-    be.to_host(r.context, out)
-    bufs = {tn: tn.array.copy() for tn in inputs}  # type: ignore[union-attr]
-    bufs[out] = np.zeros_like(out.array)
-    interpret(code.optimized, bufs, bindings or {})
-    return out.get_values(), bufs[out][out.logical_slices()]
-
-
-def compare(got: np.ndarray, ref: np.ndarray, prec: str) -> None:
-    g, r = got.astype(np.float64), ref.astype(np.float64)
-    if prec in TOL:
-        np.testing.assert_allclose(g, r, rtol=TOL[prec], atol=TOL[prec])
-    else:
-        np.testing.assert_array_equal(g, r)
-
-
-UNOPS = [
-    "identity",
-    "relu",
-    "satur01",
-    "exp",
-    "log",
-    "exp2",
-    "log2",
-    "sin",
-    "cos",
-    "sqrt",
-    "recip",
-    "recip_sqrt",
-    "neg",
-    "trunc",
-    "tanh",
-    "not",
-]
-BINOPS = [
-    "add",
-    "sub",
-    "mul",
-    "div",
-    "pow",
-    "relu_gate",
-    "satur01_gate",
-    "max",
-    "min",
-    "mod",
-    "cmplt",
-    "cmpeq",
-    "cmpne",
-    "or",
-    "and",
-]
 
 
 @pytest.mark.parametrize("op", UNOPS)
