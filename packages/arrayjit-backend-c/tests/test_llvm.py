@@ -112,46 +112,6 @@ def test_integer_ternops(backend: Any, prec: str) -> None:
     compare(got, ref, prec)
 
 
-def test_fetch_ops_and_static_bindings(backend: Any) -> None:
-    i = StaticSymbol("i", range=4)
-    data = Tnode.create((4, 3), label="data", hosted=True)
-    row = Tnode.create((3,), label="row", hosted=True)
-    vd = RNG.standard_normal((4, 3))
-    got, ref = run_both(backend, ir.fetch(row, ir.Slice(i, data)), {data: vd}, row, {"i": 2}, (i,))
-    np.testing.assert_allclose(got, vd[2].astype(np.float32))
-    np.testing.assert_array_equal(got, ref)
-    r = Tnode.create((2, 3), label="r", hosted=True)
-    got, _ = run_both(backend, ir.fetch(r, ir.Range_over_offsets()), {}, r)
-    np.testing.assert_array_equal(got, np.arange(6).reshape(2, 3))
-
-
-def test_merge_buffer_reads(backend: Any) -> None:
-    from arrayjit_backends import MergeMode
-    from arrayjit_tnode import memory_mode as mm
-
-    dev = backend.get_device(0)
-    g = Tnode.create((4,), label="g", memory_mode=(mm.Materialized(), 1))
-    src = Tnode.create((4,), label="src", hosted=True)
-    src.set_values(np.arange(4.0))
-    acc = Tnode.create((4,), label="acc", hosted=True)
-    acc.set_values(np.ones(4))
-    p = backend.link(
-        backend.make_context(backend.new_stream(dev)),
-        backend.compile(ir.unop(g, "neg", src), name="p"),
-    )
-    p()
-    use = backend.link(
-        backend.make_context(backend.new_stream(dev)),
-        backend.compile(
-            ir.accum(acc, "add", ir.merge_buffer(g), initialize_neutral=False), name="use"
-        ),
-    )
-    backend.device_to_device(g, MergeMode.Copy, use.context, p.context)
-    use()
-    backend.to_host(use.context, acc)
-    np.testing.assert_array_equal(acc.get_values(), 1 - np.arange(4.0))
-
-
 def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     x = Tnode.create((8,), label="x", hosted=True)
     y = Tnode.create((8,), label="y", hosted=True)
