@@ -29,6 +29,7 @@ class CcSyntax(CSyntax):
     parallel_pragma = "#pragma omp parallel for schedule(static)"
     reduction_pragma = "#pragma omp parallel for{simd} schedule(static) reduction({op}:{var})"
     simd_reduction_pragma = "#pragma omp simd reduction({op}:{var})"
+    jam_factor = 4
 
 
 @dataclass
