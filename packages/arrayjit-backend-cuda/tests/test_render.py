@@ -144,6 +144,10 @@ def test_catalogue_renders_parallel_kernels() -> None:
     assert "__syncthreads();" in programs["full_sum_large"].source
     assert "__float2half_rn(" in programs["unop_exp_half"].source
     assert 'extern "C" __global__ void aj_matmul_large_k' in programs["matmul_large"].source
+    # One thread per output cell of a matmul (zeroing, then the k loop in a register).
+    assert [k.global_size for k in programs["matmul_large"].kernels] == [64 * 64, 64 * 64]
+    # Independent statements of one size share a kernel.
+    assert len(programs["ternops_single"].kernels) == 1
 
 
 NVCC = nvcc_path()

@@ -41,7 +41,8 @@ def _run_identity(be: Any, src: Tnode, dst: Tnode) -> np.ndarray:
 
 
 @pytest.mark.parametrize(
-    "prec,dtype", [("fp8", ml_dtypes.float8_e5m2), ("bfloat16", ml_dtypes.bfloat16)]
+    "prec,dtype",
+    [("fp8", ml_dtypes.float8_e5m2), ("bfloat16", ml_dtypes.bfloat16), ("half", np.float16)],
 )
 def test_small_float_loads_are_exact_for_every_bit_pattern(
     backend: Any, prec: str, dtype: Any
@@ -57,11 +58,19 @@ def test_small_float_loads_are_exact_for_every_bit_pattern(
     np.testing.assert_array_equal(got, bits.view(dtype).astype(np.float32))
 
 
-@pytest.mark.parametrize("prec", ["fp8", "bfloat16"])
+@pytest.mark.filterwarnings("ignore:overflow encountered in cast")  # the host's own rounding
+@pytest.mark.parametrize("prec", ["fp8", "bfloat16", "half"])
 def test_small_float_stores_round_like_the_host(backend: Any, prec: str) -> None:
     rng = np.random.default_rng(3)
+    # Random magnitudes (subnormals to overflow), and exact ties between neighbouring halves.
+    ties = np.arange(0x3C00, 0x3C40, dtype=np.uint16).view(np.float16).astype(np.float32)
+    ties = ties[:-1] + np.diff(ties) / 2
     vals = np.concatenate(
-        [rng.standard_normal(2000) * 10.0 ** rng.integers(-6, 5, 2000), [0.0, -0.0, 1e9, -1e9]]
+        [
+            rng.standard_normal(2000) * 10.0 ** rng.integers(-8, 6, 2000),
+            [0.0, -0.0, 1e9, -1e9, 65520.0, 65519.0, 2.0**-25, 3 * 2.0**-26],
+            ties,
+        ]
     ).astype(np.float32)
     src = Tnode.create((vals.size,), prec="single", label="src", hosted=True)
     dst = Tnode.create((vals.size,), prec=prec, label="dst", hosted=True)
@@ -75,9 +84,9 @@ def test_small_float_stores_round_like_the_host(backend: Any, prec: str) -> None
 def test_capabilities_follow_the_device_extensions(backend: Any) -> None:
     dev = backend.runtime.devices[0]
     precs = backend.capabilities.supported_precs
-    assert (Prec.half in precs) == ("cl_khr_fp16" in dev.extensions.split())
     assert (Prec.double in precs) == ("cl_khr_fp64" in dev.extensions.split())
-    assert Prec.bfloat16 in precs and Prec.fp8 in precs and Prec.uint4x32 not in precs
+    # half, bfloat16 and fp8 are stored as bits: every device has them.
+    assert {Prec.half, Prec.bfloat16, Prec.fp8} <= precs and Prec.uint4x32 not in precs
 
 
 def test_kernels_are_parallel(backend: Any) -> None:
@@ -125,3 +134,24 @@ def test_build_failure_raises_compile_error_with_log(backend: Any) -> None:
     assert (
         info.value.source_path and "this is not OpenCL" in Path(info.value.source_path).read_text()
     )
+
+
+def test_probe_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pyopencl as cl
+
+    import arrayjit_backend_opencl
+    from arrayjit_backends import BackendMissingError
+
+    monkeypatch.setattr(cl, "get_platforms", lambda: [])
+    assert arrayjit_backend_opencl._probe() == "no OpenCL platform with a device found"
+    missing = fresh_backend("opencl")
+    assert missing.num_devices() == 0
+    with pytest.raises(BackendMissingError, match=r"arrayjit-backend-opencl\[pocl\]"):
+        missing.get_device(0)
+
+    def no_icd() -> list[Any]:
+        raise cl.LogicError("clGetPlatformIDs failed: PLATFORM_NOT_FOUND_KHR")
+
+    monkeypatch.setattr(cl, "get_platforms", no_icd)
+    reason = arrayjit_backend_opencl._probe()
+    assert reason is not None and reason.startswith("no OpenCL platform found")

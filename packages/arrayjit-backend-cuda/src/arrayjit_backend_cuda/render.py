@@ -32,7 +32,9 @@ class CudaSyntax(GpuSyntax):
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "__half"}
 
     def buffer_params(self, name: str, ctype: str) -> list[str]:
-        return [f"{ctype}* __restrict__ {name}"]
+        # The merge buffer may alias a node's own buffer (Streaming mode): not restrict.
+        qualifier = "" if name == "merge_buffer" else " __restrict__"
+        return [f"{ctype}*{qualifier} {name}"]
 
     def buffer_prologue(self, name: str, ctype: str) -> str:
         return ""

@@ -26,23 +26,36 @@ _MATH = (
 )
 
 
+# Core OpenCL C converts half in memory to and from float (vload_half, vstore_half_rte), also
+# through private pointers, so half needs no cl_khr_fp16: it is stored as its bits.
+_HALF = """
+inline float aj_f16_to_f32(ushort b) { return vload_half(0, (const half*)&b); }
+inline ushort aj_f32_to_f16(float f) { ushort b; vstore_half_rte(f, 0, (half*)&b); return b; }
+"""
+
+
 class OpenclSyntax(GpuSyntax):
-    """OpenCL C 1.2: C type names through typedefs, half only with ``cl_khr_fp16``, double only
-    with ``cl_khr_fp64``, bfloat16 and fp8 stored as bits and computed in float."""
+    """OpenCL C 1.2: C type names through typedefs; double only with ``cl_khr_fp64``; half,
+    bfloat16 and fp8 stored as bits and computed in float (half through the core
+    ``vload_half``/``vstore_half_rte``, so every device has it, ``cl_khr_fp16`` or not)."""
 
-    storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "half"}
+    storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "ushort"}
 
-    def __init__(self, group_size: int = 256, fp64: bool = True, fp16: bool = False) -> None:
-        super().__init__(group_size, fp64)
-        self.fp16 = fp16
+    def load(self, prec: Prec, text: str) -> str:
+        if prec is Prec.half:
+            return f"aj_f16_to_f32({text})"
+        return super().load(prec, text)
+
+    def store(self, prec: Prec, text: str) -> str:
+        if prec is Prec.half:
+            return f"aj_f32_to_f16({text})"
+        return super().store(prec, text)
 
     @property
     def prelude(self) -> str:  # type: ignore[override]
         lines = []
         if self.fp64:
             lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
-        if self.fp16:
-            lines.append("#pragma OPENCL EXTENSION cl_khr_fp16 : enable")
         lines += [
             "typedef uchar uint8_t; typedef ushort uint16_t; typedef int int32_t;",
             "typedef uint uint32_t; typedef long int64_t; typedef ulong uint64_t;",
@@ -60,7 +73,7 @@ class OpenclSyntax(GpuSyntax):
                 rint="rint",
             )
         )
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + _HALF
 
 
 __all__ = ["OpenclSyntax"]

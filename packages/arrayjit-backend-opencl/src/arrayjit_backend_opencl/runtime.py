@@ -6,8 +6,11 @@
 - Streams: an in-order command queue each; ``all_work`` is a marker event, ``will_wait_for`` a
   barrier waiting for another queue's marker, so cross-stream order costs the host nothing.
 - Memory: slab pools are ``cl.Buffer`` objects, zero-filled when created; transfers are
-  non-blocking ``enqueue_copy`` calls with byte offsets; pyopencl keeps the host array alive
-  until its copy is done, and the generic layer keeps host writes waiting for it.
+  non-blocking ``enqueue_copy`` calls with byte offsets; the stream keeps each transfer's event
+  (and so its host array) until the copy is done (:class:`ClQueue`), and the generic layer keeps
+  host reads and writes waiting for it.
+- Precisions: all but uint4x32; double only with ``cl_khr_fp64``; half, bfloat16 and fp8 are
+  stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.render`).
 - Code: one program per routine, built per device through the shared compile cache (program
   binaries; pyopencl's own cache is bypassed); kernel objects are made once per link with their
   buffer arguments set once; a run sets the merge buffer and static indices and enqueues the
@@ -18,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -65,31 +69,57 @@ class ClEvent(Event):
 
     def is_done(self) -> bool:
         self.queue.flush()  # an unflushed marker may never complete
-        status = self.event.command_execution_status
-        return bool(status == cl.command_execution_status.COMPLETE or status < 0)
+        return _complete(self.event)
 
     def sync(self) -> None:
         self.event.wait()
 
 
 class ClQueue(ImmediateQueue):
-    """A stream: an in-order command queue."""
+    """A stream: an in-order command queue, and the events of its host transfers in flight.
+
+    pyopencl returns a host transfer's event as a "nanny" event that holds the host array and,
+    when garbage collected, *waits for the transfer*: dropping it would turn every
+    ``enqueue_copy(..., is_blocking=False)`` into a blocking one (measured: a copy enqueued
+    behind a long kernel returned only when the kernel was done). The queue keeps those events
+    until they complete, pruning done ones from the front (the queue runs in order).
+    """
 
     def __init__(self, name: str, queue: Any) -> None:
         super().__init__(name)
         self.queue = queue
+        self._in_flight: deque[Any] = deque()
+
+    def keep(self, event: Any) -> None:
+        """Keep a transfer's event (and so its host array) alive until it completes."""
+        in_flight = self._in_flight
+        while in_flight and _complete(in_flight[0]):
+            in_flight.popleft()
+        in_flight.append(event)
 
     def marker(self) -> Event:
         return ClEvent(cl.enqueue_marker(self.queue), self.queue)
 
     def wait_device(self, event: Event) -> bool:
-        if not isinstance(event, ClEvent):
+        # Another backend instance's event belongs to another OpenCL context: the host waits.
+        if not isinstance(event, ClEvent) or event.queue.context != self.queue.context:
             return False
         cl.enqueue_barrier(self.queue, wait_for=[event.event])
         return True
 
     def finish(self) -> None:
         self.queue.finish()
+        self._in_flight.clear()
+
+    def debug_info(self) -> dict[str, Any]:
+        info = super().debug_info()
+        info["transfers_in_flight"] = len(self._in_flight)
+        return info
+
+
+def _complete(event: Any) -> bool:
+    status = event.command_execution_status
+    return bool(status == cl.command_execution_status.COMPLETE or status < 0)
 
 
 @dataclass
@@ -123,7 +153,6 @@ class OpenclDevices(DeviceBackend):
         self.renderer = OpenclSyntax(
             group_size=min(256, min(d.max_work_group_size for d in self.devices)),
             fp64=all(self._has(d, "cl_khr_fp64") for d in self.devices),
-            fp16=all(self._has(d, "cl_khr_fp16") for d in self.devices),
         )
         self._identity = (
             f"{self.platform.name} {self.platform.version}",
@@ -142,9 +171,8 @@ class OpenclDevices(DeviceBackend):
 
     def supported_precs(self, ordinal: int) -> frozenset[Prec]:
         d = self.devices[ordinal]
+        # half is stored as bits and converted by core builtins: no cl_khr_fp16 needed.
         precs = set(Prec) - {Prec.uint4x32}
-        if not self._has(d, "cl_khr_fp16"):
-            precs.discard(Prec.half)
         if not self._has(d, "cl_khr_fp64"):
             precs.discard(Prec.double)
         return frozenset(precs)
@@ -182,12 +210,16 @@ class OpenclDevices(DeviceBackend):
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         if src.nbytes:
             assert isinstance(queue, ClQueue)
-            cl.enqueue_copy(queue.queue, dst[0], src, dst_offset=dst[1], is_blocking=False)
+            queue.keep(
+                cl.enqueue_copy(queue.queue, dst[0], src, dst_offset=dst[1], is_blocking=False)
+            )
 
     def to_host(self, queue: StreamQueue, dst: np.ndarray, src: Buf) -> None:
         if dst.nbytes:
             assert isinstance(queue, ClQueue)
-            cl.enqueue_copy(queue.queue, dst, src[0], src_offset=src[1], is_blocking=False)
+            queue.keep(
+                cl.enqueue_copy(queue.queue, dst, src[0], src_offset=src[1], is_blocking=False)
+            )
 
     def copy(self, queue: StreamQueue, dst: Buf, src: Buf, nbytes: int, src_ordinal: int) -> None:
         if nbytes:
@@ -219,11 +251,13 @@ class OpenclDevices(DeviceBackend):
             )
             build: Callable[[], bytes] = partial(self._build, rendered, device, optimized)
             binaries.append(self.cache.get_or_build(key, build))
-        raw = cl._cl._Program(self.context, self.devices, binaries)
-        raw.build(BUILD_OPTIONS.encode(), self.devices)
-        return ClCode(optimized.name, cl.Program(raw), rendered)
+        # A program from binaries: pyopencl builds it without its own cache.
+        program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
+        return ClCode(optimized.name, program, rendered)
 
     def _build(self, rendered: GpuProgram, device: Any, optimized: Optimized) -> bytes:
+        # pyopencl's Program(context, source) would consult its own on-disk cache; the raw
+        # program object builds the source as it is (our compile cache keeps the binary).
         raw = cl._cl._Program(self.context, rendered.source)
         try:
             raw.build(BUILD_OPTIONS.encode(), [device])

@@ -3,9 +3,14 @@
 Each top-level statement of the optimized code becomes one or two kernels:
 
 - a loop nest whose loops write disjoint cells (:func:`~arrayjit_backends.c_syntax.
-  is_parallel_loop`, applied level by level) is flattened into one index space: work item
-  ``gid`` decodes its loop indices by division and remainder and runs the rest of the body;
-  ``Zero_out`` is one work item per cell;
+  is_parallel_loop`) is flattened into one index space: work item ``gid`` decodes its loop
+  indices by division and remainder (the innermost parallel loop varies fastest, so neighbouring
+  work items touch neighbouring cells) and runs the rest of the body; ``Zero_out`` is one work
+  item per cell. In a perfect nest the parallel loops are found at any depth and moved outside
+  the others (:func:`parallel_order`): a matmul the optimizer ordered ``i, k, j`` runs one work
+  item per ``(i, j)`` cell with the ``k`` loop inside, accumulating in a register when the rest
+  is a :class:`~arrayjit_backends.c_syntax.ScalarReduction`. Each cell then sees its updates in
+  the original order, so results are those of the serial code;
 - a :class:`~arrayjit_backends.c_syntax.ScalarReduction` (a loop nest accumulating into one
   cell, e.g. a full sum) runs as a grid of work groups, each reducing a strided share of the
   index space in registers and then in local memory into one partial; a second, one-group kernel
@@ -13,9 +18,16 @@ Each top-level statement of the optimized code becomes one or two kernels:
 - anything else (a loop carrying a dependence) runs in one work item.
 
 Every kernel of a program takes the same parameters: for each context node, its pool pointer
-and byte offset (dialects may fold them into one pointer); then the merge buffer (pointer and
-offset), then the scratch buffers (the routine's local nodes, which must outlive one kernel, and
-the reduction partials), then the static indices. Launch sizes are in :class:`GpuKernel`.
+and byte offset (dialects may fold them into one pointer); then the scratch buffers (the
+routine's local nodes, which must outlive one kernel, and the reduction partials), then the merge
+buffer (pointer and offset), then the static indices. Launch sizes are in :class:`GpuKernel`.
+
+Why a pool pointer plus a byte offset rather than an OpenCL sub-buffer per node: the generic
+layer packs nodes into pools at offsets aligned to their element size, and an OpenCL sub-buffer's
+origin must be a multiple of the device's ``CL_DEVICE_MEM_BASE_ADDR_ALIGN`` (often 1024 bits),
+which such offsets are not. The kernel adds the offset and casts once, in its prologue. CUDA
+folds the offset into the device pointer on the host side instead (one parameter per buffer).
+
 Dialects (OpenCL C, CUDA C) set the qualifiers, the work-item builtins and the conversion
 helpers.
 """
@@ -23,14 +35,17 @@ helpers.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arrayjit_backends.c_syntax import (
     CSyntax,
     KernelParams,
     ScalarReduction,
+    _gets,
     _Out,
+    _sets,
     is_parallel_loop,
     kernel_params,
     scalar_reduction,
@@ -69,11 +84,91 @@ def _flatten(s: L.Stmt) -> list[L.Stmt]:
     return [] if isinstance(s, L.Noop) else [s]
 
 
-def _parallel_nest(loop: L.For_loop) -> list[L.For_loop]:
-    nest = [loop]
-    while isinstance(nest[-1].body, L.For_loop) and is_parallel_loop(nest[-1].body):
-        nest.append(nest[-1].body)
-    return nest
+@dataclass(frozen=True)
+class _Piece:
+    """One top-level statement and how it runs: ``total`` work items (None: one work item, the
+    statement carries a dependence), decoding the loops of ``nest`` and running ``rest``; or as
+    a tree ``reduction``."""
+
+    stmt: L.Stmt
+    total: int | None
+    nest: tuple[L.For_loop, ...]
+    rest: L.Stmt
+    reduction: ScalarReduction | None
+
+    @property
+    def writes(self) -> set[Tnode]:
+        zeroed = {self.stmt.tn} if isinstance(self.stmt, L.Zero_out) else set()
+        return {st.tn for st in _sets(self.stmt)} | zeroed
+
+    @property
+    def reads(self) -> set[Tnode]:
+        return {g.tn for g in _gets(self.stmt)}
+
+
+MAX_FUSED = 32
+"""Statements fused into one kernel at most."""
+
+
+def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
+    """Consecutive statements that can share a kernel: serial ones (one work item runs them in
+    order), and parallel ones of the same size that touch no node another of them writes
+    (each work item runs its cell of each; fewer launches, and far fewer kernels to build)."""
+    groups: list[list[_Piece]] = []
+    for p in pieces:
+        last = groups[-1] if groups else None
+        if (
+            last is not None
+            and p.reduction is None
+            and last[0].reduction is None
+            and p.total == last[0].total
+            and len(last) < MAX_FUSED
+        ):
+            if p.total is None:
+                last.append(p)
+                continue
+            written = set().union(*(q.writes for q in last))
+            touched = written.union(*(q.reads for q in last))
+            if not (p.writes & touched or p.reads & written):
+                last.append(p)
+                continue
+        groups.append([p])
+    return groups
+
+
+def _nest(loops: list[L.For_loop], body: L.Stmt) -> L.Stmt:
+    for lp in reversed(loops):
+        body = replace(lp, body=body)
+    return body
+
+
+def parallel_order(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
+    """The loops of the perfect nest headed by ``loop`` that can run as work items, outermost
+    first, and the statement each work item runs (the other loops, in their original order,
+    around the innermost body).
+
+    A loop is taken when it is parallel (:func:`is_parallel_loop`) over the body formed by the
+    loops not yet taken; moving it outside them is then exact: its iterations touch disjoint
+    cells of every written node and read no cell another iteration writes, so each cell still
+    sees its updates in the original order. Loops are tried in their original order, so the
+    innermost parallel loop stays innermost (contiguous accesses on neighbouring work items).
+    """
+    loops, body = [loop], loop.body
+    while isinstance(body, L.For_loop):
+        loops.append(body)
+        body = body.body
+    chosen: list[L.For_loop] = []
+    rest = loops
+    while rest:
+        for k, lp in enumerate(rest):
+            others = rest[:k] + rest[k + 1 :]
+            if is_parallel_loop(replace(lp, body=_nest(others, body))):
+                chosen.append(lp)
+                rest = others
+                break
+        else:
+            break
+    return chosen, _nest(rest, body)
 
 
 class GpuSyntax(CSyntax):
@@ -139,8 +234,14 @@ class GpuSyntax(CSyntax):
             args += self.buffer_params(name, ctype)
             prologue.append(self.buffer_prologue(name, ctype))
         if params.merge_node is not None:
+            # Not restrict: in Streaming mode it is another stream's buffer of a node, which may
+            # be this routine's own buffer of it (a node shared across streams).
             args += self.buffer_params("merge_buffer", "unsigned char")
-            prologue.append(self.buffer_prologue("merge_buffer", "unsigned char"))
+            prologue.append(
+                self.buffer_prologue("merge_buffer", "unsigned char").replace(
+                    f" {self.restrict} ", " "
+                )
+            )
         prologue = [line for line in prologue if line]
         args += [f"const {self.index_type} {s.name}" for s in params.static_symbols]
         signature = ", ".join(args)
@@ -148,18 +249,22 @@ class GpuSyntax(CSyntax):
         kernels: list[GpuKernel] = []
         out.add(0, f"/* routine {opt.name} */")
         red_index = 0
-        for stmt in statements:
-            start = len(kernels)
-            red = reductions.get(id(stmt))
-            if red is not None:
+        for group in _group(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements):
+            if group[0].reduction is not None:
                 self._reduction_kernels(
-                    red, self._partials[red_index], prefix, out, kernels, signature, prologue
+                    group[0].reduction,
+                    self._partials[red_index],
+                    prefix,
+                    out,
+                    kernels,
+                    signature,
+                    prologue,
                 )
                 red_index += 1
                 continue
-            name = f"{prefix}_k{start}"
+            name = f"{prefix}_k{len(kernels)}"
             body = _Out()
-            size = self._kernel_body(stmt, body)
+            size = self._kernel_body(group, body)
             out.add(0, f"{self.kernel_prefix} {name}({signature}) {{")
             for line in prologue:
                 out.add(1, line)
@@ -177,9 +282,48 @@ class GpuSyntax(CSyntax):
         """Type names and helpers the kernels use."""
         return self.prelude
 
+    # ---- integer arithmetic through floating point ----
+
+    _INT_VIA_FLOAT: ClassVar[frozenset[ops.Unop]] = frozenset(
+        {
+            ops.Unop.exp,
+            ops.Unop.log,
+            ops.Unop.exp2,
+            ops.Unop.log2,
+            ops.Unop.sin,
+            ops.Unop.cos,
+            ops.Unop.sqrt,
+            ops.Unop.recip_sqrt,
+            ops.Unop.tanh,
+        }
+    )
+
+    @property
+    def int_math_type(self) -> str:
+        """Where integer ``pow`` and transcendental unary ops are computed: double where the
+        device has it, else float (exact for results below 2**24)."""
+        return "double" if self.fp64 else "float"
+
+    def unop(self, op: ops.Unop, x: str, ct: str, is_int: bool) -> str:
+        # As the interpreter: a non-finite result (log 0) gives 0, the rest truncates (a C cast
+        # of inf or NaN to an integer is undefined).
+        if is_int and op in self._INT_VIA_FLOAT:
+            mt = self.int_math_type
+            inner = ops.C_UNOP[op].format(f"(({mt}){x})", f=self._f(mt))
+            return f"(({ct})aj_finite_trunc({inner}))"
+        return super().unop(op, x, ct, is_int)
+
+    def binop(self, op: ops.Binop, x: str, y: str, ct: str, is_int: bool) -> str:
+        if is_int and op is ops.Binop.pow:
+            mt = self.int_math_type
+            return f"(({ct})aj_finite_trunc(pow{self._f(mt)}(({mt}){x}, ({mt}){y})))"
+        return super().binop(op, x, y, ct, is_int)
+
     # Conversions of bfloat16 and fp8 (E5M2) to and from float, in the dialect's builtins:
-    # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions.
+    # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions; and
+    # aj_finite_trunc (integer results of floating-point math, as the interpreter makes them).
     SMALL_FLOATS: ClassVar[str] = """
+#define aj_finite_trunc(x) (isfinite(x) ? trunc(x) : 0)
 {q} float aj_bf16_to_f32(unsigned short b) {{ return {flt}(((unsigned int)b) << 16); }}
 {q} unsigned short aj_f32_to_bf16(float f) {{
   unsigned int u = {bits}(f);
@@ -211,38 +355,69 @@ class GpuSyntax(CSyntax):
 
     # ---- kernel bodies ----
 
-    def _decode(self, nest: list[L.For_loop], out: _Out, gid: str) -> int:
-        total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
+    def _decode(self, nest: list[L.For_loop], out: _Out, gid: str, indent: int = 1) -> None:
         it = self.index_type
-        out.add(1, f"{it} aj_r = (({it}){gid});")
+        for lp in nest:  # names in nest order: i0 is the outermost loop
+            self.sym(lp.index)
+        out.add(indent, f"{it} aj_r = (({it}){gid});")
         for k, lp in enumerate(reversed(nest)):
             extent = lp.to_inclusive - lp.from_ + 1
             v = self.sym(lp.index)
             if k == len(nest) - 1:
-                out.add(1, f"const {it} {v} = {lp.from_} + aj_r;")
+                out.add(indent, f"const {it} {v} = {lp.from_} + aj_r;")
             else:
-                out.add(1, f"const {it} {v} = {lp.from_} + aj_r % {extent}; aj_r /= {extent};")
-        return total
+                out.add(indent, f"const {it} {v} = {lp.from_} + aj_r % {extent}; aj_r /= {extent};")
 
-    def _kernel_body(self, stmt: L.Stmt, out: _Out) -> int:
-        """Render one top-level statement; returns its global size."""
-        gid = self.global_id
+    def _plan(self, stmt: L.Stmt, red: ScalarReduction | None) -> _Piece:
+        """How one top-level statement runs."""
+        if red is not None:
+            return _Piece(stmt, 0, (), stmt, red)
         match stmt:
             case L.Zero_out(tn=tn):
-                n = tn.num_elems
-                out.add(1, f"const {self.index_type} aj_z = {gid};")
-                out.add(1, f"if (aj_z < {n}) {self.name(tn)}[aj_z] = 0;")
-                return max(n, 1)
-            case L.For_loop() if is_parallel_loop(stmt):
-                nest = _parallel_nest(stmt)
-                total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
-                out.add(1, f"if (({self.index_type}){gid} >= {total}) return;")
-                self._decode(nest, out, gid)
-                self.stmt(nest[-1].body, out, 1)
-                return max(total, 1)
-        out.add(1, f"if ({gid} != 0) return;")
-        self.stmt(stmt, out, 1)
-        return 1
+                return _Piece(stmt, tn.num_elems, (), stmt, None)
+            case L.For_loop():
+                nest, rest = parallel_order(stmt)
+                if nest:
+                    total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
+                    return _Piece(stmt, total, tuple(nest), rest, None)
+        return _Piece(stmt, None, (), stmt, None)
+
+    def _kernel_body(self, group: list[_Piece], out: _Out) -> int:
+        """Render a group of statements as one kernel's body; returns its global size."""
+        it = self.index_type
+        total = group[0].total
+        if total is None:  # serial statements: one work item runs them in order
+            out.add(1, f"if ({self.global_id} != 0) return;")
+            for piece in group:
+                self.stmt(piece.stmt, out, 1)
+            return 1
+        out.add(1, f"const {it} aj_gid = ({it}){self.global_id};")
+        out.add(1, f"if (aj_gid >= {total}) return;")
+        for piece in group:
+            if len(group) > 1:
+                out.add(1, "{")
+            indent = 2 if len(group) > 1 else 1
+            match piece.stmt:
+                case L.Zero_out(tn=tn):
+                    out.add(indent, f"{self.name(tn)}[aj_gid] = 0;")
+                    continue
+            self._decode(list(piece.nest), out, "aj_gid", indent)
+            rest = piece.rest
+            red = scalar_reduction(rest) if isinstance(rest, L.For_loop) else None
+            if red is not None:
+                self._register_reduction(red, out, indent)
+            else:
+                self.stmt(rest, out, indent)
+            if len(group) > 1:
+                out.add(1, "}")
+        return max(total, 1)
+
+    def _register_reduction(self, red: ScalarReduction, out: _Out, indent: int) -> None:
+        """A work item's serial reduction into its own cell, the cell held in a register (no
+        reassociation: the same steps as the serial code)."""
+        body = _Out()
+        self.reduction(red, body, indent, top=False)
+        out.lines.extend(line for line in body.lines if line.strip())  # no pragma here
 
     def _reduction_kernels(
         self,
