@@ -266,3 +266,17 @@ def test_empty_nodes(backend: Any) -> None:
     a, y = hosted((0,), "a"), hosted((0,), "y")
     [(got, ref)] = run_against_interpreter(backend, ir.unop(y, "neg", a), {a: np.zeros(0)}, [y])
     assert got.shape == (0,) and ref.shape == (0,)
+
+
+@pytest.mark.parametrize("op", ["log", "log2", "sqrt", "exp", "recip_sqrt"])
+@pytest.mark.parametrize("prec", ["int32", "int64"])
+def test_integer_math_through_floats(backend: Any, op: str, prec: str) -> None:
+    """Non-finite results (log 0, 1/sqrt 0) give 0 as in the interpreter; others truncate."""
+    require_precs(backend, prec)
+    x, y = hosted((5,), "x", prec), hosted((5,), "y", prec)
+    [(got, ref)] = run_against_interpreter(
+        backend, ir.unop(y, op, x), {x: np.array([0, 1, 2, 8, 20])}, [y]
+    )
+    assert_close(got, ref, prec)
+    if op == "log":
+        np.testing.assert_array_equal(got, [0, 0, 0, 2, 2])

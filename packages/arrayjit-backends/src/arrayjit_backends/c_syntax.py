@@ -190,8 +190,11 @@ class CSyntax:
         Prec.single: "float",
         Prec.double: "double",
     }
+    int_math_type = "double"
+    """Where integer ``pow`` and transcendental unary ops are computed."""
     prelude = (
         "#include <stdint.h>\n#include <math.h>\n"
+        "#define aj_finite_trunc(x) (isfinite(x) ? trunc(x) : 0)\n"
         "static inline float aj_bf16_to_f32(uint16_t b) { union { uint32_t u; float f; } v; "
         "v.u = (uint32_t)b << 16; return v.f; }\n"
         "static inline uint16_t aj_f32_to_bf16(float f) { union { uint32_t u; float f; } v; "
@@ -375,7 +378,8 @@ class CSyntax:
                 case ops.Binop.min:
                     return f"({x} < {y} ? {x} : {y})"
                 case ops.Binop.pow:
-                    return f"(({ct})pow((double){x}, (double){y}))"
+                    mt = self.int_math_type
+                    return f"(({ct})aj_finite_trunc(pow{self._f(mt)}(({mt}){x}, ({mt}){y})))"
         if op in (ops.Binop.cmplt, ops.Binop.cmpeq, ops.Binop.cmpne, ops.Binop.or_, ops.Binop.and_):
             return f"(({ct}){ops.C_BINOP[op].format(x, y)})"
         return f"(({ct}){ops.C_BINOP[op].format(x, y, f=self._f(ct))})"
@@ -398,8 +402,10 @@ class CSyntax:
                     | (ops.Unop.identity)
                 ):
                     pass
-                case _:
-                    return f"(({ct}){ops.C_UNOP[op].format(f'(double){x}', f='')})"
+                case _:  # as the interpreter: a non-finite result (log 0) gives 0
+                    mt = self.int_math_type
+                    inner = ops.C_UNOP[op].format(f"(({mt}){x})", f=self._f(mt))
+                    return f"(({ct})aj_finite_trunc({inner}))"
         return f"(({ct}){ops.C_UNOP[op].format(x, f=self._f(ct))})"
 
     # ---- statements ----

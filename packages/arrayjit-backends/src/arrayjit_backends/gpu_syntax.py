@@ -191,6 +191,9 @@ class GpuSyntax(CSyntax):
         super().__init__()
         self.group_size = max(1, 1 << (group_size.bit_length() - 1))  # a power of two
         self.fp64 = fp64
+        # Integer pow and transcendentals: in double where the device has it, else float
+        # (exact for results below 2**24).
+        self.int_math_type = "double" if fp64 else "float"
 
     # ---- the program ----
 
@@ -281,43 +284,6 @@ class GpuSyntax(CSyntax):
     def program_prelude(self) -> str:
         """Type names and helpers the kernels use."""
         return self.prelude
-
-    # ---- integer arithmetic through floating point ----
-
-    _INT_VIA_FLOAT: ClassVar[frozenset[ops.Unop]] = frozenset(
-        {
-            ops.Unop.exp,
-            ops.Unop.log,
-            ops.Unop.exp2,
-            ops.Unop.log2,
-            ops.Unop.sin,
-            ops.Unop.cos,
-            ops.Unop.sqrt,
-            ops.Unop.recip_sqrt,
-            ops.Unop.tanh,
-        }
-    )
-
-    @property
-    def int_math_type(self) -> str:
-        """Where integer ``pow`` and transcendental unary ops are computed: double where the
-        device has it, else float (exact for results below 2**24)."""
-        return "double" if self.fp64 else "float"
-
-    def unop(self, op: ops.Unop, x: str, ct: str, is_int: bool) -> str:
-        # As the interpreter: a non-finite result (log 0) gives 0, the rest truncates (a C cast
-        # of inf or NaN to an integer is undefined).
-        if is_int and op in self._INT_VIA_FLOAT:
-            mt = self.int_math_type
-            inner = ops.C_UNOP[op].format(f"(({mt}){x})", f=self._f(mt))
-            return f"(({ct})aj_finite_trunc({inner}))"
-        return super().unop(op, x, ct, is_int)
-
-    def binop(self, op: ops.Binop, x: str, y: str, ct: str, is_int: bool) -> str:
-        if is_int and op is ops.Binop.pow:
-            mt = self.int_math_type
-            return f"(({ct})aj_finite_trunc(pow{self._f(mt)}(({mt}){x}, ({mt}){y})))"
-        return super().binop(op, x, y, ct, is_int)
 
     # Conversions of bfloat16 and fp8 (E5M2) to and from float, in the dialect's builtins:
     # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions; and
