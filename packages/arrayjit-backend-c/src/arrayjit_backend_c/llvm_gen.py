@@ -218,23 +218,6 @@ define internal i16 @aj_f32_to_half(float %f) #1 {
   %o = trunc i32 %r to i16
   ret i16 %o
 }""",
-    "aj_fp8_to_f32": """
-define internal float @aj_fp8_to_f32(i8 %b) #1 {
-  %w = zext i8 %b to i32
-  %x = and i32 %w, 127
-  %m = shl i32 %x, 21
-  %mf = bitcast i32 %m to float
-  %v = fmul float %mf, 0x46F0000000000000
-  %vb = bitcast float %v to i32
-  %sp = or i32 %m, 2139095040
-  %big = icmp uge i32 %x, 124
-  %mag = select i1 %big, i32 %sp, i32 %vb
-  %sg = and i32 %w, 128
-  %s = shl i32 %sg, 24
-  %r = or i32 %mag, %s
-  %f = bitcast i32 %r to float
-  ret float %f
-}""",
     # E5M2, round to nearest even: round the magnitude m to a multiple of 2^(e-2), where e is
     # its exponent (at least -14, the subnormal range), then encode; 65536 and up is infinity.
     "aj_f32_to_fp8": """
@@ -606,8 +589,11 @@ class LlvmGen:
         match prec:
             case Prec.bfloat16:
                 return self._call("float", self._helper("aj_bf16_to_f32"), f"i16 {v}")
-            case Prec.fp8:
-                return self._call("float", self._helper("aj_fp8_to_f32"), f"i8 {v}")
+            case Prec.fp8:  # an E5M2 byte is the high byte of a half
+                bits = self._fn.tmp(f"shl i16 {self._fn.tmp(f'zext i8 {v} to i16')}, 8")
+                if self.native_half:
+                    bits = self._fn.tmp(f"bitcast i16 {bits} to half")
+                return self._load_conv(Prec.half, bits)
             case Prec.half if self.native_half:
                 return self._fn.tmp(f"fpext half {v} to float")
             case Prec.half:
