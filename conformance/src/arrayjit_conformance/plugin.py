@@ -91,16 +91,6 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return lines
 
 
-def unusable_reason(name: str) -> str | None:
-    """Why backend ``name`` cannot be tested here, or None.
-
-    Raises:
-        UsageError: ``name`` is not a registered backend name.
-    """
-    entry = registry.resolve_name(name)
-    return entry.probe()
-
-
 def skip_or_fail(name: str, reason: str) -> None:
     """Skip (or, for a required backend, fail) with ``reason``."""
     message = f"backend {name} is not available: {reason}"
@@ -111,10 +101,7 @@ def skip_or_fail(name: str, reason: str) -> None:
 
 def fresh_or_skip(name: str) -> Any:
     """A fresh, initialized backend, or a skip (a failure where required) saying why not."""
-    reason = unusable_reason(name)
-    if reason is not None:
-        skip_or_fail(name, reason)
-    be = registry.fresh_backend(name)
+    be = registry.fresh_backend(name)  # probes the backend: a MissingBackend says why not
     if isinstance(be, MissingBackend):
         skip_or_fail(name, be.reason)
     be.initialize()
