@@ -80,7 +80,6 @@ class Device:
             self.id = next(_device_ids)
         self.ordinal = ordinal
         self.backend = backend
-        self.backend_name = backend.name
         runtime = backend.runtime
         self.slab = Slab(
             lambda nbytes: runtime.alloc(ordinal, nbytes), lambda mem: runtime.free(ordinal, mem)
@@ -92,7 +91,7 @@ class Device:
         self.streams: list[Stream] = []
 
     def __repr__(self) -> str:
-        return f"<Device {self.backend_name}:{self.ordinal} id={self.id}>"
+        return f"<Device {self.backend.name}:{self.ordinal} id={self.id}>"
 
 
 class Stream:
@@ -293,6 +292,14 @@ class Backend:
         self._initialized = False
         self._finalized = False
         self._devices = [Device(self, k) for k in range(runtime.num_devices())]
+        self._capabilities = Capabilities(  # checked at every compile: computed once
+            supported_precs=frozenset.intersection(
+                *(runtime.supported_precs(d.ordinal) for d in self._devices)
+            ),
+            max_devices=len(self._devices),
+            multiple_streams=True,
+            unified_memory=runtime.unified_memory,
+        )
         self._stream_ids = itertools.count()
         self.copies = 0
         """Host<->device and device<->device copies scheduled so far (for tests and debugging)."""
@@ -330,15 +337,7 @@ class Backend:
     @property
     def capabilities(self) -> Capabilities:
         """What this backend supports (precisions: those every device supports)."""
-        precs = frozenset.intersection(
-            *(self.runtime.supported_precs(d.ordinal) for d in self._devices)
-        )
-        return Capabilities(
-            supported_precs=precs,
-            max_devices=len(self._devices),
-            multiple_streams=True,
-            unified_memory=self.runtime.unified_memory,
-        )
+        return self._capabilities
 
     # ---- devices and streams ----
 

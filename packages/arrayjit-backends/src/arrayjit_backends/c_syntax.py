@@ -58,9 +58,15 @@ def _sets(s: L.Stmt) -> list[L.Set]:
 
 
 def _gets(s: L.Stmt) -> list[L.Get]:
-    from arrayjit_ir.optimize import _exprs_of, _sub_exprs
+    from arrayjit_ir.optimize import _exprs_of
 
-    return [g for e in _exprs_of(s) for g in _sub_exprs(e) if isinstance(g, L.Get)]
+    return [g for e in _exprs_of(s) for g in _expr_gets(e)]
+
+
+def _expr_gets(e: L.Expr) -> list[L.Get]:
+    from arrayjit_ir.optimize import _sub_exprs
+
+    return [g for g in _sub_exprs(e) if isinstance(g, L.Get)]
 
 
 def is_parallel_loop(loop: L.For_loop) -> bool:
@@ -136,7 +142,7 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
     looped = {lp.index for lp in loops}
     if any(_index_symbols(i) & looped for i in body.indices):
         return None
-    if any(g.tn is body.tn for g in _gets(L.Set(body.tn, body.indices, v.b))):
+    if any(g.tn is body.tn for g in _expr_gets(v.b)):
         return None
     return ScalarReduction(tuple(loops), body, v.op, v.b)
 
