@@ -429,7 +429,7 @@ class CSyntax:
                 self.reduction(red, out, indent, top=indent == 1)
             case L.For_loop() if indent == 1 and self._jammable(s):
                 self.jam(s, out, indent)
-            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
+            case L.For_loop(body=body):
                 if (
                     indent == 1
                     and self.parallel_pragma
@@ -437,8 +437,7 @@ class CSyntax:
                     and is_parallel_loop(s)
                 ):
                     out.add(indent, self.parallel_pragma)
-                v = self.sym(i)
-                out.add(indent, f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; ++{v}) {{")
+                out.add(indent, self.loop_header(s))
                 self.stmt(body, out, indent + 1)
                 out.add(indent, "}")
             case L.Zero_out(tn=tn):
@@ -475,16 +474,14 @@ class CSyntax:
         """Unroll-and-jam a parallel loop (see :attr:`jam_factor`): its iterations are
         independent, so running ``jam_factor`` of them side by side in the innermost body is
         equivalent. (Tiling the innermost loop on top was measured slower on a 1024 matmul.)"""
-        v = self.sym(loop.index)
+        v, step = self.sym(loop.index), self.jam_factor
         if self.parallel_pragma:
             out.add(indent, self.parallel_pragma)
-        lo, hi, step = loop.from_, loop.to_inclusive, self.jam_factor
-        out.add(indent, f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; {v} += {step}) {{")
+        out.add(indent, self.loop_header(loop, step))
         depth, body = indent + 1, loop.body
         opened = []
         while isinstance(body, L.For_loop):
-            w, first, last = self.sym(body.index), body.from_, body.to_inclusive
-            out.add(depth, f"for ({self.index_type} {w} = {first}; {w} <= {last}; ++{w}) {{")
+            out.add(depth, self.loop_header(body))
             opened.append(depth)
             depth, body = depth + 1, body.body
         for u in range(step):
@@ -514,9 +511,7 @@ class CSyntax:
         for k, lp in enumerate(red.loops):
             if k == len(red.loops) - 1 and not (parallel and single):
                 out.add(depth, self.simd_reduction_pragma.format(op=op, var=acc))
-            v = self.sym(lp.index)
-            lo, hi = lp.from_, lp.to_inclusive
-            out.add(depth, f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; ++{v}) {{")
+            out.add(depth, self.loop_header(lp))
             depth += 1
         pre: list[str] = []
         term = self.expr(red.term, tn.prec, pre, depth)
@@ -531,6 +526,12 @@ class CSyntax:
             out.add(depth, "}")
         out.add(indent + 1, f"{cell} = {self.store(tn.prec, acc)};")
         out.add(indent, "}")
+
+    def loop_header(self, loop: L.For_loop, step: int = 1) -> str:
+        """``for (...) {`` over ``loop``'s range, ``step`` iterations at a time."""
+        v, lo, hi = self.sym(loop.index), loop.from_, loop.to_inclusive
+        advance = f"++{v}" if step == 1 else f"{v} += {step}"
+        return f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; {advance}) {{"
 
     def _emit(self, out: _Out, indent: int, pre: list[str], line: str) -> None:
         if not pre:
