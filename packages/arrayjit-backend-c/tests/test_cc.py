@@ -13,7 +13,7 @@ from arrayjit_backend_c.no_device import CcBackend
 from arrayjit_backends import fresh_backend
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
-from arrayjit_tnode import CompileError, Tnode, UsageError
+from arrayjit_tnode import CompileError, Tnode
 
 RNG = np.random.default_rng(0)
 
@@ -96,13 +96,6 @@ def test_compile_error_has_output_and_source() -> None:
     assert "error" in info.value.output
     assert info.value.source_path is not None and Path(info.value.source_path).exists()
     assert "this is not C" in Path(info.value.source_path).read_text()
-
-
-def test_unsupported_precision_is_refused(backend: Any) -> None:
-    k = Tnode.create((2,), prec="uint4x32", label="k", hosted=True)
-    y = Tnode.create((2,), prec="uint4x32", label="y", hosted=True)
-    with pytest.raises(UsageError, match=r"node (k|y)#\d+ has precision uint4x32"):
-        backend.compile(ir.unop(y, "identity", k), name="bits")
 
 
 def _source(comp: Any) -> str:

@@ -15,7 +15,7 @@ from arrayjit_backend_c.llvm_backend import LlvmBackend
 from arrayjit_backend_c.llvm_gen import LlvmGen
 from arrayjit_backends import fresh_backend
 from arrayjit_backends.c_syntax import PARALLEL_MIN_WORK
-from arrayjit_ir import interpret, ir, lower, ops, optimize
+from arrayjit_ir import interpret, ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode
 
@@ -85,47 +85,6 @@ def test_compile_error_has_output_and_ir() -> None:
     with pytest.raises(CompileError, match=r"routine f") as info:
         llvm_backend.compile_object(bad, "f", target)
     assert "dominate" in info.value.output
-
-
-def test_threefry_and_uniform_bits(backend: Any) -> None:
-    key = Tnode.create((3,), prec="uint4x32", label="key", hosted=True)
-    ctr = Tnode.create((3,), prec="uint4x32", label="ctr", hosted=True)
-    bits = Tnode.create((3,), prec="uint4x32", label="bits", hosted=True)
-    vk = RNG.integers(0, 2**32, (3, 4), dtype=np.uint64).astype(np.uint32)
-    vc = np.arange(12, dtype=np.uint32).reshape(3, 4)
-    got, ref = run_both(backend, ir.binop(bits, "threefry4x32", key, ctr), {key: vk, ctr: vc}, bits)
-    np.testing.assert_array_equal(got, ops.threefry4x32(vk, vc))
-    np.testing.assert_array_equal(got, ref)
-    vb = RNG.integers(0, 2**32, (3, 4), dtype=np.uint64).astype(np.uint32)
-    vb[0] = [0, 0, 5, 5]
-    vb[1] = [0xFFFFFFFF, 0xFFFFFFFF, 1, 2]
-    for prec in ("single", "double", "half", "bfloat16", "int32", "int64", "uint64", "byte"):
-        u = Tnode.create((3,), prec=prec, label="u", hosted=True)
-        got, ref = run_both(backend, ir.unop(u, "uint4x32_to_prec_uniform", bits), {bits: vb}, u)
-        compare(got, ref, prec)
-        np.testing.assert_array_equal(got, ref)
-
-
-def test_uint4x32_arithmetic_and_conversions(backend: Any) -> None:
-    a, b, y = (Tnode.create((4,), prec="uint4x32", label=n, hosted=True) for n in "aby")
-    va = RNG.integers(0, 2**32, (4, 4), dtype=np.uint64).astype(np.uint32)
-    vb = RNG.integers(0, 2**32, (4, 4), dtype=np.uint64).astype(np.uint32)
-    vb[0] = 0
-    for op in ("add", "mul", "div", "mod", "cmplt", "max"):
-        got, ref = run_both(backend, ir.binop(y, op, a, b), {a: va, b: vb}, y)
-        np.testing.assert_array_equal(got, ref)
-    c = Tnode.create((4,), prec="single", label="c", hosted=True)
-    got, ref = run_both(backend, ir.ternop(y, "where", a, a, b), {a: va, b: vb}, y)
-    np.testing.assert_array_equal(got, ref)
-    got, ref = run_both(backend, ir.ternop(c, "where", b, a, b), {a: va, b: vb}, c)
-    np.testing.assert_array_equal(got, ref)
-    for prec in ("int64", "int32", "single", "byte"):
-        x = Tnode.create((4,), prec=prec, label="x", hosted=True)
-        vx = np.array([-5, 0, 7, 2**31 - 1]) if prec != "byte" else np.array([0, 1, 200, 255])
-        got, ref = run_both(backend, ir.unop(y, "identity", x), {x: vx}, y)
-        np.testing.assert_array_equal(got, ref)
-        got, ref = run_both(backend, ir.unop(x, "identity", a), {a: va}, x)
-        np.testing.assert_array_equal(got, ref)
 
 
 # ---- the NoDeviceBackend directly: conversions, integer corners, segments ----

@@ -7,7 +7,10 @@ stable order: the context nodes' buffers (by name), the merge buffer, then the s
 
 Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
 (half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
-Integer division and remainder by zero give 0, as in the reference interpreter.
+Integer division and remainder by zero give 0, as in the reference interpreter. uint4x32 values
+are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes lanes 0 and 1
+(its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32 condition is true when
+any lane is nonzero, and arithmetic other than threefry runs on lane 0 as uint64.
 """
 
 from __future__ import annotations
@@ -134,6 +137,8 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
         body = body.body
     if not isinstance(body, L.Set) or (body.tn.prec.byte_size < 4 and body.tn.prec.is_float):
         return None  # small floats round at every store: keep the interpreter's steps
+    if body.tn.prec is Prec.uint4x32:
+        return None  # its arithmetic keeps only lane 0 between steps: it does not reassociate
     v = body.value
     if not (
         isinstance(v, L.Binop) and v.op in REDUCTION_OPS and v.a == L.Get(body.tn, body.indices)
@@ -145,6 +150,19 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
     if any(g.tn is body.tn for g in _expr_gets(v.b)):
         return None
     return ScalarReduction(tuple(loops), body, v.op, v.b)
+
+
+def _lane_arithmetic(e: L.Expr) -> bool:
+    """Whether ``e``, computed as uint4x32, runs on lane 0 as uint64 (as in the interpreter):
+    every op but threefry, the uniform conversion (the identity on uint4x32) and ``where``."""
+    match e:
+        case (
+            L.Binop(op=ops.Binop.threefry4x32)
+            | L.Unop(op=ops.Unop.uint4x32_to_prec_uniform)
+            | L.Ternop(op=ops.Ternop.where)
+        ):
+            return False
+    return isinstance(e, L.Binop | L.Unop | L.Ternop)
 
 
 def kernel_params(opt: Optimized) -> KernelParams:
@@ -181,8 +199,7 @@ class CSyntax:
     share (a row of ``w``) are loaded once for all of them (unroll-and-jam)."""
     buffer_prefix = ""
     index_type = "int64_t"
-    # Everything but uint4x32, whose threefry and uniform builtins are not rendered yet.
-    supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec) - {Prec.uint4x32}
+    supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec)
     storage_types: ClassVar[dict[Prec, str]] = {
         Prec.byte: "uint8_t",
         Prec.uint16: "uint16_t",
@@ -195,6 +212,7 @@ class CSyntax:
         Prec.fp8: "uint8_t",
         Prec.single: "float",
         Prec.double: "double",
+        Prec.uint4x32: "aj_u4",
     }
     int_math_type = "double"
     """Where integer ``pow`` and transcendental unary ops are computed."""
@@ -215,6 +233,30 @@ class CSyntax:
         "  double q = ldexp(1.0, e - 2); double r = nearbyint(m / q) * q;\n"
         "  union { uint16_t u; _Float16 h; } v; v.h = r >= 65536.0 ? (_Float16)INFINITY :"
         " (_Float16)r;\n  return sign | (uint8_t)(v.u >> 8);\n}\n"
+        # uint4x32: lanes, conversions, and Threefry-4x32 with 20 rounds (arrayjit_ir.ops).
+        "typedef struct { uint32_t v[4]; } aj_u4;\n"
+        "static inline aj_u4 aj_u4_of(uint64_t w) "
+        "{ aj_u4 r = {{(uint32_t)w, (uint32_t)(w >> 32), 0, 0}}; return r; }\n"
+        "static inline uint64_t aj_u4_wide(aj_u4 x) "
+        "{ return (uint64_t)x.v[0] | ((uint64_t)x.v[1] << 32); }\n"
+        "static inline int aj_u4_any(aj_u4 x) "
+        "{ return (x.v[0] | x.v[1] | x.v[2] | x.v[3]) != 0; }\n"
+        "static inline aj_u4 aj_threefry4x32(aj_u4 key, aj_u4 ctr) {\n"
+        "  static const int rot[8][2] = "
+        "{{10, 26}, {11, 21}, {13, 27}, {23, 5}, {6, 20}, {17, 11}, {25, 10}, {18, 20}};\n"
+        "  uint32_t ks[5], x[4];\n"
+        "  ks[4] = 0x1BD11BDAu;\n"
+        "  for (int i = 0; i < 4; ++i) { ks[i] = key.v[i]; ks[4] ^= key.v[i]; "
+        "x[i] = ctr.v[i] + key.v[i]; }\n"
+        "  for (int r = 0; r < 20; ++r) {\n"
+        "    int a = r % 2 ? 3 : 1, b = r % 2 ? 1 : 3;\n"
+        "    int ra = rot[r % 8][0], rb = rot[r % 8][1];\n"
+        "    x[0] += x[a]; x[a] = ((x[a] << ra) | (x[a] >> (32 - ra))) ^ x[0];\n"
+        "    x[2] += x[b]; x[b] = ((x[b] << rb) | (x[b] >> (32 - rb))) ^ x[2];\n"
+        "    if (r % 4 == 3) { int j = r / 4 + 1; "
+        "for (int i = 0; i < 4; ++i) x[i] += ks[(j + i) % 5]; x[3] += (uint32_t)j; }\n"
+        "  }\n"
+        "  aj_u4 out = {{x[0], x[1], x[2], x[3]}};\n  return out;\n}\n"
     )
 
     def __init__(self) -> None:
@@ -257,6 +299,38 @@ class CSyntax:
             case Prec.half:
                 return f"((_Float16)({text}))"
         return text
+
+    def convert(self, text: str, src: Prec, dst: Prec) -> str:
+        """A value of ``src``'s compute type as ``dst``'s compute type (C's cast, except for
+        uint4x32: see the module docstring)."""
+        ct = self.compute_type(dst)
+        if src is Prec.uint4x32:
+            return text if dst is Prec.uint4x32 else f"(({ct})({text}).v[0])"
+        if dst is Prec.uint4x32:
+            if self.compute_type(src) in ("float", "double"):
+                text = f"aj_finite_trunc({text})"
+            return f"aj_u4_of((uint64_t)(int64_t)({text}))"
+        return f"(({ct}){text})"
+
+    def zero(self, prec: Prec) -> str:
+        """The zero of ``prec``'s compute type."""
+        return "(aj_u4){{0, 0, 0, 0}}" if prec is Prec.uint4x32 else "0"
+
+    def uniform(self, bits: str, prec: Prec) -> str:
+        """Random bits (``aj_u4``) as ``prec``: floats uniform in [0, 1) from the top
+        mantissa-width bits of lane 0 (lanes 1:0 for double), integers from lane 0 (lanes 1:0 when
+        64-bit). Small floats compute in float, so they take float's 24 bits and round when
+        stored, as in the interpreter."""
+        ct = self.compute_type(prec)
+        if prec is Prec.uint4x32:
+            return bits
+        if ct == "double":
+            return f"((double)(aj_u4_wide({bits}) >> 11) * 0x1p-53)"
+        if ct == "float":
+            return f"((float)(({bits}).v[0] >> 8) * 0x1p-24f)"
+        if prec.byte_size == 8:
+            return f"(({ct})aj_u4_wide({bits}))"
+        return f"(({ct})({bits}).v[0])"
 
     # ---- names ----
 
@@ -316,27 +390,39 @@ class CSyntax:
         scopes) go to ``pre``."""
         ct = self.compute_type(prec)
         is_int = ct not in ("float", "double")
+        if prec is Prec.uint4x32 and _lane_arithmetic(e):
+            return f"aj_u4_of({self.expr(e, Prec.uint64, pre, indent)})"
         match e:
             case L.Get(tn=tn, indices=idx):
-                return f"(({ct}){self.load(tn.prec, f'{self.name(tn)}[{self.offset(tn, idx)}]')})"
+                cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
+                return self.convert(self.load(tn.prec, cell), tn.prec, prec)
             case L.Get_merge_buffer(tn=tn, indices=idx):
                 ptr = f"(({self.buffer_prefix}{self.storage_types[tn.prec]}*)merge_buffer)"
-                return f"(({ct}){self.load(tn.prec, f'{ptr}[{self.offset(tn, idx)}]')})"
+                cell = f"{ptr}[{self.offset(tn, idx)}]"
+                return self.convert(self.load(tn.prec, cell), tn.prec, prec)
             case L.Get_local(scope=sc):
-                return f"(({ct}){self.local(sc)})"
+                return self.convert(self.local(sc), sc.tn.prec, prec)
             case L.Local_scope(scope=sc, body=body):
                 lct = self.compute_type(sc.tn.prec)
-                pre.append(f"{lct} {self.local(sc)} = 0;")
+                pre.append(f"{lct} {self.local(sc)} = {self.zero(sc.tn.prec)};")
                 out = _Out()
                 self.stmt(body, out, 0)
                 pre.extend(out.lines)
-                return f"(({ct}){self.local(sc)})"
+                return self.convert(self.local(sc), sc.tn.prec, prec)
             case L.Embed_index(index=i):
-                return f"(({ct})({self.index(i)}))"
+                return self.convert(f"({self.index(i)})", Prec.int64, prec)
+            case L.Constant(value=v) if prec is Prec.uint4x32:
+                return self.convert(f"{int(v) if math.isfinite(v) else 0}LL", Prec.int64, prec)
             case L.Constant(value=v):
                 return self.const(v, ct)
             case L.Constant_bits(value=v):
-                return f"(({ct}){v}LL)"
+                return self.convert(f"{v}LL", Prec.int64, prec)
+            case L.Binop(op=ops.Binop.threefry4x32, a=a, b=b):
+                x = self.expr(a, Prec.uint4x32, pre, indent)
+                y = self.expr(b, Prec.uint4x32, pre, indent)
+                return self.convert(f"aj_threefry4x32({x}, {y})", Prec.uint4x32, prec)
+            case L.Unop(op=ops.Unop.uint4x32_to_prec_uniform, a=a):
+                return self.uniform(self.expr(a, Prec.uint4x32, pre, indent), prec)
             case L.Binop(op=op, a=a, b=b):
                 x, y = self.expr(a, prec, pre, indent), self.expr(b, prec, pre, indent)
                 if op in (ops.Binop.relu_gate, ops.Binop.satur01_gate):
@@ -346,6 +432,8 @@ class CSyntax:
                 return self.unop(op, self.expr(a, prec, pre, indent), ct, is_int)
             case L.Ternop(op=ops.Ternop.where, a=c, b=b, c=d):
                 cond = self.expr(c, natural_prec(c), pre, indent)
+                if natural_prec(c) is Prec.uint4x32:
+                    cond = f"aj_u4_any({cond})"
                 x, y = self.expr(b, prec, pre, indent), self.expr(d, prec, pre, indent)
                 x, y = self.hoist(x, ct, pre), self.hoist(y, ct, pre)
                 return f"({cond} != 0 ? {x} : {y})"
@@ -371,8 +459,6 @@ class CSyntax:
 
     def binop(self, op: ops.Binop, x: str, y: str, ct: str, is_int: bool) -> str:
         """C for ``op(x, y)`` in type ``ct``."""
-        if op is ops.Binop.threefry4x32:
-            raise UsageError("the C renderer does not support threefry4x32 yet")
         if is_int:
             match op:
                 case ops.Binop.div:
@@ -392,8 +478,6 @@ class CSyntax:
 
     def unop(self, op: ops.Unop, x: str, ct: str, is_int: bool) -> str:
         """C for ``op(x)`` in type ``ct``."""
-        if op is ops.Unop.uint4x32_to_prec_uniform:
-            raise UsageError("the C renderer does not support uint4x32_to_prec_uniform yet")
         if is_int:
             match op:
                 case ops.Unop.recip:
@@ -441,8 +525,10 @@ class CSyntax:
                 self.stmt(body, out, indent + 1)
                 out.add(indent, "}")
             case L.Zero_out(tn=tn):
+                zero = self.zero(tn.prec)
                 out.add(
-                    indent, f"for (int64_t z = 0; z < {tn.num_elems}; ++z) {self.name(tn)}[z] = 0;"
+                    indent,
+                    f"for (int64_t z = 0; z < {tn.num_elems}; ++z) {self.name(tn)}[z] = {zero};",
                 )
             case L.Set(tn=tn, indices=idx, value=v):
                 pre: list[str] = []

@@ -53,7 +53,7 @@ from arrayjit_backends.c_syntax import (
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Tnode
+from arrayjit_tnode import Prec, Tnode
 
 
 @dataclass(frozen=True)
@@ -184,6 +184,8 @@ class GpuSyntax(CSyntax):
     group_id = "get_group_id(0)"
     barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
     index_type = "long"
+    # uint4x32 needs the dialect's vector type and a threefry builtin: not rendered yet.
+    supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec) - {Prec.uint4x32}
     max_groups: ClassVar[int] = 1024
     """Work groups of a reduction's first kernel (partials)."""
 
