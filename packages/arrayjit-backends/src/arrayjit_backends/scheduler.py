@@ -22,29 +22,20 @@ Task = Callable[[], None]
 
 
 class Event:
-    """Marks a point in a stream's schedule; done once the stream has passed it."""
+    """Marks a point in a stream's schedule; done once the stream has passed it. This base class
+    is a point already passed; streams return subclasses."""
 
-    __slots__ = ("_done",)
-
-    def __init__(self, done: bool = False) -> None:
-        self._done = threading.Event()
-        if done:
-            self._done.set()
+    __slots__ = ()
 
     def is_done(self) -> bool:
         """Whether the stream has passed this point."""
-        return self._done.is_set()
+        return True
 
     def sync(self) -> None:
         """Block until the stream has passed this point."""
-        self._done.wait()
-
-    def set(self) -> None:
-        """Mark the point passed (called by the stream)."""
-        self._done.set()
 
 
-DONE = Event(done=True)
+DONE = Event()
 """An event that is already done."""
 
 
@@ -127,55 +118,113 @@ class SyncQueue(StreamQueue):
         return True
 
 
-class _Marker:
-    __slots__ = ("event",)
+class _WorkerState:
+    """What a stream's worker shares with its callers, under ``lock``. Tasks are numbered in
+    schedule order and ``finished`` counts those that have run, so an event is just a number.
 
-    def __init__(self, event: Event) -> None:
-        self.event = event
+    Hand-offs use bare locks held as binary signals (``wake`` for the worker, one per blocked
+    caller), not ``threading.Condition``: a condition allocates a lock per wait and wakes every
+    waiter, which made a routine's run-and-wait on a stream cost three times a lock ping-pong.
+    """
 
-    def __call__(self) -> None:
-        self.event.set()
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.wake = threading.Lock()
+        self.wake.acquire()  # released once per sleep of the worker
+        self.sleeping = False
+        self.tasks: collections.deque[Task] = collections.deque()
+        self.scheduled = 0
+        self.finished = 0
+        self.waiters: list[tuple[int, threading.Lock]] = []
+        self.stop = False
+        self.error: BaseException | None = None
+
+    def push(self, task: Task) -> None:
+        with self.lock:
+            self.tasks.append(task)
+            self.scheduled += 1
+            self._wake_worker()
+
+    def halt(self) -> None:
+        with self.lock:
+            self.stop = True
+            self._wake_worker()
+
+    def _wake_worker(self) -> None:  # under ``lock``
+        if self.sleeping:
+            self.sleeping = False
+            self.wake.release()
+
+    def next_task(self) -> Task | None:
+        """The next task, blocking while there is none; None once stopped and drained."""
+        while True:
+            with self.lock:
+                if self.tasks:
+                    return self.tasks.popleft()
+                if self.stop:
+                    return None
+                self.sleeping = True
+            self.wake.acquire()
+
+    def task_done(self) -> None:
+        with self.lock:
+            self.finished += 1
+            if not self.waiters:
+                return
+            ready = [w for w in self.waiters if w[0] <= self.finished]
+            self.waiters = [w for w in self.waiters if w[0] > self.finished]
+        for _, signal in ready:
+            signal.release()
+
+    def wait_until(self, count: int) -> None:
+        """Block until ``count`` tasks have run."""
+        with self.lock:
+            if self.finished >= count:
+                return
+            signal = threading.Lock()
+            signal.acquire()
+            self.waiters.append((count, signal))
+        signal.acquire()
+
+
+class _Ticket(Event):
+    """The point after the ``count``-th task of a worker's schedule."""
+
+    __slots__ = ("_count", "_state")
+
+    def __init__(self, state: _WorkerState, count: int) -> None:
+        self._state = state
+        self._count = count
+
+    def is_done(self) -> bool:
+        return self._state.finished >= self._count
+
+    def sync(self) -> None:
+        if self._state.finished < self._count:
+            self._state.wait_until(self._count)
 
 
 def _worker(state: _WorkerState) -> None:
-    while True:
-        with state.cond:
-            while not state.tasks and not state.stop:
-                state.cond.wait()
-            if not state.tasks:
-                return
-            task = state.tasks.popleft()
-            state.running = True
+    while (task := state.next_task()) is not None:
         try:
-            if state.error is None or isinstance(task, _Marker):
+            if state.error is None:
                 task()
         except BaseException as exc:  # kept for the caller's next interaction
             state.error = exc
         finally:
-            with state.cond:
-                state.running = False
-                state.cond.notify_all()
-
-
-class _WorkerState:
-    def __init__(self) -> None:
-        self.cond = threading.Condition()
-        self.tasks: collections.deque[Task] = collections.deque()
-        self.running = False
-        self.stop = False
-        self.error: BaseException | None = None
+            state.task_done()
 
 
 def _stop_worker(state: _WorkerState, thread: threading.Thread) -> None:
-    with state.cond:
-        state.stop = True
-        state.cond.notify_all()
+    state.halt()
     if thread is not threading.current_thread():
         thread.join(timeout=10)
 
 
 class ThreadQueue(StreamQueue):
-    """``multicore_``: a worker thread with a FIFO queue."""
+    """``multicore_``: a worker thread with a FIFO queue. Events are positions in the queue
+    (no marker tasks); a task that fails makes the worker skip the rest, which still count as
+    run, so no event stays pending forever."""
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
@@ -192,35 +241,28 @@ class ThreadQueue(StreamQueue):
             self.error = self._state.error
         super()._check()
 
-    def _push(self, task: Task) -> None:
-        with self._state.cond:
-            self._state.tasks.append(task)
-            self._state.cond.notify_all()
-
     def schedule(self, task: Task) -> None:
         self._check()
-        self._push(task)
+        self._state.push(task)
 
     def all_work(self) -> Event:
         self._check()
-        event = Event()
-        self._push(_Marker(event))
-        return event
+        state = self._state
+        return DONE if state.finished >= state.scheduled else _Ticket(state, state.scheduled)
 
     def wait_for(self, event: Event) -> None:
         self._check()
         if not event.is_done():
-            self._push(event.sync)
+            self.schedule(event.sync)
 
     def await_idle(self) -> None:
-        with self._state.cond:
-            while self._state.tasks or self._state.running:
-                self._state.cond.wait()
+        state = self._state
+        if state.finished < state.scheduled:
+            state.wait_until(state.scheduled)
         self._check()
 
     def is_idle(self) -> bool:
-        with self._state.cond:
-            return not self._state.tasks and not self._state.running
+        return self._state.finished >= self._state.scheduled
 
     def close(self) -> None:
         super().close()
