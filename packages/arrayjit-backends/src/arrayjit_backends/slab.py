@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -21,9 +21,9 @@ POOL_ALIGNMENT = 64
 DEFAULT_POOL_CAP = 1 << 32
 
 
-@dataclass(frozen=True, order=True)
-class BufferLoc:
-    """Where a buffer lives on a device: a pool and a byte offset in it."""
+class BufferLoc(NamedTuple):
+    """Where a buffer lives on a device: a pool and a byte offset in it. (A named tuple: it keys
+    the writer and reader maps that every routine run consults, and tuples hash in C.)"""
 
     pool_id: int
     offset: int
