@@ -18,7 +18,7 @@ from arrayjit_conformance.harness import (
     run_against_interpreter,
     sample,
 )
-from arrayjit_ir import ir
+from arrayjit_ir import ir, ops
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.ops import Binop, Unop
 from arrayjit_tnode import Padding, Tnode
@@ -90,6 +90,30 @@ def test_ternops(backend: Any, prec: str) -> None:
     assert_close(gf, rf, prec)
     if prec == "double":
         np.testing.assert_array_equal(gw, np.where(vals[c] != 0, vals[a], vals[b]))
+
+
+@pytest.mark.parametrize("prec", ["single", "double", "half", "int32", "uint64"])
+def test_random_bits_and_uniform(backend: Any, prec: str) -> None:
+    """threefry4x32 from a key and counters, then uint4x32_to_prec_uniform: bit for bit against
+    arrayjit_ir.ops (random numbers must not depend on the backend)."""
+    require_precs(backend, "uint4x32", prec)
+    key, ctr = hosted((), "key", "uint4x32"), hosted((257,), "ctr", "uint4x32")
+    bits, u = hosted((257,), "bits", "uint4x32"), hosted((257,), "u", prec)
+    vk = np.array([7, 0xDEADBEEF, 0, 42], dtype=np.uint32)
+    vc = np.zeros((257, 4), dtype=np.uint32)
+    vc[:, 0], vc[:, 3] = np.arange(257), 5
+    comp = ir.block(
+        ir.binop(bits, "threefry4x32", key, ctr), ir.unop(u, "uint4x32_to_prec_uniform", bits)
+    )
+    (gb, rb), (gu, ru) = run_against_interpreter(backend, comp, {key: vk, ctr: vc}, [bits, u])
+    expected_bits = ops.threefry4x32(vk, vc)
+    np.testing.assert_array_equal(gb, expected_bits)
+    np.testing.assert_array_equal(gb, rb)
+    np.testing.assert_array_equal(gu, ru)
+    if prec in ("single", "double"):
+        dt = np.dtype(np.float32 if prec == "single" else np.float64)
+        np.testing.assert_array_equal(gu, ops.uint4x32_to_uniform(expected_bits, dt, prec))
+        assert gu.min() >= 0 and gu.max() < 1
 
 
 @pytest.mark.parametrize("accum", ["add", "max", "min", "mul"])

@@ -1,8 +1,9 @@
 """Schedulers: streams and events for backends whose code runs on the host (CPU backends).
 
 - ``sync_``: a task runs at once, on the calling thread; every event is already done.
-- ``multicore_``: each stream is a worker thread with a FIFO queue. ``all_work`` enqueues a marker
-  event; ``wait_for`` enqueues a wait; ``await_idle`` waits until the queue drains. An exception
+- ``multicore_``: each stream is a worker thread with a FIFO queue. ``all_work`` returns an event
+  that is the queue's current length (done once that many tasks have run: no marker task is
+  queued); ``wait_for`` enqueues a wait; ``await_idle`` waits until the queue drains. An exception
   inside a task is kept and re-raised (as :class:`StreamError`, the original as its cause) on the
   caller's next interaction with the stream, which refuses new work from then on. Native kernels
   release the GIL (ctypes does), so streams really run in parallel.
