@@ -394,14 +394,6 @@ class LlvmKernel:
     segments: tuple[Segment, ...]
 
 
-def _reduction(loop: L.For_loop) -> ScalarReduction | None:
-    """``loop`` as a reduction into one cell that may run reassociated, if it is one. Not for
-    uint4x32 cells: their arithmetic keeps only lane 0 between steps, which does not
-    reassociate."""
-    red = scalar_reduction(loop)
-    return None if red is None or red.target.tn.prec is Prec.uint4x32 else red
-
-
 def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work that write disjoint cells or are a
@@ -412,7 +404,7 @@ def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop]:
         if (
             isinstance(s, L.For_loop)
             and _loop_work(s) >= PARALLEL_MIN_WORK
-            and (_reduction(s) is not None or is_parallel_loop(s))
+            and (scalar_reduction(s) is not None or is_parallel_loop(s))
         ):
             groups.append(s)
         elif groups and isinstance(groups[-1], list):
@@ -927,7 +919,7 @@ class LlvmGen:
             case L.Seq(stmts=stmts):
                 for x in stmts:
                     self.stmt(x)
-            case L.For_loop() if (red := _reduction(s)) is not None:
+            case L.For_loop() if (red := scalar_reduction(s)) is not None:
                 self.reduction(red)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
@@ -1133,7 +1125,7 @@ class LlvmGen:
                 segments.append(Segment(name))
                 function(name, [], k, functools.partial(self._serial, g))
                 continue
-            red = _reduction(g)
+            red = scalar_reduction(g)
             seg = Segment(name, g, red)
             segments.append(seg)
             if red is None:

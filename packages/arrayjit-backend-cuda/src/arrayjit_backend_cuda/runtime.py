@@ -157,7 +157,7 @@ class CudaDevices(DeviceBackend):
         return len(self.devices)
 
     def supported_precs(self, ordinal: int) -> frozenset[Prec]:
-        return frozenset(Prec) - {Prec.uint4x32}
+        return CudaSyntax.supported_precs
 
     def suggested_num_streams(self, ordinal: int, config: str) -> int:
         return {"only_devices_parallel": 1, "for_parallel_copying": 2}.get(config, 8)

@@ -172,7 +172,7 @@ class OpenclDevices(DeviceBackend):
     def supported_precs(self, ordinal: int) -> frozenset[Prec]:
         d = self.devices[ordinal]
         # half is stored as bits and converted by core builtins: no cl_khr_fp16 needed.
-        precs = set(Prec) - {Prec.uint4x32}
+        precs = set(OpenclSyntax.supported_precs)
         if not self._has(d, "cl_khr_fp64"):
             precs.discard(Prec.double)
         return frozenset(precs)

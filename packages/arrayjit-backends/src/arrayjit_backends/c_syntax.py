@@ -307,7 +307,7 @@ class CSyntax:
         if src is Prec.uint4x32:
             return text if dst is Prec.uint4x32 else f"(({ct})({text}).v[0])"
         if dst is Prec.uint4x32:
-            if self.compute_type(src) in ("float", "double"):
+            if src.is_float:
                 text = f"aj_finite_trunc({text})"
             return f"aj_u4_of((uint64_t)(int64_t)({text}))"
         return f"(({ct}){text})"

@@ -179,6 +179,8 @@ class _WorkerState:
 
     def wait_until(self, count: int) -> None:
         """Block until ``count`` tasks have run."""
+        if self.finished >= count:  # without the lock: a synchronized idle stream is common
+            return
         with self.lock:
             if self.finished >= count:
                 return
@@ -201,8 +203,7 @@ class _Ticket(Event):
         return self._state.finished >= self._count
 
     def sync(self) -> None:
-        if self._state.finished < self._count:
-            self._state.wait_until(self._count)
+        self._state.wait_until(self._count)
 
 
 def _worker(state: _WorkerState) -> None:
@@ -257,9 +258,7 @@ class ThreadQueue(StreamQueue):
             self.schedule(event.sync)
 
     def await_idle(self) -> None:
-        state = self._state
-        if state.finished < state.scheduled:
-            state.wait_until(state.scheduled)
+        self._state.wait_until(self._state.scheduled)
         self._check()
 
     def is_idle(self) -> bool:
