@@ -51,9 +51,7 @@ def test_relu_chain_becomes_one_loop_nest() -> None:
 
 
 def _writes(s: low_level.Stmt) -> list[low_level.Set]:
-    from arrayjit_ir.optimize import _writes as w
-
-    return [x for x in w(s) if isinstance(x, low_level.Set)]
+    return [x for x in low_level.writes(s) if isinstance(x, low_level.Set)]
 
 
 def test_matmul_feeding_relu_inlines_the_reduction() -> None:
