@@ -4,23 +4,19 @@ Passes, in order:
 
 1. **trace** — per node: written, read, read-only, read before written, zero-initialized by
    code; the merge-buffer node; static symbols the code needs.
-2. **virtualize** — a node whose undecided mode allows it, that is not hosted and not shared with
-   other routines, and that one top-level loop nest computes cell by cell (``tn[i, j] := e`` with
-   its loop symbols as indices, or such a nest accumulating over extra reduction loops after an
-   initialization) becomes ``Virtual``: every read of it is replaced by a ``Local_scope``
-   computing that scalar at the reader's indices, and its loop nest disappears. A reduction is
-   inlined only where it is read once (so no work is repeated).
+2. **virtualize** — intermediate nodes are inlined where that keeps the meaning of the block
+   and repeats no reduction work (:mod:`arrayjit_ir.virtualize`): every read of such a node
+   becomes a ``Local_scope`` computing that cell, and its statements disappear.
 3. **cleanup** — stores to virtual nodes are gone; every remaining node settles to a leaf mode:
    inputs (read-only or read before written) and outputs (written, never read here) are
    materialized, other intermediates default to ``Local`` (small) or ``On_device``.
+4. **simplify** — constant folding and exact identities (``x + 0``, ``x - 0``, ``x * 1``,
+   ``x / 1``; never ``x * 0``, which is wrong for NaN and infinity); a local scope that only
+   assigns a value becomes that value.
 5. **CSE** — within a statement, an inlined computation equal to an earlier one (up to renaming
    of its own loop symbols and locals) reads the earlier local instead; across sibling
    statements, such a computation is hoisted into a local before its first user when nothing in
    between writes what it reads (:mod:`arrayjit_ir.cse`).
-
-4. **simplify** — constant folding and exact identities (``x + 0``, ``x - 0``, ``x * 1``,
-   ``x / 1``; never ``x * 0``, which is wrong for NaN and infinity); a local scope that only
-   assigns a value becomes that value.
 """
 
 from __future__ import annotations

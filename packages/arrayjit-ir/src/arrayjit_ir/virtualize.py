@@ -20,12 +20,13 @@ The two rules (see the package README, "The optimizer"):
    broadcasts: a row sum read through ``mean = sum * inv`` at broadcast positions keeps
    ``mean`` materialized (once per row) and inlines the sum into it.
 
-Candidates that break a rule are materialized one at a time, the latest-defined first (its
-failure can be what makes an earlier one fail), until every remaining candidate keeps both.
+Candidates that break a rule are materialized one at a time until every remaining candidate
+keeps both (see :func:`choose_virtual` for the order).
 """
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import threading
 from collections.abc import Sequence
@@ -348,27 +349,45 @@ class _Plan:
             self._positions[tn] = frozenset(out)
         return self._positions[tn]
 
-    def keeps_rules(self, tn: Tnode, writes: Sequence[set[Tnode]]) -> bool:
+    def repeats_work(self, tn: Tnode) -> bool:
+        """Inlining ``tn`` would run a reduction loop more often than its cells."""
         c = self.cands[tn]
-        if self.heavy(tn) and not (len(c.sites) == 1 and c.sites[0].once):
-            return False
-        inputs = self.inputs(tn)
-        return not any(
-            writes[j] & inputs for k in self.positions(tn) for j in range(c.last + 1, k + 1)
+        return self.heavy(tn) and not (len(c.sites) == 1 and c.sites[0].once)
+
+    def changes_meaning(self, tn: Tnode, writers: dict[Tnode, list[int]]) -> bool:
+        """Something ``tn``'s inlined computation reads is written after its definition and
+        up to (including) the last statement where that computation runs."""
+        last = self.cands[tn].last
+        end = max(self.positions(tn), default=last)
+        return any(
+            bisect.bisect_right(writers.get(x, []), last)
+            < bisect.bisect_right(writers.get(x, []), end)
+            for x in self.inputs(tn)
         )
 
 
 def choose_virtual(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> set[Tnode]:
-    """The nodes of ``allowed`` to make virtual: see the module docstring."""
+    """The nodes of ``allowed`` to make virtual: see the module docstring.
+
+    Candidates breaking a rule are materialized one at a time. Work first, the earliest
+    first: whether a node is heavy depends on earlier nodes only, so materializing the earliest
+    offender can make later ones light. Meaning next, the latest first: where a node's
+    computation runs depends on later (reading) nodes only."""
     cands = _candidates(stmts, allowed)
-    writes = [{w.tn for w in L.writes(s)} for s in stmts]
+    writers: dict[Tnode, list[int]] = {}
+    for k, st in enumerate(stmts):
+        for tn in dict.fromkeys(w.tn for w in L.writes(st)):
+            writers.setdefault(tn, []).append(k)
     virtual = {tn for tn, c in cands.items() if c.sites}
     while True:
         plan = _Plan(cands, virtual)
-        broken = [tn for tn in virtual if not plan.keeps_rules(tn, writes)]
-        if not broken:
+        order = sorted(virtual, key=lambda tn: cands[tn].first)
+        costly = next((tn for tn in order if plan.repeats_work(tn)), None)
+        if costly is None:
+            costly = next((tn for tn in reversed(order) if plan.changes_meaning(tn, writers)), None)
+        if costly is None:
             return virtual
-        virtual.discard(max(broken, key=lambda tn: cands[tn].first))
+        virtual.discard(costly)
 
 
 # ---- the rewrite ----
