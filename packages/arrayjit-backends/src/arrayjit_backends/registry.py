@@ -176,7 +176,19 @@ def resolve_name(name: str) -> BackendEntry:
     for e in entries():
         if key in e.full_names():
             return e
-    raise UsageError(f"unknown backend {name!r}; valid names: {', '.join(backend_names())}")
+    raise UsageError(unknown_name_message(name))
+
+
+def unknown_name_message(name: str) -> str:
+    """The message for a backend name that is not registered: the valid names, and the
+    install command where ``name`` is a first-party backend whose package is not installed."""
+    from arrayjit_backends.first_party import providing
+
+    message = f"unknown backend {name!r}; valid names: {', '.join(backend_names())}"
+    fp = providing(name)
+    if fp is not None:
+        message += f"; {name} is provided by {fp.distribution}, which is not installed: {fp.install}"
+    return message
 
 
 def default_backend_name() -> str:
