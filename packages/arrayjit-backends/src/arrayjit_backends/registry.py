@@ -8,6 +8,7 @@ entry ``cc`` provides ``sync_cc`` and ``multicore_cc`` (and ``cc``, meaning its 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -187,7 +188,9 @@ def unknown_name_message(name: str) -> str:
     message = f"unknown backend {name!r}; valid names: {', '.join(backend_names())}"
     fp = providing(name)
     if fp is not None:
-        message += f"; {name} is provided by {fp.distribution}, which is not installed: {fp.install}"
+        message += (
+            f"; {name} is provided by {fp.distribution}, which is not installed: {fp.install}"
+        )
     return message
 
 
@@ -199,10 +202,25 @@ def default_backend_name() -> str:
     if env:
         resolve_name(env)
         return env.lower()
+    reasons = []
     for e in entries():
-        if e.probe() is None:
+        reason = e.probe()
+        if reason is None:
+            if e.name == "interp":
+                _note_interpreter_fallback("; ".join(reasons) or "none is installed")
             return e.full_names()[0]
+        reasons.append(f"{e.name}: {reason}")
     raise UsageError("no arrayjit backend is available; install arrayjit-backend-c")
+
+
+@functools.cache
+def _note_interpreter_fallback(reasons: str) -> None:
+    # Once per process and reason: the default silently being 1000x slower would mislead.
+    logger.warning(
+        "no compiler backend is usable here (%s); the default backend is the reference "
+        "interpreter, which is exact but slow",
+        reasons,
+    )
 
 
 def fresh_backend(name: str | None = None) -> Any:
