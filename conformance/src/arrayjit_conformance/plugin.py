@@ -17,6 +17,7 @@ examples). A suite test's own ``@settings`` wins over them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -133,10 +134,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         fn = getattr(fn, "__func__", fn)  # a method's function carries the settings
         if fn is None or getattr(fn, "hypothesis", None) is None:
             continue
-        try:
+        # InvalidArgument: the test has its own @settings (or got these already, as another id).
+        with contextlib.suppress(InvalidArgument):
             chosen(fn)  # the decorator, applied after @given as users write it
-        except InvalidArgument:
-            pass  # the test has its own @settings (or got these already, as another id)
 
 
 def pytest_report_collectionfinish(

@@ -10,6 +10,7 @@ disables it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -126,10 +127,8 @@ class CompileCache:
         for f in self.entries():
             f.unlink(missing_ok=True)
             removed += 1
-            try:
+            with contextlib.suppress(OSError):  # not empty yet
                 f.parent.rmdir()
-            except OSError:
-                pass  # not empty yet
         return removed
 
     def get_or_build(self, key: str, build: Callable[[], bytes]) -> bytes:

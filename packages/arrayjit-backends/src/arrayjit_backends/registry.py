@@ -202,7 +202,7 @@ def default_backend_name() -> str:
     if env:
         resolve_name(env)
         return env.lower()
-    reasons = []
+    reasons: list[str] = []
     for e in entries():
         reason = e.probe()
         if reason is None:
