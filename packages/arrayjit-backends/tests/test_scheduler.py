@@ -64,8 +64,11 @@ def test_a_failed_task_skips_the_rest_but_no_event_hangs() -> None:
     q.schedule(fail)
     q.schedule(lambda: ran.append(1))  # accepted before the failure is known
     event = q.all_work()
-    event.sync()  # returns: skipped tasks still count as run
+    event.wait()  # returns: skipped tasks still count as run
     assert event.is_done() and ran == []
+    with pytest.raises(StreamError, match=r"stream s: a task before this event failed.*boom") as e:
+        event.sync()  # never silently: the point was passed without running the tasks
+    assert isinstance(e.value.__cause__, ValueError)
     with pytest.raises(StreamError, match=r"stream s: .*boom") as info:
         q.await_idle()
     assert isinstance(info.value.__cause__, ValueError)

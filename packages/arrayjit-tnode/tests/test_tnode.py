@@ -96,7 +96,7 @@ def test_padding_dims_and_values() -> None:
 def test_padding_rank_mismatch() -> None:
     with pytest.raises(UsageError, match=r"padding has 1 axes but the node has 2 dims"):
         Tnode.create((2, 3), label="q", padding=Padding(((1, 1),)))
-    with pytest.raises(UsageError, match="negative padding"):
+    with pytest.raises(UsageError, match="padding must be non-negative"):
         Tnode.create((2,), label="q", padding=Padding(((-1, 0),)))
 
 

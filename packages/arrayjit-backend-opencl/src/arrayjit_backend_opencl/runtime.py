@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -36,7 +37,7 @@ from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
 from arrayjit_backends.gpu_syntax import GpuProgram
-from arrayjit_backends.scheduler import Event, StreamQueue
+from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import CompileError, Prec, Tnode
@@ -72,7 +73,9 @@ class ClEvent(Event):
         return _complete(self.event)
 
     def sync(self) -> None:
-        self.event.wait()
+        # Not ``event.wait()``: it holds Ctrl-C back until the device is done (seconds).
+        self.queue.flush()
+        poll_until(lambda: _complete(self.event))
 
 
 class ClQueue(ImmediateQueue):
@@ -338,9 +341,13 @@ def _round_up(n: int, m: int) -> int:
 
 
 def _keep_source(directory: Path, source: str) -> Path:
-    folder = directory / "failed"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.cl"
+    name = f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.cl"
+    try:
+        folder = directory / "failed"
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # an unusable cache folder must not hide the compile error
+        folder = Path(tempfile.mkdtemp(prefix="arrayjit-failed-"))
+    path = folder / name
     path.write_text(source)
     return path
 

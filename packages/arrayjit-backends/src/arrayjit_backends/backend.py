@@ -30,6 +30,7 @@ import numpy as np
 
 from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.bindings import Bindings, check_code_kind, with_static_ranges
 from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
@@ -178,29 +179,8 @@ class Code:
     optimized: Optimized
     native: Any
     embedded: frozenset[Tnode] = frozenset()
-
-
-class Bindings(dict[str, int]):
-    """Static-index values of a routine, by symbol name; checked against the symbols' ranges."""
-
-    def __init__(self, symbols: Sequence[StaticSymbol], routine: str) -> None:
-        super().__init__({s.name: 0 for s in symbols})
-        self._symbols = {s.name: s for s in symbols}
-        self._routine = routine
-
-    def __setitem__(self, key: str, value: int) -> None:
-        sym = self._symbols.get(key)
-        if sym is None:
-            raise UsageError(
-                f"routine {self._routine} has no static index {key!r}; it has "
-                f"{sorted(self._symbols)}"
-            )
-        v = int(value)
-        if v < 0 or (sym.range is not None and v >= sym.range):
-            raise UsageError(
-                f"routine {self._routine}: static index {key} = {v} is out of range 0..{sym.range}"
-            )
-        super().__setitem__(key, v)
+    kind: str = ""
+    """Which backends can link it (:meth:`DeviceBackend.code_kind`)."""
 
 
 class Routine:
@@ -349,9 +329,14 @@ class Backend:
         """The device with this ordinal.
 
         Raises:
-            UsageError: no such device.
+            UsageError: ``ordinal`` is not an integer, or no such device.
         """
         self._check_live()
+        if isinstance(ordinal, bool) or not isinstance(ordinal, (int, np.integer)):
+            raise UsageError(
+                f"get_device: ordinal must be an integer, got {ordinal!r} "
+                f"({type(ordinal).__name__}) (backend {self.name})"
+            )
         if not 0 <= ordinal < len(self._devices):
             raise UsageError(
                 f"backend {self.name} has {len(self._devices)} device(s), so ordinal must be in "
@@ -419,9 +404,12 @@ class Backend:
         """
         self._check_live()
         c = Comp.of(comp)
-        opt = optimize(lower(c), name=name, static_symbols=tuple(bindings))
+        llc = lower(c)
+        opt = optimize(llc, name=name, static_symbols=tuple(bindings))
+        opt = with_static_ranges(opt, llc, tuple(bindings))
         self._check_precs(opt)
-        code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes)
+        kind = self.runtime.code_kind()
+        code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes, kind)
         self._write_debug(code)
         return code
 
@@ -435,12 +423,16 @@ class Backend:
         them touch are never virtual or local."""
         self._check_live()
         cs = [Comp.of(c) for c in comps]
-        opts = optimize_batch([lower(c) for c in cs], list(names), tuple(bindings))
+        llcs = [lower(c) for c in cs]
+        opts = optimize_batch(llcs, list(names), tuple(bindings))
+        opts = [with_static_ranges(o, llc, tuple(bindings)) for o, llc in zip(opts, llcs)]
         for o in opts:
             self._check_precs(o)
         natives = self.runtime.compile_batch(opts)
+        kind = self.runtime.code_kind()
         codes = [
-            Code(n, o, nat, c.embedded_nodes) for n, o, nat, c in zip(names, opts, natives, cs)
+            Code(n, o, nat, c.embedded_nodes, kind)
+            for n, o, nat, c in zip(names, opts, natives, cs)
         ]
         for code in codes:
             self._write_debug(code)
@@ -473,10 +465,12 @@ class Backend:
         keeps in context; hosted nodes are uploaded when first linked.
 
         Raises:
-            UsageError: ``ctx`` belongs to another backend, or the code reads a node that is
-                neither hosted nor computed by an earlier routine of this context lineage.
+            UsageError: ``ctx`` belongs to another backend, the code was compiled by another
+                kind of backend, or the code reads a node that is neither hosted nor computed
+                by an earlier routine of this context lineage.
         """
         self._check_context(ctx, f"link {code.name}")
+        check_code_kind(code.kind, self.runtime.code_kind(), code.name, self.name)
         child = self._extend(ctx, code)
         stream = child.stream
         bufs = {tn: child.buf(tn) for tn in code.optimized.context_nodes}
@@ -586,7 +580,7 @@ class Backend:
         queue.schedule(lambda: runtime.to_device(queue, buf, arr))
         self.copies += 1
         event = queue.all_work()
-        tn.prepare_write(event.is_done, event.sync)
+        tn.prepare_write(event.is_done, event.wait)  # a failed upload reads nothing any more
         dev.writers[key] = (stream, event)
         tn.devices_not_lagging_host.add(dev.id)
 
