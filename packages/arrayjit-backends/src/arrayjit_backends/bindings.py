@@ -111,8 +111,8 @@ def check_code_kind(code_kind: str, context_kind: str, routine: str, backend: st
     """
     if code_kind != context_kind:
         raise UsageError(
-            f"link {routine}: the code was compiled by a {code_kind} backend and cannot run in "
-            f"a context of backend {backend} ({context_kind}); compile it with this backend"
+            f"link {routine}: the code was compiled for {code_kind}, not for backend {backend} "
+            f"({context_kind}); compile it with the backend that links it"
         )
 
 

@@ -680,10 +680,22 @@ class Tnode:
         into float nodes, integers into integer or float nodes).
 
         Raises:
-            UsageError: the node is not hosted, the shape differs, or the dtype does not cast.
+            UsageError: the node is not hosted, ``values`` is not an array of numbers (a ragged
+                list), the shape differs, or the dtype does not cast.
         """
         arr = self._host_array("set_values")
-        vals = np.asarray(values)
+        try:
+            vals = np.asarray(values)
+        except (ValueError, TypeError) as exc:  # ragged nested lists, odd objects
+            raise UsageError(
+                f"set_values: node {self.debug_label}: values are not an array of numbers "
+                f"({exc})"
+            ) from None
+        if vals.dtype == object:
+            raise UsageError(
+                f"set_values: node {self.debug_label}: values are not an array of numbers "
+                f"(numpy sees objects of dtype object)"
+            )
         expected = self.prec.host_shape(self.dims_without_padding)
         if vals.shape != expected:
             raise UsageError(
