@@ -66,7 +66,7 @@ def test_declared_range_larger_than_the_node_is_refused(backend: Any) -> None:
 
 
 def test_smaller_declared_range_is_kept(backend: Any) -> None:
-    r, row = _slice_routine(backend, StaticSymbol("i", range=2))
+    r, _ = _slice_routine(backend, StaticSymbol("i", range=2))
     assert r.bindings.ranges() == {"i": 2}
     with pytest.raises(UsageError, match=r"valid: 0\.\.1"):
         r.bindings["i"] = 2
@@ -161,7 +161,7 @@ def test_static_symbol_inside_an_affine_index(backend: Any) -> None:
     )
     r = backend.link(new_context(backend), backend.compile(comp, "win", bindings=[s]))
     assert r.bindings.ranges() == {"s": 4}
-    with pytest.raises(UsageError, match="valid: 0..3"):
+    with pytest.raises(UsageError, match=r"valid: 0\.\.3"):
         r.bindings["s"] = 4
     r.bindings["s"] = 3
     r()
@@ -182,10 +182,15 @@ def test_code_of_another_backend_kind_is_refused_at_link(backend: Any) -> None:
         x, y = hosted((4,), "x"), hosted((4,), "y")
         comp = ir.unop(y, "neg", x)
         foreign = other.compile(comp, name="foreign")
-        with pytest.raises(UsageError, match=r"link foreign: the code was compiled for interp, not for backend "):
+        with pytest.raises(
+            UsageError, match=r"link foreign: the code was compiled for interp, not for backend "
+        ):
             backend.link(new_context(backend), foreign)
         mine = backend.compile(comp, name="mine")
-        with pytest.raises(UsageError, match=r"link mine: the code was compiled for .*, not for backend sync_interp"):
+        with pytest.raises(
+            UsageError,
+            match=r"link mine: the code was compiled for .*, not for backend sync_interp",
+        ):
             other.link(new_context(other), mine)
         # Both backends still work.
         x.set_values(np.arange(4.0))

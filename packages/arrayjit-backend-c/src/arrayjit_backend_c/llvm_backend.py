@@ -319,6 +319,7 @@ class LlvmBackend(NoDeviceBackend):
         with self._lock:
             kernel = self.generator.generate(optimized, fn_name)
         key = self._key(kernel.ir)
+
         def load(data: bytes, from_cache: bool) -> llvm.ExecutionEngine:
             try:
                 return load_object(data, self.target)

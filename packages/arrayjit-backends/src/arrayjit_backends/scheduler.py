@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import abc
 import collections
+import contextlib
 import threading
 import time
 import traceback
@@ -53,10 +54,8 @@ class Event:
     def wait(self) -> None:
         """Block until the stream has passed this point, whether or not a task before it
         failed."""
-        try:
+        with contextlib.suppress(StreamError):
             self.sync()
-        except StreamError:
-            pass
 
 
 def poll_until(is_done: Callable[[], bool]) -> None:

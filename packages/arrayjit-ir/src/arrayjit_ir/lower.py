@@ -6,9 +6,8 @@ import math
 from collections.abc import Callable, Sequence
 
 from arrayjit_ir import assignments as A
-from arrayjit_ir import bounds
+from arrayjit_ir import bounds, ops
 from arrayjit_ir import low_level as L
-from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol, fresh_symbol
 from arrayjit_tnode import Prec, Tnode, UsageError
 

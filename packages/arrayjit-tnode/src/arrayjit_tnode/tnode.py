@@ -688,8 +688,7 @@ class Tnode:
             vals = np.asarray(values)
         except (ValueError, TypeError) as exc:  # ragged nested lists, odd objects
             raise UsageError(
-                f"set_values: node {self.debug_label}: values are not an array of numbers "
-                f"({exc})"
+                f"set_values: node {self.debug_label}: values are not an array of numbers ({exc})"
             ) from None
         if vals.dtype == object:
             raise UsageError(
