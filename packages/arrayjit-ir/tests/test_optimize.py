@@ -51,9 +51,7 @@ def test_relu_chain_becomes_one_loop_nest() -> None:
 
 
 def _writes(s: low_level.Stmt) -> list[low_level.Set]:
-    from arrayjit_ir.optimize import _writes as w
-
-    return [x for x in w(s) if isinstance(x, low_level.Set)]
+    return [x for x in low_level.writes(s) if isinstance(x, low_level.Set)]
 
 
 def test_matmul_feeding_relu_inlines_the_reduction() -> None:
@@ -252,6 +250,59 @@ def _g_mlp_layer() -> ir.Block:
     )
 
 
+def _g_row_centring() -> ir.Block:
+    x, inv = node((4, 5), "x", hosted=True), node((), "inv", hosted=True)
+    s, m = node((4,), "s"), node((4,), "m")
+    return ir.block(
+        ir.accum(s, "add", x, spec="ij->i"),
+        ir.binop(m, "mul", s, inv, spec="i,->i"),
+        ir.binop(node((4, 5), "y", hosted=True), "sub", x, m, spec="ij,i->ij"),
+    )
+
+
+def _g_centre_in_place() -> ir.Block:
+    p, q = node((4,), "p", hosted=True), node((), "q", hosted=True)
+    s, m = node((), "s"), node((), "m")
+    return ir.block(
+        ir.accum(s, "add", p, spec="i->"), ir.binop(m, "mul", s, q), ir.binop(p, "sub", p, m)
+    )
+
+
+def _g_read_after_update() -> ir.Block:
+    p, one, t = node((3,), "p", hosted=True), node((), "one", hosted=True), node((3,), "t")
+    return ir.block(
+        ir.unop(t, "relu", p),
+        ir.binop(p, "sub", p, one),
+        ir.unop(node((3,), "y", hosted=True), "identity", t),
+    )
+
+
+def _g_train_step() -> ir.Block:
+    x, tgt = node((4, 3), "x", hosted=True), node((4, 2), "target", hosted=True)
+    w1, w2, lr = (
+        node((3, 5), "w1", hosted=True),
+        node((5, 2), "w2", hosted=True),
+        node((), "lr", hosted=True),
+    )
+    z, h, y, dy = node((4, 5), "z"), node((4, 5), "h"), node((4, 2), "y"), node((4, 2), "dy")
+    g1, g2, dh, dz = node((3, 5), "g1"), node((5, 2), "g2"), node((4, 5), "dh"), node((4, 5), "dz")
+    u1, u2 = node((3, 5), "u1"), node((5, 2), "u2")
+    return ir.block(
+        ir.accum(z, "add", x, w1, op="mul", spec="bi,ih->bh"),
+        ir.unop(h, "relu", z),
+        ir.accum(y, "add", h, w2, op="mul", spec="bh,ho->bo"),
+        ir.binop(dy, "sub", y, tgt),
+        ir.accum(g2, "add", h, dy, op="mul", spec="bh,bo->ho"),
+        ir.accum(dh, "add", dy, w2, op="mul", spec="bo,ho->bh"),
+        ir.binop(dz, "relu_gate", z, dh),
+        ir.accum(g1, "add", x, dz, op="mul", spec="bi,bh->ih"),
+        ir.binop(u1, "mul", lr, g1, spec=",ih->ih"),
+        ir.binop(w1, "sub", w1, u1),
+        ir.binop(u2, "mul", lr, g2, spec=",ho->ho"),
+        ir.binop(w2, "sub", w2, u2),
+    )
+
+
 GOLDENS = {
     "chain": _g_chain,
     "matmul_relu": _g_matmul_relu,
@@ -265,6 +316,10 @@ GOLDENS = {
     "transpose": _g_transpose,
     "two_reads": _g_two_reads,
     "mlp_layer": _g_mlp_layer,
+    "row_centring": _g_row_centring,
+    "centre_in_place": _g_centre_in_place,
+    "read_after_update": _g_read_after_update,
+    "train_step": _g_train_step,
 }
 
 

@@ -41,12 +41,28 @@ PARALLEL_MIN_WORK = 1 << 15
 
 
 def _loop_work(s: L.Stmt) -> int:
+    """Innermost iterations ``s`` runs, the loops of computations inlined into it included."""
     match s:
         case L.For_loop(from_=lo, to_inclusive=hi, body=body):
             return max(hi - lo + 1, 0) * _loop_work(body)
         case L.Seq(stmts=stmts):
             return sum(_loop_work(x) for x in stmts)
+        case L.Set(value=v) | L.Set_local(value=v):
+            return max(1, _inlined_work(v))
     return 1
+
+
+def _inlined_work(e: L.Expr) -> int:
+    match e:
+        case L.Local_scope(body=body):
+            return _loop_work(body)
+        case L.Binop(a=a, b=b):
+            return _inlined_work(a) + _inlined_work(b)
+        case L.Unop(a=a):
+            return _inlined_work(a)
+        case L.Ternop(a=a, b=b, c=c):
+            return _inlined_work(a) + _inlined_work(b) + _inlined_work(c)
+    return 0
 
 
 def _sets(s: L.Stmt) -> list[L.Set]:
@@ -61,15 +77,11 @@ def _sets(s: L.Stmt) -> list[L.Set]:
 
 
 def _gets(s: L.Stmt) -> list[L.Get]:
-    from arrayjit_ir.optimize import _exprs_of
-
-    return [g for e in _exprs_of(s) for g in _expr_gets(e)]
+    return [g for e in L.exprs_of(s) for g in _expr_gets(e)]
 
 
 def _expr_gets(e: L.Expr) -> list[L.Get]:
-    from arrayjit_ir.optimize import _sub_exprs
-
-    return [g for g in _sub_exprs(e) if isinstance(g, L.Get)]
+    return [g for g in L.sub_exprs(e) if isinstance(g, L.Get)]
 
 
 def is_parallel_loop(loop: L.For_loop) -> bool:
@@ -269,6 +281,7 @@ class CSyntax:
         self._names: dict[Tnode, str] = {}
         self._syms: dict[Symbol, str] = {}
         self._locals: dict[L.ScopeId, str] = {}
+        self._declared: set[L.ScopeId] = set()
 
     # ---- types ----
 
@@ -347,6 +360,11 @@ class CSyntax:
             self._syms[s] = f"i{len(self._syms)}"
         return self._syms[s]
 
+    def declare(self, sc: L.ScopeId) -> str:
+        """The declaration of local ``sc``, initialized to zero; marks it declared."""
+        self._declared.add(sc)
+        return f"{self.compute_type(sc.tn.prec)} {self.local(sc)} = {self.zero(sc.tn.prec)};"
+
     def local(self, sc: L.ScopeId) -> str:
         if sc not in self._locals:
             self._locals[sc] = f"v{len(self._locals)}_{sc.tn.debug_name}"
@@ -403,8 +421,7 @@ class CSyntax:
             case L.Get_local(scope=sc):
                 return self.convert(self.local(sc), sc.tn.prec, prec)
             case L.Local_scope(scope=sc, body=body):
-                lct = self.compute_type(sc.tn.prec)
-                pre.append(f"{lct} {self.local(sc)} = {self.zero(sc.tn.prec)};")
+                pre.append(self.declare(sc))
                 out = _Out()
                 self.stmt(body, out, 0)
                 pre.extend(out.lines)
@@ -536,6 +553,8 @@ class CSyntax:
                 line = f"{self.name(tn)}[{self.offset(tn, idx)}] = {self.store(tn.prec, val)};"
                 self._emit(out, indent, pre, line)
             case L.Set_local(scope=sc, value=v):
+                if sc not in self._declared:  # a local hoisted out of its scope by CSE
+                    out.add(indent, self.declare(sc))
                 pre = []
                 val = self.expr(v, sc.tn.prec, pre, indent)
                 self._emit(out, indent, pre, f"{self.local(sc)} = {val};")

@@ -365,20 +365,24 @@ class GpuSyntax(CSyntax):
             if len(group) > 1:
                 out.add(1, "{")
             indent = 2 if len(group) > 1 else 1
-            match piece.stmt:
-                case L.Zero_out(tn=tn):
-                    out.add(indent, f"{self.name(tn)}[aj_gid] = 0;")
-                    continue
-            self._decode(list(piece.nest), out, "aj_gid", indent)
-            rest = piece.rest
-            red = scalar_reduction(rest) if isinstance(rest, L.For_loop) else None
-            if red is not None:
-                self._register_reduction(red, out, indent)
-            else:
-                self.stmt(rest, out, indent)
+            self._piece(piece, out, indent)
             if len(group) > 1:
                 out.add(1, "}")
         return max(total, 1)
+
+    def _piece(self, piece: _Piece, out: _Out, indent: int) -> None:
+        """One statement of a parallel kernel, for the work item ``aj_gid``."""
+        if isinstance(piece.stmt, L.Zero_out):
+            tn = piece.stmt.tn
+            out.add(indent, f"{self.name(tn)}[aj_gid] = {self.zero(tn.prec)};")
+            return
+        self._decode(list(piece.nest), out, "aj_gid", indent)
+        rest = piece.rest
+        red = scalar_reduction(rest) if isinstance(rest, L.For_loop) else None
+        if red is not None:
+            self._register_reduction(red, out, indent)
+        else:
+            self.stmt(rest, out, indent)
 
     def _register_reduction(self, red: ScalarReduction, out: _Out, indent: int) -> None:
         """A work item's serial reduction into its own cell, the cell held in a register (no

@@ -16,7 +16,7 @@ All IR values are frozen dataclasses compared structurally; tensor nodes compare
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -230,3 +230,50 @@ def seq(*stmts: Stmt) -> Stmt:
     if len(flat) == 1:
         return flat[0]
     return Seq(tuple(flat))
+
+
+def exprs_of(s: Stmt) -> Iterable[Expr]:
+    """The value of every ``Set`` and ``Set_local`` in ``s`` (not descending into values)."""
+    match s:
+        case Seq(stmts=stmts):
+            for x in stmts:
+                yield from exprs_of(x)
+        case For_loop(body=body):
+            yield from exprs_of(body)
+        case Set(value=v) | Set_local(value=v):
+            yield v
+
+
+def sub_exprs(e: Expr) -> Iterable[Expr]:
+    """``e`` and every expression inside it, local-scope bodies included (pre-order)."""
+    yield e
+    match e:
+        case Binop(a=a, b=b):
+            yield from sub_exprs(a)
+            yield from sub_exprs(b)
+        case Unop(a=a):
+            yield from sub_exprs(a)
+        case Ternop(a=a, b=b, c=c):
+            yield from sub_exprs(a)
+            yield from sub_exprs(b)
+            yield from sub_exprs(c)
+        case Local_scope(body=body):
+            for x in exprs_of(body):
+                yield from sub_exprs(x)
+
+
+def reads(s: Stmt) -> list[Get | Get_merge_buffer]:
+    """Every node read in ``s``, inlined computations included, in order."""
+    return [x for e in exprs_of(s) for x in sub_exprs(e) if isinstance(x, (Get, Get_merge_buffer))]
+
+
+def writes(s: Stmt) -> list[Set | Zero_out]:
+    """Every store to a node in ``s``, in order."""
+    match s:
+        case Seq(stmts=stmts):
+            return [w for x in stmts for w in writes(x)]
+        case For_loop(body=body):
+            return writes(body)
+        case Set() | Zero_out():
+            return [s]
+    return []

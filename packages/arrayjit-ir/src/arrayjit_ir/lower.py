@@ -114,8 +114,14 @@ def _lower_accum(asg: A.Accum_op) -> L.Stmt:
     symbols = {s: s for s in proj.product_iterators}
     lhs_idx = shift(lhs, proj.project_lhs)
     value = _apply(asg.op, [_read(r, idx) for r, idx in zip(asg.rhs, proj.project_rhs)])
-    if asg.accum is not None and not (asg.initialize_neutral and injective):
-        value = L.Binop(asg.accum, L.Get(lhs, lhs_idx), value)
+    if asg.accum is not None:
+        # Each cell starts from the neutral element (or its old value) and accumulates its
+        # terms; where every cell gets exactly one term, the start is the neutral constant
+        # itself (``0 - x`` for ``sub``, not ``x``), which simplification folds where exact.
+        start: L.Expr = L.Get(lhs, lhs_idx)
+        if asg.initialize_neutral and injective:
+            start = L.Constant(ops.neutral(asg.accum))
+        value = L.Binop(asg.accum, start, value)
     stmt: L.Stmt = L.Set(lhs, lhs_idx, value)
     for extent, sym in reversed(_loop_order(asg, injective)):
         stmt = L.For_loop(symbols[sym], 0, extent - 1, stmt)

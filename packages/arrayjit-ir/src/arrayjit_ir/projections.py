@@ -45,8 +45,11 @@ class Projections:
         )
 
     def is_surjective(self, lhs_dims: Sequence[int]) -> bool:
-        """Every left-hand-side cell is written: each axis of size > 1 is indexed by its own
-        loop symbol spanning the whole axis."""
+        """Every left-hand-side cell is written: the product space is not empty (unless the
+        left-hand side is) and each axis of size > 1 is indexed by its own loop symbol spanning
+        the whole axis."""
+        if 0 in self.product_space and 0 not in lhs_dims:
+            return False  # an empty product space writes nothing
         extents = dict(zip(self.product_iterators, self.product_space))
         seen: set[Symbol] = set()
         for idx, dim in zip(self.project_lhs, lhs_dims):

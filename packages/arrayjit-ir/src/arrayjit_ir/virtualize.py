@@ -1,0 +1,444 @@
+"""Virtualization: which intermediate nodes are inlined at their reads, and the inlining itself.
+
+A *candidate* is a node the optimizer may make ``Virtual`` (no user decision against it, not
+hosted, not shared with other routines, written before it is read). It becomes virtual when its
+writes are consecutive top-level statements that compute it cell by cell (a definition,
+:class:`Definition`) and when inlining it at every read keeps both rules below. Every read of a
+virtual node is then replaced by a ``Local_scope`` computing that cell, and its statements go.
+
+The two rules (see the package README, "The optimizer"):
+
+1. **Meaning.** A block means its statements run one after another. A definition is inlined at
+   a read only if nothing it reads, directly or through other inlined definitions, is written
+   between the definition and that read, the reading statement included (at any of its cells).
+   Reads inside another virtual node's definition happen where *that* node is inlined.
+2. **Work.** Inlining never makes a reduction loop body run more often. A node is *heavy* when
+   its definition has reduction loops or reads a heavy virtual node; a heavy node is inlined
+   only where it is read exactly once, at positions that visit each of its cells at most once
+   (every loop around the read, with more than one iteration, indexes it). Since a node that
+   reads a heavy virtual node is heavy itself, the rule composes through pointwise readers and
+   broadcasts: a row sum read through ``mean = sum * inv`` at broadcast positions keeps
+   ``mean`` materialized (once per row) and inlines the sum into it.
+
+Candidates that break a rule are materialized one at a time until every remaining candidate
+keeps both (see :func:`choose_virtual` for the order).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
+from arrayjit_ir.indexing import (
+    Affine,
+    AxisIndex,
+    Fixed_idx,
+    Iterator,
+    StaticSymbol,
+    Symbol,
+    fresh_symbol,
+)
+from arrayjit_tnode import Tnode
+
+_scope_ids = itertools.count(1)
+_scope_lock = threading.Lock()
+
+
+def fresh_scope(tn: Tnode) -> L.ScopeId:
+    """A new local of node ``tn``, with an id no other local of this process has."""
+    with _scope_lock:
+        return L.ScopeId(tn, next(_scope_ids))
+
+
+# ---- substitution ----
+
+
+def subst_index(i: AxisIndex, m: dict[Symbol, AxisIndex]) -> AxisIndex:
+    """``i`` with the loop symbols of ``m`` replaced by their indices."""
+    match i:
+        case Iterator(symbol=Symbol() as s) if s in m:
+            return m[s]
+        case Affine(terms=terms, offset=off):
+            out_terms: list[tuple[int, Symbol | StaticSymbol]] = []
+            for c, sym in terms:
+                target = m.get(sym) if isinstance(sym, Symbol) else None
+                match target:
+                    case None:
+                        out_terms.append((c, sym))
+                    case Fixed_idx(value=v):
+                        off += c * v
+                    case Iterator(symbol=t):
+                        out_terms.append((c, t))
+                    case Affine(terms=t2, offset=o2):
+                        out_terms.extend((c * c2, s2) for c2, s2 in t2)
+                        off += c * o2
+            if not out_terms:
+                return Fixed_idx(off)
+            if len(out_terms) == 1 and out_terms[0][0] == 1 and off == 0:
+                return Iterator(out_terms[0][1])
+            return Affine(tuple(out_terms), off)
+    return i
+
+
+def _subst_expr(e: L.Expr, m: dict[Symbol, AxisIndex], sc: dict[L.ScopeId, L.ScopeId]) -> L.Expr:
+    match e:
+        case L.Get(tn=tn, indices=idx):
+            return L.Get(tn, tuple(subst_index(i, m) for i in idx))
+        case L.Get_merge_buffer(tn=tn, indices=idx):
+            return L.Get_merge_buffer(tn, tuple(subst_index(i, m) for i in idx))
+        case L.Embed_index(index=i):
+            return L.Embed_index(subst_index(i, m))
+        case L.Get_local(scope=s):
+            return L.Get_local(sc.get(s, s))
+        case L.Local_scope(scope=s, body=body, orig_indices=oi):
+            new = fresh_scope(s.tn)
+            inner = {**sc, s: new}
+            return L.Local_scope(new, _subst_stmt(body, m, inner), oi)
+    return L.map_children(e, lambda x: _subst_expr(x, m, sc))
+
+
+def _subst_stmt(s: L.Stmt, m: dict[Symbol, AxisIndex], sc: dict[L.ScopeId, L.ScopeId]) -> L.Stmt:
+    match s:
+        case L.Seq(stmts=stmts):
+            return L.Seq(tuple(_subst_stmt(x, m, sc) for x in stmts))
+        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+            new = fresh_symbol()
+            return L.For_loop(new, lo, hi, _subst_stmt(body, {**m, i: Iterator(new)}, sc), t)
+        case L.Set(tn=tn, indices=idx, value=v):
+            return L.Set(tn, tuple(subst_index(i, m) for i in idx), _subst_expr(v, m, sc))
+        case L.Set_local(scope=local, value=v):
+            return L.Set_local(sc.get(local, local), _subst_expr(v, m, sc))
+    return s
+
+
+def instantiate(
+    s: L.Stmt, m: dict[Symbol, AxisIndex], scopes: dict[L.ScopeId, L.ScopeId]
+) -> L.Stmt:
+    """A copy of ``s`` with the symbols of ``m`` substituted, every loop given a fresh symbol,
+    every local scope inside it given a fresh id, and the locals of ``scopes`` renamed: each
+    inlined instance of a definition declares names of its own."""
+    return _subst_stmt(s, m, scopes)
+
+
+# ---- definitions ----
+
+
+@dataclass
+class Definition:
+    """How to compute one cell of a node: ``out_symbols`` are the symbols of its indices;
+    ``reduction`` loops (innermost last) accumulate ``value`` with ``accum`` starting from
+    ``init`` (no reduction: the cell is ``value``)."""
+
+    out_symbols: tuple[Symbol | None, ...]
+    value: L.Expr
+    reduction: tuple[L.For_loop, ...] = ()
+    accum: ops.Binop | None = None
+    init: float = 0.0
+
+    def inline(self, get: L.Get) -> L.Local_scope:
+        """The computation of the cell ``get`` reads, as a local scope with fresh names."""
+        m = {s: i for s, i in zip(self.out_symbols, get.indices) if s is not None}
+        scope = fresh_scope(get.tn)
+        if not self.reduction:
+            body = instantiate(L.Set_local(scope, self.value), m, {})
+            return L.Local_scope(scope, body, get.indices)
+        assert self.accum is not None
+        inner: L.Stmt = L.Set_local(scope, L.Binop(self.accum, L.Get_local(scope), self.value))
+        for loop in reversed(self.reduction):
+            inner = L.For_loop(loop.index, loop.from_, loop.to_inclusive, inner, loop.trace_it)
+        init = L.Set_local(scope, L.Constant(self.init))
+        return L.Local_scope(scope, L.seq(init, instantiate(inner, m, {})), get.indices)
+
+
+def _nest(s: L.Stmt) -> tuple[list[L.For_loop], L.Stmt]:
+    loops: list[L.For_loop] = []
+    while isinstance(s, L.For_loop):
+        loops.append(s)
+        s = s.body
+    return loops, s
+
+
+def as_definition(stmts: Sequence[L.Stmt], tn: Tnode) -> Definition | None:
+    """The definition of ``tn`` if ``stmts`` (its only writes, in order) compute it cell by
+    cell, else ``None``."""
+    init = 0.0
+    if len(stmts) == 2:
+        first, main = stmts
+        if isinstance(first, L.Zero_out) and first.tn == tn:
+            init = 0.0
+        else:
+            _, body0 = _nest(first)
+            if not (isinstance(body0, L.Set) and isinstance(body0.value, L.Constant)):
+                return None
+            init = body0.value.value
+    elif len(stmts) == 1:
+        main = stmts[0]
+    else:
+        return None
+    loops, body = _nest(main)
+    if not isinstance(body, L.Set) or body.tn != tn or not all(lp.trace_it for lp in loops):
+        return None
+    loop_syms = [lp.index for lp in loops]
+    out_syms: list[Symbol | None] = []
+    for idx, dim in zip(body.indices, tn.dims):
+        match idx:
+            case Iterator(symbol=Symbol() as s) if s in loop_syms and s not in out_syms:
+                lp = loops[loop_syms.index(s)]
+                if lp.from_ != 0 or lp.to_inclusive != dim - 1:
+                    return None
+                out_syms.append(s)
+            case Fixed_idx(value=0) if dim == 1:
+                out_syms.append(None)
+            case _:
+                return None
+    reduction = tuple(lp for lp in loops if lp.index not in out_syms)
+    self_reads = [g for g in L.sub_exprs(body.value) if isinstance(g, L.Get) and g.tn == tn]
+    if not reduction:
+        if self_reads or len(stmts) != 1:
+            return None
+        return Definition(tuple(out_syms), body.value)
+    # Accumulation: tn[out] := accum(tn[out], value) with value not reading tn.
+    v = body.value
+    if not (isinstance(v, L.Binop) and isinstance(v.a, L.Get) and v.a.tn == tn):
+        return None
+    if v.a.indices != body.indices or len(self_reads) != 1 or len(stmts) != 2:
+        return None
+    if loops[: len(loops) - len(reduction)] != [lp for lp in loops if lp not in reduction]:
+        return None  # reduction loops must be innermost
+    return Definition(tuple(out_syms), v.b, reduction, v.op, init)
+
+
+# ---- the decision ----
+
+
+@dataclass
+class _Site:
+    """One read of a node: the top-level statement holding it, and whether it visits each
+    cell at most once (every enclosing loop with more than one iteration indexes it)."""
+
+    stmt: int
+    once: bool
+
+
+@dataclass
+class _Candidate:
+    tn: Tnode
+    first: int
+    last: int
+    reduction: bool
+    reads: set[Tnode]
+    sites: list[_Site] = field(default_factory=list)
+
+
+def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
+    """Loop symbols that alone select an axis of the index (``i`` or ``c*i + o``): different
+    values of such a symbol read different cells."""
+    found: set[Symbol | StaticSymbol] = set()
+    for i in idx:
+        match i:
+            case Iterator(symbol=s):
+                found.add(s)
+            case Affine(terms=((c, s),)) if c != 0:
+                found.add(s)
+    return found
+
+
+def _read_sites(stmts: Sequence[L.Stmt]) -> dict[Tnode, list[_Site]]:
+    """Every read of every node by a statement that does not write it (an accumulation's read
+    of its own cell is part of computing the node)."""
+    sites: dict[Tnode, list[_Site]] = {}
+
+    def visit(e: L.Expr, k: int, loops: list[Symbol], written: set[Tnode]) -> None:
+        match e:
+            case L.Get(tn=tn, indices=idx) if tn not in written:
+                sites.setdefault(tn, []).append(_Site(k, set(loops) <= _distinct_axes(idx)))
+            case L.Local_scope(body=body):
+                walk(body, k, loops, written)
+            case L.Binop(a=a, b=b):
+                visit(a, k, loops, written)
+                visit(b, k, loops, written)
+            case L.Unop(a=a):
+                visit(a, k, loops, written)
+            case L.Ternop(a=a, b=b, c=c):
+                for x in (a, b, c):
+                    visit(x, k, loops, written)
+
+    def walk(s: L.Stmt, k: int, loops: list[Symbol], written: set[Tnode]) -> None:
+        match s:
+            case L.Seq(stmts=inner):
+                for x in inner:
+                    walk(x, k, loops, written)
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
+                walk(body, k, [*loops, i] if hi > lo else loops, written)
+            case L.Set(value=v) | L.Set_local(value=v):
+                visit(v, k, loops, written)
+
+    for k, s in enumerate(stmts):
+        walk(s, k, [], {w.tn for w in L.writes(s)})
+    return sites
+
+
+def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Candidate]:
+    """The nodes of ``allowed`` whose writes are consecutive statements that write only them
+    and form a definition."""
+    writers: dict[Tnode, list[int]] = {}
+    only_writes: dict[int, set[Tnode]] = {}
+    for k, s in enumerate(stmts):
+        written = {w.tn for w in L.writes(s)}
+        only_writes[k] = written
+        for tn in written:
+            writers.setdefault(tn, []).append(k)
+    found: dict[Tnode, _Candidate] = {}
+    for tn, ks in writers.items():
+        if tn not in allowed or ks != list(range(ks[0], ks[-1] + 1)):
+            continue
+        if any(only_writes[k] != {tn} for k in ks):
+            continue
+        d = as_definition([stmts[k] for k in ks], tn)
+        if d is None:
+            continue
+        reads = {g.tn for k in ks for g in L.reads(stmts[k]) if isinstance(g, L.Get)} - {tn}
+        found[tn] = _Candidate(tn, ks[0], ks[-1], bool(d.reduction), reads)
+    sites = _read_sites(stmts)
+    for tn, c in found.items():
+        c.sites = sites.get(tn, [])
+    return found
+
+
+class _Plan:
+    """Facts about a set of virtual nodes, computed on demand."""
+
+    def __init__(self, cands: dict[Tnode, _Candidate], virtual: set[Tnode]) -> None:
+        self.cands = cands
+        self.virtual = virtual
+        self.owner = {k: c.tn for c in cands.values() for k in range(c.first, c.last + 1)}
+        self._inputs: dict[Tnode, frozenset[Tnode]] = {}
+        self._heavy: dict[Tnode, bool] = {}
+        self._positions: dict[Tnode, frozenset[int]] = {}
+
+    def inputs(self, tn: Tnode) -> frozenset[Tnode]:
+        """The stored nodes the inlined computation of ``tn`` reads."""
+        if tn not in self._inputs:
+            out: set[Tnode] = set()
+            for r in self.cands[tn].reads:
+                out |= self.inputs(r) if r in self.virtual else {r}
+            self._inputs[tn] = frozenset(out)
+        return self._inputs[tn]
+
+    def heavy(self, tn: Tnode) -> bool:
+        """The inlined computation of ``tn`` runs a reduction loop."""
+        if tn not in self._heavy:
+            c = self.cands[tn]
+            self._heavy[tn] = c.reduction or any(
+                self.heavy(r) for r in c.reads if r in self.virtual
+            )
+        return self._heavy[tn]
+
+    def positions(self, tn: Tnode) -> frozenset[int]:
+        """The top-level statements where the inlined computation of ``tn`` will run."""
+        if tn not in self._positions:
+            out: set[int] = set()
+            for site in self.cands[tn].sites:
+                user = self.owner.get(site.stmt)
+                out |= self.positions(user) if user in self.virtual else {site.stmt}
+            self._positions[tn] = frozenset(out)
+        return self._positions[tn]
+
+    def repeats_work(self, tn: Tnode) -> bool:
+        """Inlining ``tn`` would run a reduction loop more often than its cells."""
+        c = self.cands[tn]
+        return self.heavy(tn) and not (len(c.sites) == 1 and c.sites[0].once)
+
+    def changes_meaning(self, tn: Tnode, writers: dict[Tnode, list[int]]) -> bool:
+        """Something ``tn``'s inlined computation reads is written after its definition and
+        up to (including) the last statement where that computation runs."""
+        last = self.cands[tn].last
+        end = max(self.positions(tn), default=last)
+        return any(
+            bisect.bisect_right(writers.get(x, []), last)
+            < bisect.bisect_right(writers.get(x, []), end)
+            for x in self.inputs(tn)
+        )
+
+
+def choose_virtual(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> set[Tnode]:
+    """The nodes of ``allowed`` to make virtual: see the module docstring.
+
+    Candidates breaking a rule are materialized one at a time. Work first, the earliest
+    first: whether a node is heavy depends on earlier nodes only, so materializing the earliest
+    offender can make later ones light. Meaning next, the latest first: where a node's
+    computation runs depends on later (reading) nodes only."""
+    cands = _candidates(stmts, allowed)
+    writers: dict[Tnode, list[int]] = {}
+    for k, st in enumerate(stmts):
+        for tn in dict.fromkeys(w.tn for w in L.writes(st)):
+            writers.setdefault(tn, []).append(k)
+    virtual = {tn for tn, c in cands.items() if c.sites}
+    while True:
+        plan = _Plan(cands, virtual)
+        order = sorted(virtual, key=lambda tn: cands[tn].first)
+        costly = next((tn for tn in order if plan.repeats_work(tn)), None)
+        if costly is None:
+            costly = next((tn for tn in reversed(order) if plan.changes_meaning(tn, writers)), None)
+        if costly is None:
+            return virtual
+        virtual.discard(costly)
+
+
+# ---- the rewrite ----
+
+
+def _map_gets(e: L.Expr, defs: dict[Tnode, Definition]) -> L.Expr:
+    match e:
+        case L.Get(tn=tn) if tn in defs:
+            return defs[tn].inline(e)
+        case L.Local_scope(scope=sc, body=body, orig_indices=oi):
+            return L.Local_scope(sc, _map_gets_stmt(body, defs), oi)
+    return L.map_children(e, lambda x: _map_gets(x, defs))
+
+
+def _map_gets_stmt(s: L.Stmt, defs: dict[Tnode, Definition]) -> L.Stmt:
+    match s:
+        case L.Seq(stmts=stmts):
+            return L.Seq(tuple(_map_gets_stmt(x, defs) for x in stmts))
+        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+            return L.For_loop(i, lo, hi, _map_gets_stmt(body, defs), t)
+        case L.Set(tn=tn, indices=idx, value=v):
+            return L.Set(tn, idx, _map_gets(v, defs))
+        case L.Set_local(scope=sc, value=v):
+            return L.Set_local(sc, _map_gets(v, defs))
+    return s
+
+
+def virtualize(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> tuple[list[L.Stmt], set[Tnode]]:
+    """Inline the nodes :func:`choose_virtual` picks from ``allowed``.
+
+    Returns:
+        The remaining top-level statements (reads of virtual nodes replaced by local scopes)
+        and the set of virtual nodes.
+    """
+    virtual = choose_virtual(stmts, allowed)
+    defs: dict[Tnode, Definition] = {}
+    out: list[L.Stmt] = []
+    pending: dict[Tnode, list[L.Stmt]] = {}
+    last: dict[Tnode, int] = {}
+    for k, s in enumerate(stmts):
+        for w in L.writes(s):
+            last[w.tn] = k
+    for k, s in enumerate(stmts):
+        s = _map_gets_stmt(s, defs)
+        written = {w.tn for w in L.writes(s)}
+        if len(written) == 1 and (tn := next(iter(written))) in virtual:
+            pending.setdefault(tn, []).append(s)
+            if k == last[tn]:
+                d = as_definition(pending[tn], tn)
+                assert d is not None, f"{tn.debug_label}: definition lost while inlining"
+                defs[tn] = d
+            continue
+        out.append(s)
+    return out, virtual
