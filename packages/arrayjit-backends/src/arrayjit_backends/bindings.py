@@ -99,6 +99,8 @@ def with_static_ranges(
         UsageError: a declared range exceeds what the accesses allow (see
             :func:`arrayjit_ir.bounds.static_ranges`).
     """
+    if not opt.static_symbols and not symbols:
+        return opt  # ``lower`` already checked every access; no range to find
     ranges = bounds.static_ranges(lowered, symbols)
     return dataclasses.replace(opt, static_symbols=bounds.with_ranges(opt.static_symbols, ranges))
 

@@ -20,7 +20,6 @@ an index with two static symbols of unknown range, an index with the wrong numbe
 
 from __future__ import annotations
 
-from collections.abc import Iterator as PyIterator
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -86,6 +85,10 @@ class _Walker:
                 f"{len(dims)} axes (dims {list(dims)}, padding included)"
             )
         for axis, (idx, dim) in enumerate(zip(indices, dims)):
+            if type(idx) is Fixed_idx:  # the common constant index: no record needed
+                if not 0 <= idx.value < dim:
+                    _violation(tn, what, axis, dim, idx, idx.value, idx.value, "")
+                continue
             terms, off = _terms(idx)
             lo = hi = off
             statics: list[tuple[int, str]] = []
@@ -103,12 +106,17 @@ class _Walker:
                     )
                 a, b = c * span[0], c * span[1]
                 lo, hi = lo + min(a, b), hi + max(a, b)
+            if not statics:  # decided now; only accesses with static symbols wait for ranges
+                if lo < 0 or hi > dim - 1:
+                    _violation(tn, what, axis, dim, idx, lo, hi, "")
+                continue
             self.accesses.append(_Access(tn, what, axis, dim, idx, lo, hi, tuple(statics)))
 
     def stmt(self, s: L.Stmt) -> None:
-        match s:
-            case L.Noop() | L.Comment() | L.Zero_out():
-                pass
+        match s:  # the most frequent statements first
+            case L.Set(tn=tn, indices=idx, value=value):
+                self.access(tn, "a write", idx)
+                self.expr(value)
             case L.Seq(stmts=stmts):
                 for x in stmts:
                     self.stmt(x)
@@ -122,9 +130,8 @@ class _Walker:
                     del self.env[sym]
                 else:
                     self.env[sym] = outer
-            case L.Set(tn=tn, indices=idx, value=value):
-                self.access(tn, "a write", idx)
-                self.expr(value)
+            case L.Noop() | L.Comment() | L.Zero_out():
+                pass
             case L.Set_local(value=value):
                 self.expr(value)
             case _:
@@ -229,12 +236,17 @@ def _check_declared(walker: _Walker, ranges: dict[str, int | None]) -> None:
             lo, hi = lo + min(x, y), hi + max(x, y)
         if lo < 0 or hi > a.dim - 1:
             statics = ", ".join(f"{n} in 0..{ranges[n]}" for _, n in a.statics)
-            over = f" with {statics} (exclusive)" if statics else ""
-            raise UsageError(
-                f"bounds: {a.what} of node {a.tn.debug_label} axis {a.axis} is indexed by "
-                f"{show_index(a.index)}, ranging over {lo}..{hi}{over}, but the axis has "
-                f"size {a.dim} (valid 0..{a.dim - 1}, padding included)"
-            )
+            _violation(a.tn, a.what, a.axis, a.dim, a.index, lo, hi, f" with {statics} (exclusive)")
+
+
+def _violation(
+    tn: Tnode, what: str, axis: int, dim: int, idx: AxisIndex, lo: int, hi: int, over: str
+) -> None:
+    raise UsageError(
+        f"bounds: {what} of node {tn.debug_label} axis {axis} is indexed by "
+        f"{show_index(idx)}, ranging over {lo}..{hi}{over}, but the axis has "
+        f"size {dim} (valid 0..{dim - 1}, padding included)"
+    )
 
 
 def static_ranges(code: L.Stmt, symbols: Sequence[StaticSymbol] = ()) -> dict[str, int | None]:
@@ -269,12 +281,3 @@ def with_ranges(
     """``symbols`` carrying the ranges :func:`static_ranges` found (equal by name, so the
     result can replace them anywhere)."""
     return tuple(StaticSymbol(s.name, ranges.get(s.name, s.range)) for s in symbols)
-
-
-def accesses(code: L.Stmt) -> PyIterator[tuple[Tnode, int, int, int]]:
-    """``(node, axis, lo, hi)`` of the loop part of every access of ``code`` (for tests and
-    debugging)."""
-    walker = _Walker()
-    walker.stmt(code)
-    for a in walker.accesses:
-        yield a.tn, a.axis, a.lo, a.hi
