@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import threading
 import weakref
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -242,3 +243,14 @@ def test_finalize_stops_every_thread_it_started(backend_name: str) -> None:
         if t.ident not in before and t.is_alive() and t.name.startswith("arrayjit")
     ]
     assert ours == []
+
+
+def test_assigning_bindings_goes_through_the_checks(backend: Any) -> None:
+    r, row = _slice_routine(backend, StaticSymbol("i"))
+    with pytest.raises(UsageError, match=r"static index i = 1000 is out of range"):
+        r.bindings = {"i": 1000}
+    assert isinstance(r.bindings, Mapping) and dict(r.bindings) == {"i": 0}
+    r.bindings = {"i": 2}
+    r()
+    backend.to_host(r.context, row)
+    np.testing.assert_array_equal(row.get_values(), ROWS[2])

@@ -460,3 +460,16 @@ def test_code_links_only_into_its_kind(backend: Backend) -> None:
             backend.link(ctx_of(backend), code)
     finally:
         other.finalize()
+
+
+def test_unranged_static_index_stays_within_int64(backend: Backend) -> None:
+    k = StaticSymbol("k")
+    y = hosted((2,), "y")
+    r = backend.link(ctx_of(backend), backend.compile(ir.fetch(y, ir.Embed_symbol(k)), "e", [k]))
+    assert r.bindings.ranges() == {"k": None}
+    with pytest.raises(UsageError, match=r"static index k = 9223372036854775808 is out of range"):
+        r.bindings["k"] = 2**63
+    r.bindings["k"] = 7
+    r()
+    backend.to_host(r.context, y)
+    np.testing.assert_array_equal(y.get_values(), [7.0, 7.0])

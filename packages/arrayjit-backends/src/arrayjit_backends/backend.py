@@ -200,7 +200,7 @@ class Routine:
         self.inputs: tuple[Tnode, ...] = opt.inputs
         self.outputs: tuple[Tnode, ...] = opt.outputs
         self.merge_buffer_input: Tnode | None = opt.merge_node
-        self.bindings = Bindings(opt.static_symbols, code.name)
+        self._bindings = Bindings(opt.static_symbols, code.name)
         self._symbols = opt.static_symbols
         self._run = run
         locs = context.buffers
@@ -238,7 +238,7 @@ class Routine:
                 queue.wait_for(w[1])
         for _, key in self._writes:  # write after another stream's read or write
             backend._wait_users(stream, key)
-        values = {s: self.bindings[s.name] for s in self._symbols}
+        values = {s: self._bindings[s.name] for s in self._symbols}
         run = self._run
         queue.schedule(lambda: run(values))
         if self._writes or self._reads:
@@ -252,6 +252,16 @@ class Routine:
             tn.devices_not_lagging_host.add(dev.id)
 
     __call__ = schedule
+
+    @property
+    def bindings(self) -> Bindings:
+        """The static-index values the next runs use (checked against their ranges)."""
+        return self._bindings
+
+    @bindings.setter
+    def bindings(self, values: Mapping[str, int]) -> None:
+        # Assigning a mapping sets each value through the checks; it never replaces them.
+        self._bindings.update(values)
 
     def __repr__(self) -> str:
         return f"<Routine {self.name} on {self.context.stream.name}>"

@@ -24,6 +24,9 @@ from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import UsageError
 
+INDEX_LIMIT = 1 << 63
+"""Static indices are passed to generated code as signed 64-bit integers."""
+
 
 class Bindings(MutableMapping[str, int]):
     """Static-index values of a routine, by symbol name (all 0 at first), each checked against
@@ -58,8 +61,9 @@ class Bindings(MutableMapping[str, int]):
                 f"routine {self._routine}: static index {key} must be an integer, got {value!r}"
             )
         v = int(value)
-        if v < 0 or (sym.range is not None and v >= sym.range):
-            valid = f"0..{sym.range - 1}" if sym.range is not None else "0 or more"
+        limit = sym.range if sym.range is not None else INDEX_LIMIT
+        if v < 0 or v >= limit:
+            valid = f"0..{limit - 1}"
             raise UsageError(
                 f"routine {self._routine}: static index {key} = {v} is out of range "
                 f"(valid: {valid})"
