@@ -135,3 +135,20 @@ def test_poll_until_lets_ctrl_c_through_at_once() -> None:
     with pytest.raises(KeyboardInterrupt):
         poll_until(lambda: time.monotonic() - start > 30)  # a device wait that takes long
     assert time.monotonic() - start < 1.0
+
+
+def test_succeeded_is_false_for_good_after_a_failure() -> None:
+    q = ThreadQueue("s")
+    gate = threading.Event()
+    q.schedule(lambda: gate.wait(10))
+    before = q.all_work()
+    q.schedule(lambda: 1 / 0)
+    after = q.all_work()
+    assert not before.succeeded() and not after.succeeded()
+    gate.set()
+    after.wait()
+    assert before.succeeded() and after.is_done() and not after.succeeded()
+    before.sync()  # the point before the failure is fine
+    with pytest.raises(StreamError, match="ZeroDivisionError"):
+        after.sync()
+    q.close()

@@ -604,3 +604,20 @@ def test_set_values_refuses_ragged_lists() -> None:
         tn.set_values([[object(), 1], [2, 3]])
     tn.set_values([[1, 2], [3, 4]])
     np.testing.assert_array_equal(tn.get_values(), [[1, 2], [3, 4]])
+
+
+def test_a_read_hook_that_fails_stays_until_replaced() -> None:
+    tn = Tnode.create((2,), hosted=True, label="h")
+    calls: list[int] = []
+
+    def failing_sync() -> None:
+        calls.append(1)
+        raise RuntimeError("copy skipped")
+
+    tn.prepare_read(lambda: False, failing_sync)
+    for _ in range(2):  # every read reports it, none returns the stale array
+        with pytest.raises(RuntimeError, match="copy skipped"):
+            tn.get_values()
+    assert calls == [1, 1]
+    tn.prepare_read(lambda: True, failing_sync)  # a later copy that completed
+    np.testing.assert_array_equal(tn.get_values(), [0.0, 0.0])

@@ -632,7 +632,7 @@ class Backend:
         queue.schedule(lambda: runtime.to_host(queue, arr, buf))
         self.copies += 1
         event = queue.all_work()
-        tn.prepare_read(event.is_done, event.sync)
+        tn.prepare_read(event.succeeded, event.sync)  # a skipped copy raises, never stale
         dev.readers.setdefault(key, {})[stream] = event
         tn.devices_not_lagging_host.clear()
         tn.devices_not_lagging_host.add(dev.id)

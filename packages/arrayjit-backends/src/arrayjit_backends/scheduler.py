@@ -51,6 +51,11 @@ class Event:
                 knows it: multicore streams).
         """
 
+    def succeeded(self) -> bool:
+        """Whether the stream has passed this point having run every task before it (false
+        while pending, and for good once a task before it failed)."""
+        return self.is_done()
+
     def wait(self) -> None:
         """Block until the stream has passed this point, whether or not a task before it
         failed."""
@@ -249,6 +254,11 @@ class _Ticket(Event):
             raise StreamError(
                 state.name, f"a task before this event failed: {state.error!r}"
             ) from state.error
+
+    def succeeded(self) -> bool:
+        state = self._state
+        failed = state.failed_at
+        return state.finished >= self._count and (failed is None or failed >= self._count)
 
     def wait(self) -> None:
         self._state.wait_until(self._count)

@@ -621,12 +621,21 @@ class Tnode:
         self._prepare_write = _Hook(is_done, sync)
 
     def do_read(self) -> None:
-        """Wait until the host array holds the latest value scheduled for it."""
-        hook, self._prepare_read = self._prepare_read, None
+        """Wait until the host array holds the latest value scheduled for it.
+
+        Raises:
+            StreamError: the copy scheduled for it can no longer happen (a task before it on
+                its stream failed): the hook's ``sync`` raises it, at every read until another
+                copy's hook replaces it.
+        """
+        hook = self._prepare_read
         if hook is not None:
             if not hook.is_done():
+                # A copy that can no longer happen raises here (StreamError); the hook then
+                # stays, so every later read reports it too instead of returning stale values.
                 hook.sync()
-            if hook.transfer is not None:
+            hook, self._prepare_read = self._prepare_read, None
+            if hook is not None and hook.transfer is not None:
                 hook.transfer()
 
     def do_write(self) -> None:
