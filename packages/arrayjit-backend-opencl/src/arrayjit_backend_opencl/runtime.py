@@ -241,7 +241,7 @@ class OpenclDevices(DeviceBackend):
     def compile(self, optimized: Optimized) -> ClCode:
         prefix = "aj_" + "".join(c if c.isalnum() else "_" for c in optimized.name)
         rendered = self.renderer.render_program(optimized, prefix)
-        binaries = []
+        binaries, keys, builds = [], [], []
         for k, device in enumerate(self.devices):
             key = cache_key(
                 source=rendered.source,
@@ -254,8 +254,18 @@ class OpenclDevices(DeviceBackend):
             )
             build: Callable[[], bytes] = partial(self._build, rendered, device, optimized)
             binaries.append(self.cache.get_or_build(key, build))
+            keys.append(key)
+            builds.append(build)
         # A program from binaries: pyopencl builds it without its own cache.
-        program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
+        try:
+            program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
+        except cl.Error as exc:  # a cached binary the driver rejects: rebuild from source
+            for key in keys:
+                self.cache.discard(key, f"the OpenCL driver rejects its binary: {exc}")
+            binaries = [build() for build in builds]
+            for key, binary in zip(keys, binaries):
+                self.cache.put(key, binary)
+            program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
         return ClCode(optimized.name, program, rendered)
 
     def _build(self, rendered: GpuProgram, device: Any, optimized: Optimized) -> bytes:
