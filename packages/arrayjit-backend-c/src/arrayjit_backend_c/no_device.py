@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import hashlib
 import itertools
 import shutil
 import tempfile
@@ -48,6 +49,9 @@ class CcCode:
 _lib_dir: Path | None = None
 _lib_names = itertools.count()
 _lib_lock = threading.Lock()
+_loaded: dict[tuple[str, bytes], ctypes.CDLL] = {}
+"""Libraries loaded by this process, by key and SHA-256 of their bytes (ctypes never unloads
+one, so loading the same artifact again would only map another copy)."""
 
 
 def load_library(data: bytes, key: str) -> ctypes.CDLL:
@@ -55,7 +59,8 @@ def load_library(data: bytes, key: str) -> ctypes.CDLL:
     fresh file in a private folder of this process, loaded, and unlinked at once: the code
     that runs is exactly the verified artifact, whatever happens to the cache folder, and
     nothing is written there (``ARRAYJIT_NO_CACHE=1`` writes nothing at all). Each file name is
-    new, so the dynamic loader never returns an older library of the same name.
+    new, so the dynamic loader never returns an older library of the same name; an artifact
+    already loaded by this process (same key, same bytes) is reused.
 
     Raises:
         ValueError: ``data`` is not a shared object.
@@ -64,16 +69,22 @@ def load_library(data: bytes, key: str) -> ctypes.CDLL:
     global _lib_dir
     if not compiler.is_shared_object(data):
         raise ValueError(f"not a shared object ({len(data)} bytes starting {data[:8]!r})")
+    ident = (key, hashlib.sha256(data).digest())
     with _lib_lock:
+        lib = _loaded.get(ident)
+        if lib is not None:  # these very bytes are loaded already: the loader never unloads
+            return lib
         if _lib_dir is None:
             _lib_dir = Path(tempfile.mkdtemp(prefix="arrayjit-lib-"))
             atexit.register(shutil.rmtree, _lib_dir, True)
         path = _lib_dir / f"{key[:16]}-{next(_lib_names)}.so"
     path.write_bytes(data)
     try:
-        return ctypes.CDLL(str(path))
+        lib = ctypes.CDLL(str(path))
     finally:
         path.unlink(missing_ok=True)
+    with _lib_lock:
+        return _loaded.setdefault(ident, lib)
 
 
 class CcBackend(NoDeviceBackend):
