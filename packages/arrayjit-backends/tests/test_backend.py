@@ -473,3 +473,20 @@ def test_unranged_static_index_stays_within_int64(backend: Backend) -> None:
     r()
     backend.to_host(r.context, y)
     np.testing.assert_array_equal(y.get_values(), [7.0, 7.0])
+
+
+def test_compile_and_link_arguments_are_checked(backend: Backend) -> None:
+    a, y = hosted((4,), "a"), hosted((4,), "y")
+    comp = ir.unop(y, "neg", a)
+    with pytest.raises(UsageError, match=r"compile: name must be a string, got 3"):
+        backend.compile(comp, name=3)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"bindings must be a list of StaticSymbol, got 'i'"):
+        backend.compile(comp, bindings="i")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"compile: expected a Comp or an assignment"):
+        backend.compile("comp")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"link: expected the Code of a compile, got None"):
+        backend.link(ctx_of(backend), None)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"from_host: expected a Context of backend"):
+        backend.from_host("ctx", a)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"expected a Device of backend"):
+        backend.new_stream("dev")  # type: ignore[arg-type]

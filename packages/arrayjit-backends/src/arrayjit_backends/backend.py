@@ -30,7 +30,12 @@ import numpy as np
 
 from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import NoDeviceBackend, Run
-from arrayjit_backends.bindings import Bindings, check_code_kind, with_static_ranges
+from arrayjit_backends.bindings import (
+    Bindings,
+    check_code_kind,
+    check_compile_args,
+    with_static_ranges,
+)
 from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
@@ -374,11 +379,21 @@ class Backend:
 
     def _check_device(self, device: Device) -> None:
         self._check_live()
+        if not isinstance(device, Device):
+            raise UsageError(
+                f"expected a Device of backend {self.name}, got {device!r} "
+                f"({type(device).__name__})"
+            )
         if device.backend is not self:
             raise UsageError(f"device {device!r} does not belong to backend {self.name}")
 
     def _check_context(self, ctx: Context, what: str) -> None:
         self._check_live()
+        if not isinstance(ctx, Context):
+            raise UsageError(
+                f"{what}: expected a Context of backend {self.name}, got {ctx!r} "
+                f"({type(ctx).__name__})"
+            )
         if ctx.backend is not self:
             raise UsageError(
                 f"{what}: the context belongs to backend {ctx.backend.name} "
@@ -413,6 +428,7 @@ class Backend:
             CompileError: the native compiler failed.
         """
         self._check_live()
+        check_compile_args(comp, name, bindings)
         c = Comp.of(comp)
         llc = lower(c)
         opt = optimize(llc, name=name, static_symbols=tuple(bindings))
@@ -432,6 +448,10 @@ class Backend:
         """Compile several computations that will run in one context lineage: nodes several of
         them touch are never virtual or local."""
         self._check_live()
+        if len(comps) != len(names):
+            raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
+        for comp, name in zip(comps, names):
+            check_compile_args(comp, name, bindings)
         cs = [Comp.of(c) for c in comps]
         llcs = [lower(c) for c in cs]
         opts = optimize_batch(llcs, list(names), tuple(bindings))
@@ -479,6 +499,8 @@ class Backend:
                 kind of backend, or the code reads a node that is neither hosted nor computed
                 by an earlier routine of this context lineage.
         """
+        if not isinstance(code, Code):
+            raise UsageError(f"link: expected the Code of a compile, got {code!r}")
         self._check_context(ctx, f"link {code.name}")
         check_code_kind(code.kind, self.runtime.code_kind(), code.name, self.name)
         child = self._extend(ctx, code)

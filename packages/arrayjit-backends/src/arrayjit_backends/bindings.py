@@ -20,12 +20,16 @@ import numpy as np
 
 from arrayjit_ir import bounds
 from arrayjit_ir import low_level as L
+from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch, Noop
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import UsageError
 
 INDEX_LIMIT = 1 << 63
 """Static indices are passed to generated code as signed 64-bit integers."""
+
+
+ASSIGNMENT_TYPES = (Accum_op, Fetch, Block, Noop)
 
 
 class Bindings(MutableMapping[str, int]):
@@ -109,6 +113,28 @@ def with_static_ranges(
     return dataclasses.replace(opt, static_symbols=bounds.with_ranges(opt.static_symbols, ranges))
 
 
+def check_compile_args(comp: object, name: object, symbols: object) -> None:
+    """Refuse arguments of ``compile`` of the wrong type.
+
+    Raises:
+        UsageError: ``comp`` is not a computation or assignment, ``name`` not a string, or
+            ``symbols`` not a sequence of :class:`StaticSymbol` (each names the argument).
+    """
+    if not isinstance(comp, (Comp, *ASSIGNMENT_TYPES)):
+        raise UsageError(
+            f"compile: expected a Comp or an assignment (ir.block, ir.accum...), got {comp!r}"
+        )
+    if not isinstance(name, str):
+        raise UsageError(f"compile: name must be a string, got {name!r}")
+    if isinstance(symbols, (str, bytes)) or not isinstance(symbols, Sequence):
+        raise UsageError(
+            f"compile {name}: bindings must be a list of StaticSymbol, got {symbols!r}"
+        )
+    for s in symbols:
+        if not isinstance(s, StaticSymbol):
+            raise UsageError(f"compile {name}: bindings must be StaticSymbol values, got {s!r}")
+
+
 def check_code_kind(code_kind: str, context_kind: str, routine: str, backend: str) -> None:
     """Refuse code compiled for another kind of backend.
 
@@ -122,4 +148,4 @@ def check_code_kind(code_kind: str, context_kind: str, routine: str, backend: st
         )
 
 
-__all__ = ["Bindings", "check_code_kind", "with_static_ranges"]
+__all__ = ["Bindings", "check_code_kind", "check_compile_args", "with_static_ranges"]
