@@ -53,16 +53,9 @@ def _loop_work(s: L.Stmt) -> int:
 
 
 def _inlined_work(e: L.Expr) -> int:
-    match e:
-        case L.Local_scope(body=body):
-            return _loop_work(body)
-        case L.Binop(a=a, b=b):
-            return _inlined_work(a) + _inlined_work(b)
-        case L.Unop(a=a):
-            return _inlined_work(a)
-        case L.Ternop(a=a, b=b, c=c):
-            return _inlined_work(a) + _inlined_work(b) + _inlined_work(c)
-    return 0
+    if isinstance(e, L.Local_scope):
+        return _loop_work(e.body)
+    return sum(_inlined_work(x) for x in L.children(e))
 
 
 def _sets(s: L.Stmt) -> list[L.Set]:
