@@ -288,8 +288,7 @@ class Communicator:
                 + (f" root {h[0][1]}" if h[0][1] >= 0 else "")
                 + " of "
                 + ", ".join(
-                    f"{label} {list(dims)} {prec}"
-                    for label, (dims, prec) in zip(h[1], h[0][2])
+                    f"{label} {list(dims)} {prec}" for label, (dims, prec) in zip(h[1], h[0][2])
                 )
                 for r, h in enumerate(headers)
             )

@@ -6,7 +6,8 @@ an exception escaped the main program while a communicator was open) calls :meth
 it prints the cause, sends it to every other rank on a dedicated communicator, gives them a
 moment to print it too, and calls ``MPI_Abort``. Each rank runs a watcher thread that polls for
 such a message (every few milliseconds, so it costs nothing measurable) and, when one arrives,
-prints it and aborts as well, even while its own engine is blocked inside a collective.
+prints it (even while its own engine is blocked inside a collective) and is then ended by the
+failing rank's abort, or aborts itself if that does not come.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from mpi4py import MPI
 
 ALARM_TAG = 7001
 MAX_MESSAGE = 8192
-GRACE_SECONDS = 0.5
+GRACE_SECONDS = 1.0
 """How long a failing rank waits after telling the others, so they can print before the job
 is killed."""
 
@@ -60,6 +61,10 @@ class Alarm:
                     self.size,
                     f"rank {status.Get_source()} failed, so this job ends: {text}",
                 )
+                # The failing rank aborts the job once every rank had time to print; abort
+                # ourselves only if that never comes (it died first), so no rank's message is
+                # cut short by another's abort.
+                time.sleep(3 * GRACE_SECONDS)
                 self.abort_comm.Abort(1)
 
     def fail(self, text: str) -> None:
@@ -94,11 +99,17 @@ class Alarm:
             self.comm.Free()
 
 
+def _cause(exc: BaseException) -> BaseException | None:
+    if exc.__cause__ is not None or exc.__suppress_context__:
+        return exc.__cause__
+    return exc.__context__
+
+
 def describe_exception(exc: BaseException) -> str:
     """The exception and its chain of causes on one line each, then the innermost frames of
     the first one raised, for a failure message."""
     chain = [exc]
-    while (nxt := chain[-1].__cause__ or chain[-1].__context__) is not None and len(chain) < 8:
+    while (nxt := _cause(chain[-1])) is not None and len(chain) < 8:
         chain.append(nxt)
     text = "\n  caused by ".join(f"{type(e).__name__}: {e}" for e in chain)
     frames = "".join(traceback.format_tb(chain[-1].__traceback__)[-2:]).rstrip()
@@ -129,9 +140,7 @@ class ExceptHooks:
         if args.exc_value is None or isinstance(args.exc_value, SystemExit):
             return
         name = args.thread.name if args.thread is not None else "?"
-        self.alarm.fail(
-            f"an exception escaped thread {name}: {describe_exception(args.exc_value)}"
-        )
+        self.alarm.fail(f"an exception escaped thread {name}: {describe_exception(args.exc_value)}")
 
     def uninstall(self) -> None:
         """Put the previous hooks back (if nothing replaced ours meanwhile)."""
