@@ -85,3 +85,23 @@ def test_a_failing_rank_ends_the_job(backend: str, n: int, scenario: str, cause:
     for rank in range(n):
         if rank != 1:
             assert f"arrayjit-distributed: rank {rank} of {n}: rank 1 failed" in out, out
+
+
+@pytest.mark.parametrize(
+    ("backend", "n"), [("multicore_cc", 2), ("multicore_cc", 3), ("opencl", 2)]
+)
+def test_data_parallel_demo(backend: str, n: int) -> None:
+    """The demo's own checks (identical parameters on every rank, equal to numpy's
+    whole-batch SGD) pass, and it says so."""
+    require(backend)
+    done = subprocess.run(
+        [mpiexec(), "-n", str(n), sys.executable, "-m", "arrayjit_distributed.demo"]
+        + ["--backend", backend, "--steps", "10"],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert f"on {backend}, {n} rank(s)" in done.stdout, out
+    assert done.stdout.count("[ok]") == 2 and "all checks passed" in done.stdout, out
