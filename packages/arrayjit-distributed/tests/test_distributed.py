@@ -94,9 +94,9 @@ def test_data_parallel_demo(backend: str, n: int) -> None:
     """The demo's own checks (identical parameters on every rank, equal to numpy's
     whole-batch SGD) pass, and it says so."""
     require(backend)
+    demo = ["-m", "arrayjit_distributed.demo", "--backend", backend, "--steps", "10"]
     done = subprocess.run(
-        [mpiexec(), "-n", str(n), sys.executable, "-m", "arrayjit_distributed.demo"]
-        + ["--backend", backend, "--steps", "10"],
+        [mpiexec(), "-n", str(n), sys.executable, *demo],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,
