@@ -10,9 +10,10 @@ Each collective (``all_reduce``, ``broadcast``, ``all_gather``, ``reduce_scatter
 2. becomes a task of the context's stream through
    :meth:`~arrayjit_backends.backend.Backend.schedule_task`, so it waits for the nodes' writers
    like a routine, and later readers and writers on any stream wait for it;
-3. runs its MPI call on the communicator's :class:`~arrayjit_distributed.engine.Engine` thread,
-   directly on the device buffer where device memory is host memory (CPU backends: no copy), or
-   on a host staging array otherwise (OpenCL, CUDA: device -> host, MPI, host -> device).
+3. runs its MPI call in its turn (see :mod:`arrayjit_distributed.engine`): on CPU backends in
+   the stream's own task, directly on the device buffer (device memory is host memory: no
+   copy); otherwise on the engine's thread, on a host staging array (OpenCL, CUDA: device ->
+   host, MPI, host -> device).
 
 The call returns the stream's event after the collective at once; nothing blocks until a value
 is asked for (``get_values`` after ``to_host``, ``await_stream``, ``sync``).
@@ -202,8 +203,8 @@ class Communicator:
         job_reads = [tn for tn in nodes if tn not in writes]
         if self.backend.runtime.unified_memory:
             arrays = [_view(ctx, tn) for tn in nodes]
-            job = Job(name, ctx.stream.queue, lambda: compute(arrays))
-            task: Callable[[], None] = job.hold_stream
+            job = Job(name, ctx.stream.queue, lambda: compute(arrays), on_stream=True)
+            task: Callable[[], None] = job.run_on_stream
         else:
             job, task = self._staged(name, ctx, nodes, reads, writes, compute)
         self._engine.submit(job)  # first: a sync stream runs the task while scheduling it
@@ -238,7 +239,7 @@ class Communicator:
             finally:
                 gate.open()
 
-        job = Job(name, stream_queue, work)
+        job = Job(name, stream_queue, work, on_stream=False)
 
         def task() -> None:
             for tn, arr in zip(nodes, staging):
