@@ -5,7 +5,8 @@
   the same size, interleaved in the same run; prints the medians and their ratio.
 - ``OMP_NUM_THREADS=1 mpiexec -n P python -m arrayjit_distributed.bench step``: the
   data-parallel training step with a fixed per-rank batch (weak scaling); prints samples per
-  second over all ranks. Run it with P = 1 and P = 2 and divide.
+  second over all ranks. Run it with P = 1 and P = 2 and divide; ``--no-comm`` gives the same
+  step without its all-reduces (what the machine gives ranks that never talk).
 
 Rank 0 prints one JSON line per result (``{"bench": ..., ...}``) after a human-readable line.
 """
@@ -90,8 +91,12 @@ def bench_allreduce(backend_name: str, mib: int, repeat: int) -> None:
     comm.close()
 
 
-def bench_step(backend_name: str, per_rank: int, hid: int, din: int, steps: int) -> None:
-    """Samples per second of the data-parallel step over all ranks (fixed per-rank batch)."""
+def bench_step(
+    backend_name: str, per_rank: int, hid: int, din: int, steps: int, communicate: bool
+) -> None:
+    """Samples per second of the data-parallel step over all ranks (fixed per-rank batch);
+    without ``communicate`` the same step without its all-reduces (what the machine gives
+    ranks that never talk: the baseline that separates communication from contention)."""
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
     backend = fresh_backend(backend_name)
@@ -107,20 +112,22 @@ def bench_step(backend_name: str, per_rank: int, hid: int, din: int, steps: int)
         mlp.comm.barrier()
         t0 = time.perf_counter()
         for _ in range(steps):
-            mlp.step()
+            mlp.step(communicate)
         mlp.read()
         times.append(time.perf_counter() - t0)
     per_step = float(np.median(times)) / steps
     rate = per_rank * size / per_step
     _report(
         rank,
-        f"data-parallel step on {backend.name}, {size} rank(s), {per_rank} samples per rank "
+        f"data-parallel step{'' if communicate else ' WITHOUT all-reduce'} on {backend.name}, "
+        f"{size} rank(s), {per_rank} samples per rank "
         f"(MLP {din}-{hid}-1): {per_step * 1e3:.3f} ms per step, {rate:.0f} samples/s",
         {
             "bench": "step",
             "backend": backend.name,
             "ranks": size,
             "per_rank": per_rank,
+            "communicate": communicate,
             "step_s": per_step,
             "samples_per_s": rate,
         },
@@ -139,11 +146,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--hid", type=int, default=128)
     parser.add_argument("--din", type=int, default=32)
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--no-comm", action="store_true", help="step without its all-reduces")
     args = parser.parse_args(argv)
     if args.which == "allreduce":
         bench_allreduce(args.backend, args.mib, args.repeat)
     else:
-        bench_step(args.backend, args.per_rank, args.hid, args.din, args.steps)
+        bench_step(args.backend, args.per_rank, args.hid, args.din, args.steps, not args.no_comm)
     return 0
 
 

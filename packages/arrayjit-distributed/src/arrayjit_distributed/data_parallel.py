@@ -32,13 +32,15 @@ class DataParallelMlp:
     g2: Tnode
     loss: Tnode
 
-    def step(self) -> None:
+    def step(self, communicate: bool = True) -> None:
         """One step: local gradients, their mean over the ranks (and the summed loss), the
-        update. Only schedules work; nothing waits."""
+        update. Only schedules work; nothing waits. ``communicate=False`` skips the
+        all-reduces (a benchmark baseline: the ranks then train apart)."""
         self.grads()
-        self.comm.all_reduce(self.g1, "mean")
-        self.comm.all_reduce(self.g2, "mean")
-        self.comm.all_reduce(self.loss, "add")
+        if communicate:
+            self.comm.all_reduce(self.g1, "mean")
+            self.comm.all_reduce(self.g2, "mean")
+            self.comm.all_reduce(self.loss, "add")
         self.update()
 
     def read(self) -> tuple[np.ndarray, np.ndarray, float]:
