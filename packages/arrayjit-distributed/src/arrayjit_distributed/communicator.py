@@ -30,6 +30,7 @@ import numpy as np
 from mpi4py import MPI
 
 from arrayjit_backends.backend import Backend, Context
+from arrayjit_backends.backend_intf import BackendInterface
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import typed_view
 from arrayjit_distributed.engine import Engine, Job
@@ -54,13 +55,13 @@ class Communicator:
 
     Raises:
         UsageError: the MPI library gives less than ``MPI_THREAD_MULTIPLE`` (the engine and
-            failure threads call MPI beside the caller), or the context belongs to another
-            backend.
+            failure threads call MPI beside the caller), the backend is a missing one, or the
+            context belongs to another backend.
     """
 
     def __init__(
         self,
-        backend: Backend,
+        backend: BackendInterface,
         context: Context,
         comm: MPI.Intracomm | None = None,
         *,
@@ -71,6 +72,11 @@ class Communicator:
                 "arrayjit-distributed needs MPI_THREAD_MULTIPLE; this MPI library was "
                 f"initialized with thread level {MPI.Query_thread()} (keep mpi4py's default "
                 "mpi4py.rc.thread_level = 'multiple')"
+            )
+        if not isinstance(backend, Backend):
+            raise UsageError(
+                f"Communicator: backend {getattr(backend, 'name', backend)!r} is not a usable "
+                f"backend ({type(backend).__name__}); collectives need a real one"
             )
         if context.backend is not backend:
             raise UsageError(
