@@ -50,6 +50,7 @@ class Communicator:
     MPI traffic. With ``abort_on_error`` (the default), an exception that escapes the program
     while the communicator is open aborts the whole job with its message on every rank.
 
+    Creating it is collective (every rank creates it: the MPI communicator is duplicated).
     One thread calls a communicator's collectives (as with MPI itself), in the same order on
     every rank.
 
