@@ -64,6 +64,95 @@ def hosted(dims: tuple[int, ...], label: str, prec: Prec) -> Tnode:
     return Tnode.create(dims, prec=prec, label=label, hosted=True)
 
 
+def link_reading(backend: Any, ctx: Any, nodes: list[Tnode], name: str) -> Any:
+    """A routine that reads every node (so each gets a buffer in the context), through one
+    chain of inlined sums per dims and precision: few kernels, which keeps PoCL's compile time
+    low."""
+    groups: dict[tuple[tuple[int, ...], Prec], list[Tnode]] = {}
+    for tn in nodes:
+        groups.setdefault((tn.dims, tn.prec), []).append(tn)
+    comps = []
+    for (dims, prec), members in groups.items():
+        acc = members[0]
+        for tn in members[1:]:
+            t = Tnode.create(dims, prec=prec, label="t")
+            comps.append(ir.binop(t, "add", acc, tn))
+            acc = t
+        comps.append(ir.unop(Tnode.create(dims, prec=prec, label="sink"), "identity", acc))
+    return backend.link(ctx, backend.compile(ir.block(*comps), name=name))
+
+
+def scenario_random(backend: Any) -> None:
+    """Collectives drawn at random (kind, precision, dims of 1 to 3 axes, operation, root),
+    seeded alike on every rank, alternating at random between contexts of two streams of one
+    communicator: their MPI calls must keep the program's order across streams."""
+    rng = np.random.default_rng(4321)
+    dev = backend.get_device(0)
+    ctxs = [backend.make_context(backend.new_stream(dev)) for _ in range(2)]
+    precs = sorted(backend.capabilities.supported_precs - {Prec.uint4x32}, key=lambda p: p.name)
+    kinds = ["all_reduce", "broadcast", "all_gather", "reduce_scatter"]
+    cases = []
+    on_stream: list[list[Tnode]] = [[], []]
+    for k in range(24):
+        kind = kinds[int(rng.integers(len(kinds)))]
+        prec = precs[int(rng.integers(len(precs)))]
+        ops = ["add", "max", "min"] + (["mean"] if prec.is_float else [])
+        op = ops[int(rng.integers(len(ops)))]
+        dims = tuple(int(d) for d in rng.integers(1, 5, int(rng.integers(1, 4))))
+        root, which = int(rng.integers(SIZE)), int(rng.integers(2))
+        whole = (SIZE * dims[0], *dims[1:])
+        if kind == "all_gather":
+            src, dst = hosted(dims, f"src{k}", prec), hosted(whole, f"dst{k}", prec)
+        elif kind == "reduce_scatter":
+            src, dst = hosted(whole, f"src{k}", prec), hosted(dims, f"dst{k}", prec)
+        else:
+            src, dst = hosted(dims, f"x{k}", prec), None
+        src.set_values(inputs(RANK, prec, src.dims, 1000 + k).astype(prec.numpy_dtype))
+        on_stream[which] += [src] if dst is None else [src, dst]
+        cases.append((kind, prec, op, root, which, src, dst, k))
+    routines = [
+        link_reading(backend, c, n, f"rnd{j}") for j, (c, n) in enumerate(zip(ctxs, on_stream))
+    ]
+    for r in routines:
+        r()
+    comm = Communicator(backend, routines[0].context)
+    if backend.scheduler == "multicore":
+        # Each rank holds back another stream: without the turns, ranks would reach MPI with
+        # their collectives in different orders.
+        backend.schedule_task(routines[RANK % 2].context, lambda: time.sleep(0.3))
+    for kind, _, op, root, which, src, dst, _ in cases:
+        ctx = routines[which].context
+        if kind == "all_reduce":
+            comm.all_reduce(src, op, ctx=ctx)
+        elif kind == "broadcast":
+            comm.broadcast(src, root, ctx=ctx)
+        elif kind == "all_gather":
+            comm.all_gather(src, dst, ctx=ctx)
+        else:
+            comm.reduce_scatter(src, dst, op, ctx=ctx)
+    for kind, prec, op, root, which, src, dst, k in cases:
+        out = dst if dst is not None else src
+        assert backend.to_host(routines[which].context, out)
+        every = [inputs(r, prec, src.dims, 1000 + k) for r in range(SIZE)]
+        n = out.dims[0]
+        if kind == "all_reduce":
+            want, how = reduce_all(every, op), op
+        elif kind == "broadcast":
+            want, how = every[root], "copy"
+        elif kind == "all_gather":
+            want, how = np.concatenate(every), "copy"
+        else:
+            want, how = reduce_all(every, op)[RANK * n : (RANK + 1) * n], op
+        check(
+            out.get_values(),
+            want,
+            prec,
+            how,
+            f"case {k}: {kind}({how}) of {prec.name} {list(src.dims)}",
+        )
+    comm.close()
+
+
 def scenario_collectives(backend: Any) -> None:
     """Every collective on every precision the backend supports, against numpy."""
     ctx = backend.make_context(backend.new_stream(backend.get_device(0)))

@@ -18,7 +18,7 @@ pytest.importorskip(
 )
 
 SCENARIOS = Path(__file__).with_name("mpi_scenarios.py")
-HAPPY = ["collectives", "ordering", "hierarchical", "mismatch"]
+HAPPY = ["collectives", "random", "ordering", "hierarchical", "mismatch"]
 TIMEOUT = 300
 
 
