@@ -21,7 +21,7 @@ import enum
 import itertools
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -740,6 +740,56 @@ class Backend:
     def is_idle(self, stream: Stream) -> bool:
         """Whether ``stream`` has no queued or running work."""
         return stream.queue.is_idle()
+
+    # ---- tasks of other packages (arrayjit-distributed's collectives) ----
+
+    def schedule_task(
+        self,
+        ctx: Context,
+        task: Callable[[], None],
+        *,
+        reads: Sequence[Tnode] = (),
+        writes: Sequence[Tnode] = (),
+    ) -> Event:
+        """Schedule ``task`` on ``ctx``'s stream, ordered like a routine that reads the buffers
+        of ``reads`` and writes (in place) those of ``writes`` in ``ctx``: it waits for their
+        writers (and, for ``writes``, their readers) on other streams, and later readers and
+        writers on any stream wait for it. Written hosted nodes count as changed on this
+        device (``from_host``/``to_host`` see that). For a device backend the task runs at
+        once and enqueues device work (see :class:`ImmediateQueue`).
+
+        Returns:
+            The event done once the task (and its device work) has run.
+
+        Raises:
+            UsageError: a node has no buffer in ``ctx``, or ``ctx`` belongs to another backend.
+            StreamError: an earlier task on the stream failed.
+        """
+        self._check_context(ctx, "schedule_task")
+        for tn in (*reads, *writes):
+            if tn not in ctx.buffers:
+                raise UsageError(
+                    f"schedule_task: node {tn.debug_label} has no buffer in the context on "
+                    f"{ctx.stream.name} (backend {self.name})"
+                )
+        stream, dev = ctx.stream, ctx.device
+        read_keys = [(tn.id, ctx.buffers[tn]) for tn in reads]
+        write_keys = [(tn.id, ctx.buffers[tn]) for tn in writes]
+        for key in read_keys:
+            self._wait_writer(stream, dev, key)
+        for key in write_keys:
+            self._wait_users(stream, key)
+        stream.queue.schedule(task)
+        event = stream.queue.all_work()
+        for key in write_keys:
+            dev.writers[key] = (stream, event)
+        for key in read_keys:
+            dev.readers.setdefault(key, {})[stream] = event
+        for tn in writes:
+            if tn.is_hosted():
+                tn.devices_not_lagging_host.clear()
+                tn.devices_not_lagging_host.add(dev.id)
+        return event
 
     # ---- memory and debugging ----
 
