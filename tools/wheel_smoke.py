@@ -23,6 +23,7 @@ PACKAGES = (
     "packages/arrayjit-backend-c",
     "packages/arrayjit-backend-opencl",
     "packages/arrayjit-backend-cuda",
+    "packages/arrayjit-distributed",
     "conformance",
 )
 INSTALL = ("arrayjit-backend-c", "arrayjit-conformance")

@@ -47,6 +47,7 @@ DISTRIBUTIONS = (
     "arrayjit-backend-c",
     "arrayjit-backend-opencl",
     "arrayjit-backend-cuda",
+    "arrayjit-distributed",
     "arrayjit-conformance",
 )
 
