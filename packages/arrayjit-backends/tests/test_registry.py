@@ -167,3 +167,34 @@ def test_debug_dir_gets_ir_and_source(monkeypatch: pytest.MonkeyPatch, tmp_path:
     text = (tmp_path / "debug" / "sync_interp-expo.ir.txt").read_text()
     assert "yout" in text and "exp" in text and "xin" in text
     be.finalize()
+
+
+def test_interpreter_fallback_is_noted_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arrayjit_backends import registry
+
+    monkeypatch.delenv("ARRAYJIT_BACKEND", raising=False)
+    saved = registry.entries()
+    for e in saved:
+        if e.name != "interp":
+            registry.unregister(e.name)
+    registry.register(
+        BackendEntry("ghostcc", lambda full: None, priority=99, probe=lambda: "no ghost here")
+    )
+    registry._note_interpreter_fallback.cache_clear()
+    try:
+        with caplog.at_level("WARNING", logger="arrayjit_backends.registry"):
+            assert registry.default_backend_name() == "multicore_interp"
+            assert registry.default_backend_name() == "multicore_interp"
+        notes = [
+            r.getMessage() for r in caplog.records if "reference interpreter" in r.getMessage()
+        ]
+        assert notes == [
+            "no compiler backend is usable here (ghostcc: no ghost here); the default backend "
+            "is the reference interpreter, which is exact but slow"
+        ]
+    finally:
+        registry.unregister("ghostcc")
+        for e in saved:
+            registry.register(e)
