@@ -9,6 +9,10 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+# The inner runs depend on test order; pytest-randomly (installed by `hatch test`) would shuffle
+# them. Blocking a plugin that is not installed is harmless.
+KEEP_ORDER = ("-p", "no:randomly")
+
 CASE = """
 def test_one(backend):
     assert backend.num_devices() >= 1
@@ -26,7 +30,12 @@ def test_backend_option_selects_and_names_tests(
 ) -> None:
     pytester.makepyfile(CASE)
     result = pytester.runpytest_subprocess(
-        "--arrayjit-backend", "sync_interp", "--arrayjit-backend", "multicore_interp", "-v"
+        "--arrayjit-backend",
+        "sync_interp",
+        "--arrayjit-backend",
+        "multicore_interp",
+        "-v",
+        *KEEP_ORDER,
     )
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(
@@ -145,7 +154,7 @@ def test_unrelated_project_is_left_alone(pytester: pytest.Pytester, ghost_regist
         "def pytest_addoption(parser):\n    parser.addoption('--backend', default='x')\n"
     )
     pytester.makepyfile(UNRELATED)
-    result = pytester.runpytest_subprocess("--backend", "theirs")
+    result = pytester.runpytest_subprocess("--backend", "theirs", *KEEP_ORDER)
     result.assert_outcomes(passed=4)
     assert "arrayjit backend" not in result.stdout.str()  # no probing, no header
 
@@ -174,6 +183,6 @@ def test_suite_settings_apply_to_suite_tests_only(
 ) -> None:
     monkeypatch.setenv("HYPOTHESIS_PROFILE", "ci")
     pytester.makepyfile(SUITE_HYPOTHESIS)
-    result = pytester.runpytest_subprocess("--arrayjit-backend", "sync_interp", "-v")
+    result = pytester.runpytest_subprocess("--arrayjit-backend", "sync_interp", "-v", *KEEP_ORDER)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(["arrayjit backend sync_interp: available"])
