@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 from ir_helpers import run
 
-from arrayjit_ir import ir, low_level, lower, optimize, optimize_batch, pretty
-from arrayjit_tnode import MemoryModeError, Tnode, UsageError
+from arrayjit_ir import interpret, ir, low_level, lower, optimize, optimize_batch, pretty
+from arrayjit_tnode import MemoryModeError, Prec, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -147,15 +147,15 @@ def test_simplify_folds_constants_and_identities() -> None:
 
     x = low_level.Get(node((1,), "x"), ())
     two = low_level.Binop(low_level.ops.Binop.add, low_level.Constant(1.0), low_level.Constant(1.0))
-    assert _simplify_expr(two) == low_level.Constant(2.0)
+    assert _simplify_expr(two, Prec.single) == low_level.Constant(2.0)
     e = low_level.Binop(
         low_level.ops.Binop.mul,
         low_level.Binop(low_level.ops.Binop.add, x, low_level.Constant(0.0)),
         low_level.Constant(1.0),
     )
-    assert _simplify_expr(e) == x
+    assert _simplify_expr(e, Prec.single) == x
     zero = low_level.Binop(low_level.ops.Binop.mul, x, low_level.Constant(0.0))
-    assert _simplify_expr(zero) == zero  # x * 0 is not 0 for NaN and infinity
+    assert _simplify_expr(zero, Prec.single) == zero  # x * 0 is not 0 for NaN and infinity
 
 
 # ---- golden printouts ---------------------------------------------------------------------------
@@ -491,3 +491,31 @@ def _lhs_index(s: low_level.Stmt) -> tuple:  # type: ignore[type-arg]
     while not isinstance(s, low_level.Set):
         s = s.body if isinstance(s, low_level.For_loop) else s.stmts[-1]  # type: ignore[attr-defined]
     return s.indices
+
+
+def test_simplify_keeps_what_a_precision_changes() -> None:
+    from arrayjit_ir.optimize import _simplify_expr
+
+    add = low_level.ops.Binop.add
+    halves = low_level.Binop(add, low_level.Constant(0.6), low_level.Constant(0.6))
+    # In int32 each leaf converts first (0 + 0): folding in floats would give 1.
+    assert _simplify_expr(halves, Prec.int32) == halves
+    # In single, 0.1 + 0.2 folds in float32 arithmetic, not in double.
+    tenths = low_level.Binop(add, low_level.Constant(0.1), low_level.Constant(0.2))
+    expect = float(np.float32(0.1) + np.float32(0.2))
+    assert _simplify_expr(tenths, Prec.single) == low_level.Constant(expect)
+
+
+def test_inlined_node_keeps_the_rounding_to_its_precision() -> None:
+    x, y = node((1,), "x", hosted=True, prec="double"), node((1,), "y", hosted=True, prec="double")
+    t = node((1,), "t", prec="single")
+    c = node((), "c", prec="int32")
+    comp = ir.block(
+        ir.binop(t, "mul", x, x), ir.fetch(c, ir.Constant(2.75)), ir.binop(y, "sub", t, c)
+    )
+    o = optimize(lower(comp), name="round")
+    assert t.known_virtual() and c.known_virtual()
+    bufs = {x: np.array([1 / 3]), y: np.zeros(1)}
+    interpret(o, bufs)
+    third = np.float32(1 / 3)  # t = x * x is computed in single: leaves converted first
+    assert bufs[y][0] == float(third * third) - 2

@@ -22,6 +22,7 @@ Passes, in order:
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +30,10 @@ from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.cse import eliminate_common_subexpressions, hoist_across_statements
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol
+from arrayjit_ir.interpret import natural_prec
 from arrayjit_ir.optimized import Optimized, TracedNode
 from arrayjit_ir.virtualize import virtualize
-from arrayjit_tnode import Tnode, UsageError
+from arrayjit_tnode import Prec, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
 
 # Provenances of the decisions the optimizer takes (they appear in MemoryModeError messages).
@@ -84,17 +86,43 @@ def _is_const(e: L.Expr, v: float | None = None) -> bool:
     return isinstance(e, L.Constant) and (v is None or e.value == v)
 
 
-def _simplify_expr(e: L.Expr) -> L.Expr:
+def _fold_dtype(prec: Prec | None) -> np.dtype[Any] | None:
+    """The dtype constants fold in where an expression is evaluated in ``prec``: only floats
+    (integer contexts convert each leaf first, which folding in floats would skip)."""
+    if prec is None or not prec.is_float:
+        return None
+    return np.dtype(np.float64) if prec is Prec.double else np.dtype(np.float32)
+
+
+def _operand_precs(e: L.Expr, prec: Prec | None) -> list[Prec | None]:
+    """The precision each operand of ``e`` is evaluated in (``None``: its own natural one)."""
     match e:
-        case L.Binop(op=op, a=a, b=b):
-            a, b = _simplify_expr(a), _simplify_expr(b)
+        case L.Binop(op=ops.Binop.threefry4x32) | L.Unop(op=ops.Unop.uint4x32_to_prec_uniform):
+            return [Prec.uint4x32] * len(L.children(e))
+        case L.Ternop(op=ops.Ternop.where):
+            return [None, prec, prec]
+    return [prec] * len(L.children(e))
+
+
+def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
+    """``e``, evaluated in ``prec`` (``None``: in its natural precision, as the condition of
+    ``where``), simplified without changing its value in that precision."""
+    if isinstance(e, L.Binop | L.Unop | L.Ternop):
+        args = [_simplify_expr(x, p) for x, p in zip(L.children(e), _operand_precs(e, prec))]
+    dt = _fold_dtype(prec)
+    match e:
+        case L.Binop(op=op):
+            a, b = args
             if (
-                op is not ops.Binop.threefry4x32
-                and isinstance(a, L.Constant)
-                and isinstance(b, L.Constant)
+                dt is not None
+                and op is not ops.Binop.threefry4x32
+                and _is_const(a)
+                and _is_const(b)
             ):
-                v = ops.apply_binop(op, a.value, b.value, np.dtype(np.float64))
-                return L.Constant(float(v))
+                assert isinstance(a, L.Constant) and isinstance(b, L.Constant)
+                return L.Constant(
+                    float(ops.apply_binop(op, dt.type(a.value), dt.type(b.value), dt))
+                )
             if (op is ops.Binop.add and _is_const(b, 0.0)) or (
                 op is ops.Binop.sub and _is_const(b, 0.0)
             ):
@@ -106,21 +134,28 @@ def _simplify_expr(e: L.Expr) -> L.Expr:
             if op is ops.Binop.mul and _is_const(a, 1.0):
                 return b
             return L.Binop(op, a, b)
-        case L.Unop(op=ops.Unop.identity, a=a):
-            return _simplify_expr(a)
-        case L.Unop(op=op, a=a):
-            a = _simplify_expr(a)
-            if isinstance(a, L.Constant) and op is not ops.Unop.uint4x32_to_prec_uniform:
-                return L.Constant(float(ops.apply_unop(op, a.value, np.dtype(np.float64))))
+        case L.Unop(op=ops.Unop.identity):
+            return args[0]
+        case L.Unop(op=op):
+            (a,) = args
+            if (
+                dt is not None
+                and isinstance(a, L.Constant)
+                and op is not ops.Unop.uint4x32_to_prec_uniform
+            ):
+                return L.Constant(float(ops.apply_unop(op, dt.type(a.value), dt)))
             return L.Unop(op, a)
-        case L.Ternop(op=op, a=a, b=b, c=c):
-            return L.Ternop(op, _simplify_expr(a), _simplify_expr(b), _simplify_expr(c))
+        case L.Ternop(op=op):
+            return L.Ternop(op, *args)
         case L.Embed_index(index=Fixed_idx(value=v)):
             return L.Constant(float(v))
-        case L.Local_scope(scope=sc, body=L.Set_local(scope=sc2, value=v)) if sc == sc2 and not any(
-            isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v)
+        case L.Local_scope(scope=sc, body=L.Set_local(scope=sc2, value=v)) if (
+            sc == sc2
+            and not any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v))
+            and sc.tn.prec == (prec if prec is not None else natural_prec(v))
         ):
-            return _simplify_expr(v)
+            # The scope only converts its value to its node's precision: the reader's own.
+            return _simplify_expr(v, prec)
         case L.Local_scope(scope=sc, body=body, orig_indices=oi):
             return L.Local_scope(sc, _simplify_stmt(body), oi)
     return e
@@ -134,9 +169,9 @@ def _simplify_stmt(s: L.Stmt) -> L.Stmt:
             inner = _simplify_stmt(body)
             return L.Noop() if isinstance(inner, L.Noop) else L.For_loop(i, lo, hi, inner, t)
         case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, idx, _simplify_expr(v))
+            return L.Set(tn, idx, _simplify_expr(v, tn.prec))
         case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _simplify_expr(v))
+            return L.Set_local(sc, _simplify_expr(v, sc.tn.prec))
     return s
 
 
@@ -223,7 +258,7 @@ def optimize(
     traced = _trace(stmts)
     shared_set = set(shared)
     for tn in shared_set & set(traced):
-        tn.update_memory_mode(mm.Never_virtual(), PROV_SHARED)
+        tn.update_memory_mode(mm.Materialized(), PROV_SHARED)
     counts = _read_counts(stmts)
     candidates = {
         tn
