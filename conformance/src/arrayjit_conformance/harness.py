@@ -1,5 +1,11 @@
-"""What conformance tests share: running a computation on a backend and on the reference
-interpreter, the per-precision tolerance table, input values per precision, capability skips.
+"""What conformance tests share: running a computation on a backend and on the oracle, the
+per-precision tolerance table, input values per precision, capability skips.
+
+The oracle is the reference interpreter over the *unoptimized* lowered code
+(``interpret(lower(comp))``), which no optimizer bug can reach. The interpreter over the optimized
+code is checked against that oracle separately, so that a disagreement is reported as an
+optimizer bug, and the backend's values are compared with the oracle by the tests (a backend or
+renderer bug).
 """
 
 from __future__ import annotations
@@ -10,7 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arrayjit_ir import interpret
+from arrayjit_conformance.programs import Program, evaluate_numpy
+from arrayjit_ir import interpret, lower
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Prec, Tnode
 
@@ -81,42 +88,137 @@ def run_against_interpreter(
     name: str = "case",
 ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Set ``inputs`` on the host, compile, link and run ``comp`` once on ``backend``, read
-    ``outputs`` back; run the same optimized code on the reference interpreter from the same
-    host values. Returns ``(backend value, interpreter value)`` per output."""
+    ``outputs`` back; run the *unoptimized* lowered code on the reference interpreter from the
+    same host values (the oracle), and the optimized code too.
+
+    Returns:
+        ``(backend value, oracle value)`` per output.
+
+    Raises:
+        AssertionError: the interpreter over the optimized code differs from the oracle (the
+            message says "optimizer bug" and names the node).
+    """
     for tn, v in inputs.items():
         tn.set_values(v)
-    start = {tn: tn.array.copy() for tn in inputs if tn.array is not None}
     code = backend.compile(comp, name=name, bindings=symbols)
+    # Every node with a host array starts from it on the backend (hosted nodes are uploaded
+    # when linked), inputs or not.
+    start = {tn: tn.array.copy() for tn in code.optimized.traced if tn.array is not None}
+    start.update({tn: tn.array.copy() for tn in inputs if tn.array is not None})
     routine = backend.link(new_context(backend), code)
     for sym, value in (bindings or {}).items():
         routine.bindings[sym] = value
     routine()
     for tn in outputs:
         assert backend.to_host(routine.context, tn), f"{tn.debug_label} is not in the context"
-    bufs: dict[Tnode, np.ndarray] = {}
-    for tn in code.optimized.context_nodes:
-        bufs[tn] = start[tn] if tn in start else _zeros(tn)
-    for tn in outputs:
-        bufs.setdefault(tn, _zeros(tn))
     values: dict[StaticSymbol | str, int] = {k: v for k, v in (bindings or {}).items()}
-    interpret(code.optimized, bufs, values)
-    return [(tn.get_values(), bufs[tn][tn.logical_slices()]) for tn in outputs]
+    oracle = interpret(lower(comp), {tn: a.copy() for tn, a in start.items()}, values)
+    opt_bufs = {tn: a.copy() for tn, a in start.items()}
+    for tn in code.optimized.context_nodes:
+        opt_bufs.setdefault(tn, _zeros(tn))
+    optimized = interpret(code.optimized, opt_bufs, values)
+    result = []
+    for tn in outputs:
+        ref = oracle.get(tn, _zeros(tn))[tn.logical_slices()]
+        opt = optimized.get(tn, _zeros(tn))[tn.logical_slices()]
+        assert_close(
+            opt,
+            ref,
+            tn.prec.name,
+            what=f"optimizer bug: the interpreter over the optimized code of {name} gives "
+            f"{tn.debug_label} other values than over the unoptimized lowered code",
+        )
+        result.append((tn.get_values(), ref))
+    return result
+
+
+def check_program(backend: Any, program: Program, runs: int = 2) -> None:
+    """Run a random program ``runs`` times in a row on ``backend`` (each run continues from the
+    previous one's values), and after each run compare every hosted node three ways: the plain
+    numpy evaluation against the oracle (the interpreter over the unoptimized lowered code), the
+    interpreter over the optimized code against the oracle, and the backend against the oracle.
+
+    Raises:
+        AssertionError: any disagreement; the message says which of lowering, optimizer or
+            backend is wrong, names the node and the run, and prints the program.
+    """
+    tns, comp = program.build()
+    values = program.initial_values()
+    for name, v in values.items():
+        tns[name].set_values(v)
+    code = backend.compile(comp, name="program")
+    routine = backend.link(new_context(backend), code)
+    lowered = lower(comp)
+    plain: dict[Tnode, np.ndarray] = {tns[k]: tns[k].array.copy() for k in values}
+    opt: dict[Tnode, np.ndarray] = {tns[k]: tns[k].array.copy() for k in values}
+    state: dict[str, np.ndarray] = dict(values)
+    in_context = set(code.optimized.context_nodes)
+    # The tolerance covers rounding through several statements: scaled by the largest value.
+    scale = max([float(np.abs(v).max()) for v in values.values() if v.size] + [1.0])
+    for run in range(1, runs + 1):
+        routine()
+        for name in values:
+            if tns[name] in in_context:
+                backend.to_host(routine.context, tns[name])
+        plain = interpret(lowered, plain)
+        opt = interpret(code.optimized, opt)
+        state = evaluate_numpy(program, state)
+        scale = max([scale] + [float(np.abs(v).max()) for v in state.values() if v.size])
+        for name in values:
+            tn = tns[name]
+            ref = plain[tn][tn.logical_slices()]
+            head = f"run {run}, node {name}, backend {backend.name}"
+            checks = (
+                (
+                    state[name],
+                    "lowering bug (or interpreter): numpy disagrees with the "
+                    "interpreter over the unoptimized lowered code",
+                ),
+                (
+                    opt[tn][tn.logical_slices()],
+                    "optimizer bug: the interpreter over the "
+                    "optimized code disagrees with the unoptimized lowered code",
+                ),
+                (
+                    tn.get_values(),
+                    f"backend bug: {backend.name} disagrees with the interpreter "
+                    "over the unoptimized lowered code",
+                ),
+            )
+            for got, what in checks:
+                assert_close(
+                    got,
+                    ref,
+                    program.prec,
+                    what=f"{what} ({head})\n{program.source()}",
+                    scale=8 * scale,
+                )
 
 
 def _zeros(tn: Tnode) -> np.ndarray:
     return np.zeros(tn.prec.host_shape(tn.dims), dtype=tn.prec.numpy_dtype)
 
 
-def assert_close(got: np.ndarray, ref: np.ndarray, prec: str) -> None:
+def assert_close(
+    got: np.ndarray, ref: np.ndarray, prec: str, what: str = "", scale: float = 1.0
+) -> None:
     """``got`` equals ``ref`` within the precision's tolerance (exactly for integers), with
-    NaNs in the same places."""
-    assert got.shape == ref.shape, f"shape {got.shape} != {ref.shape}"
+    NaNs in the same places. ``scale`` multiplies the absolute tolerance (for values computed
+    through several statements, the magnitude of their intermediates); ``what`` heads the
+    failure message.
+
+    Raises:
+        AssertionError: the arrays differ.
+    """
+    assert got.shape == ref.shape, f"{what}: shape {got.shape} != {ref.shape}"
     g, r = np.asarray(got, dtype=np.float64), np.asarray(ref, dtype=np.float64)
     if prec in TOLERANCE:
         tol = TOLERANCE[prec]
-        np.testing.assert_allclose(g, r, rtol=tol, atol=tol, equal_nan=True)
+        np.testing.assert_allclose(
+            g, r, rtol=tol, atol=tol * max(scale, 1.0), equal_nan=True, err_msg=what
+        )
     else:
-        np.testing.assert_array_equal(g, r)
+        np.testing.assert_array_equal(g, r, err_msg=what)
 
 
 __all__ = [
@@ -125,6 +227,7 @@ __all__ = [
     "INT_PRECS",
     "TOLERANCE",
     "assert_close",
+    "check_program",
     "hosted",
     "new_context",
     "prec_of",
