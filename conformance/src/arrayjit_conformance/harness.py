@@ -10,7 +10,7 @@ renderer bug).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -134,16 +134,58 @@ def run_against_interpreter(
 
 def check_program(backend: Any, program: Program, runs: int = 2) -> None:
     """Run a random program ``runs`` times in a row on ``backend`` (each run continues from the
-    previous one's values), and after each run compare every hosted node three ways: the plain
-    numpy evaluation against the oracle (the interpreter over the unoptimized lowered code), the
-    interpreter over the optimized code against the oracle, and the backend against the oracle.
+    previous one's values) and check every hosted node after each run (:func:`check_runs`,
+    with the plain numpy evaluation of :mod:`arrayjit_conformance.programs`).
 
     Raises:
-        AssertionError: any disagreement; the message says which of lowering, optimizer or
-            backend is wrong, names the node and the run, and prints the program.
+        AssertionError: any disagreement (see :func:`check_runs`); the message prints the
+            program.
     """
     tns, comp = program.build()
-    values = program.initial_values()
+    check_runs(
+        backend,
+        comp,
+        tns,
+        program.initial_values(),
+        lambda state: evaluate_numpy(program, state),
+        runs=runs,
+        prec=program.prec,
+        title=program.source(),
+    )
+
+
+def check_runs(
+    backend: Any,
+    comp: Any,
+    tns: Mapping[str, Tnode],
+    values: Mapping[str, np.ndarray],
+    numpy_step: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+    runs: int,
+    prec: str,
+    observed: Sequence[str] | None = None,
+    numpy_rtol: float | None = None,
+    feeds: Sequence[Mapping[str, np.ndarray]] = (),
+    title: str = "",
+) -> None:
+    """Compile ``comp`` (whose nodes are ``tns``, by name) on ``backend``, set the hosted nodes
+    to ``values``, link once and run ``runs`` times in a row. Before run ``r``, ``feeds[r-1]``
+    (where given) sets new host values of some nodes and uploads them (``from_host``). After
+    each run compare every observed node (default: every node of ``values``) three ways:
+
+    - ``numpy_step`` (plain numpy: one run from the previous state, name -> array) against the
+      oracle, the interpreter over the unoptimized lowered code (a disagreement is a lowering
+      bug, or a bug of the numpy reference);
+    - the interpreter over the optimized code against the oracle (an optimizer bug);
+    - the backend against the oracle (a backend or renderer bug).
+
+    Tolerances: the precision's (:data:`TOLERANCE`), the absolute one scaled by the largest
+    magnitude seen so far (rounding through several statements); ``numpy_rtol`` (relative to
+    the largest magnitude of the node) for a numpy reference that computes in double.
+
+    Raises:
+        AssertionError: the first disagreement; the message says which part is wrong, names
+            the run, node and backend, and ends with ``title``.
+    """
     for name, v in values.items():
         tns[name].set_values(v)
     code = backend.compile(comp, name="program")
@@ -151,29 +193,38 @@ def check_program(backend: Any, program: Program, runs: int = 2) -> None:
     lowered = lower(comp)
     plain: dict[Tnode, np.ndarray] = {tns[k]: tns[k].array.copy() for k in values}
     opt: dict[Tnode, np.ndarray] = {tns[k]: tns[k].array.copy() for k in values}
-    state: dict[str, np.ndarray] = dict(values)
+    state: dict[str, np.ndarray] = {k: np.array(v, copy=True) for k, v in values.items()}
     in_context = set(code.optimized.context_nodes)
-    # The tolerance covers rounding through several statements: scaled by the largest value.
+    names = list(observed if observed is not None else values)
     scale = max([float(np.abs(v).max()) for v in values.values() if v.size] + [1.0])
     for run in range(1, runs + 1):
+        for name, v in (feeds[run - 1] if run <= len(feeds) else {}).items():
+            tn = tns[name]
+            tn.set_values(v)
+            backend.from_host(routine.context, tn)
+            plain[tn], opt[tn], state[name] = tn.array.copy(), tn.array.copy(), np.array(v)
         routine()
-        for name in values:
+        for name in names:
             if tns[name] in in_context:
                 backend.to_host(routine.context, tns[name])
         plain = interpret(lowered, plain)
         opt = interpret(code.optimized, opt)
-        state = evaluate_numpy(program, state)
+        state = numpy_step(state)
         scale = max([scale] + [float(np.abs(v).max()) for v in state.values() if v.size])
-        for name in values:
+        for name in names:
             tn = tns[name]
             ref = plain[tn][tn.logical_slices()]
             head = f"run {run}, node {name}, backend {backend.name}"
+            want = np.asarray(state[name])
+            what = "lowering bug (or numpy reference): numpy disagrees with the oracle"
+            if numpy_rtol is None:
+                assert_close(want, ref, prec, what=f"{what} ({head})\n{title}", scale=8 * scale)
+            else:
+                mag = max(float(np.abs(want).max()) if want.size else 0.0, 1e-3)
+                np.testing.assert_allclose(
+                    ref, want, rtol=numpy_rtol, atol=numpy_rtol * mag, err_msg=f"{what} ({head})"
+                )
             checks = (
-                (
-                    state[name],
-                    "lowering bug (or interpreter): numpy disagrees with the "
-                    "interpreter over the unoptimized lowered code",
-                ),
                 (
                     opt[tn][tn.logical_slices()],
                     "optimizer bug: the interpreter over the "
@@ -186,13 +237,7 @@ def check_program(backend: Any, program: Program, runs: int = 2) -> None:
                 ),
             )
             for got, what in checks:
-                assert_close(
-                    got,
-                    ref,
-                    program.prec,
-                    what=f"{what} ({head})\n{program.source()}",
-                    scale=8 * scale,
-                )
+                assert_close(got, ref, prec, what=f"{what} ({head})\n{title}", scale=8 * scale)
 
 
 def _zeros(tn: Tnode) -> np.ndarray:
@@ -228,6 +273,7 @@ __all__ = [
     "TOLERANCE",
     "assert_close",
     "check_program",
+    "check_runs",
     "hosted",
     "new_context",
     "prec_of",
