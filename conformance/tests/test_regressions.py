@@ -218,3 +218,17 @@ SHRUNK: list[Program] = [
 @pytest.mark.parametrize("program", SHRUNK, ids=[f"shrunk{k}" for k in range(len(SHRUNK))])
 def test_shrunk_random_programs(backend: Any, program: Program) -> None:
     check_program(backend, program)
+
+
+def test_empty_accumulation_leaves_other_nodes_intact(backend: Any) -> None:
+    """Found by the random programs: zeroing an empty node before an accumulation over an
+    empty product space must not touch the node stored beside it (``x1`` read back as 0 on
+    sync_llvm and multicore_llvm)."""
+    x0, x1, t3 = hosted((2, 0), "x0"), hosted((), "x1"), hosted((0,), "t3")
+    comp = ir.accum(t3, "add", x0, x1, op="mul", spec="ca,->a")
+    _check(
+        backend,
+        comp,
+        {x0: np.zeros((2, 0)), x1: np.array(1.5), t3: np.zeros(0)},
+        {x1: np.array(1.5), t3: np.zeros(0)},
+    )
