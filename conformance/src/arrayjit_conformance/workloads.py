@@ -31,6 +31,11 @@ class Built:
     comp: Assignment
     values: dict[str, np.ndarray]
 
+    def set_host_values(self) -> None:
+        """Set every hosted node to its initial value."""
+        for name, v in self.values.items():
+            self.tns[name].set_values(v)
+
 
 @dataclass(frozen=True)
 class Workload:
@@ -84,9 +89,9 @@ def _mlp_inputs(seed: int, dims: tuple[int, int, int, int]) -> dict[str, np.ndar
     rng = np.random.default_rng(seed)
     return {
         "x": rng.uniform(-1, 1, (b, i)),
-        "w1": rng.uniform(-0.6, 0.6, (i, h)),
+        "w1": rng.uniform(-1.2, 1.2, (i, h)) / np.sqrt(i),
         "b1": rng.uniform(-0.1, 0.1, (h,)),
-        "w2": rng.uniform(-0.6, 0.6, (h, o)),
+        "w2": rng.uniform(-1.2, 1.2, (h, o)) / np.sqrt(h),
         "b2": rng.uniform(-0.1, 0.1, (o,)),
         "target": rng.uniform(-1, 1, (b, o)),
         "onehot": np.eye(o)[rng.integers(0, o, b)],
