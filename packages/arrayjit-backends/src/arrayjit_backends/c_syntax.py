@@ -41,12 +41,28 @@ PARALLEL_MIN_WORK = 1 << 15
 
 
 def _loop_work(s: L.Stmt) -> int:
+    """Innermost iterations ``s`` runs, the loops of computations inlined into it included."""
     match s:
         case L.For_loop(from_=lo, to_inclusive=hi, body=body):
             return max(hi - lo + 1, 0) * _loop_work(body)
         case L.Seq(stmts=stmts):
             return sum(_loop_work(x) for x in stmts)
+        case L.Set(value=v) | L.Set_local(value=v):
+            return max(1, _inlined_work(v))
     return 1
+
+
+def _inlined_work(e: L.Expr) -> int:
+    match e:
+        case L.Local_scope(body=body):
+            return _loop_work(body)
+        case L.Binop(a=a, b=b):
+            return _inlined_work(a) + _inlined_work(b)
+        case L.Unop(a=a):
+            return _inlined_work(a)
+        case L.Ternop(a=a, b=b, c=c):
+            return _inlined_work(a) + _inlined_work(b) + _inlined_work(c)
+    return 0
 
 
 def _sets(s: L.Stmt) -> list[L.Set]:
