@@ -149,7 +149,7 @@ def check_program(backend: Any, program: Program, runs: int = 2) -> None:
         program.initial_values(),
         lambda state: evaluate_numpy(program, state),
         runs=runs,
-        prec=program.prec,
+        prec=program.tolerance_prec,
         title=program.source(),
     )
 

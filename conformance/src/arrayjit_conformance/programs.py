@@ -43,8 +43,8 @@ VALUE_LIMIT = 1e3
 
 UNOPS = ("relu", "neg", "identity", "tanh", "exp")
 INT_UNOPS = ("relu", "neg", "identity")
-BINOPS = ("add", "sub", "mul", "max", "min")
-INT_BINOPS = ("add", "sub", "max", "min", "mul")
+BINOPS = ("add", "sub", "mul", "max", "min", "relu_gate")
+INT_BINOPS = ("add", "sub", "max", "min", "mul", "relu_gate")
 FLOAT_ACCUMS = ("add", "max", "min", "sub")
 INT_ACCUMS = ("add", "sub")
 
@@ -56,6 +56,8 @@ class Node:
     name: str
     letters: str
     hosted: bool
+    prec: str | None = None
+    """The node's own precision where it differs from the program's (mixed programs)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,9 @@ class Stmt:
     accum: str | None = None
     init: bool = True
     use_spec: bool = True
+    const: float | None = None
+    """For ``op="constant"``: ``fetch(out, Constant(const))``; ``op="range"`` is
+    ``fetch(out, Range_over_offsets())``."""
 
 
 @dataclass(frozen=True)
@@ -117,8 +122,22 @@ class Program:
 
     @property
     def dtype(self) -> np.dtype[Any]:
-        """The numpy dtype of every node."""
+        """The numpy dtype of the program's precision."""
         return Prec[self.prec].numpy_dtype
+
+    def prec_of(self, name: str) -> str:
+        """The precision of node ``name``."""
+        return self.node(name).prec or self.prec
+
+    def dtype_of(self, name: str) -> np.dtype[Any]:
+        """The numpy dtype of node ``name``."""
+        return Prec[self.prec_of(name)].numpy_dtype
+
+    @property
+    def tolerance_prec(self) -> str:
+        """The least precise precision of the program's nodes (its tolerance applies)."""
+        precs = {self.prec_of(n.name) for n in self.nodes}
+        return "single" if "single" in precs else self.prec
 
     def initial_values(self) -> dict[str, np.ndarray]:
         """Initial values of the hosted nodes: multiples of 1/8 in [-2, 2] (floats), integers
@@ -129,9 +148,9 @@ class Program:
             if n.hosted:
                 dims = self.dims(n.name)
                 if self.is_float:
-                    out[n.name] = (rng.integers(-16, 17, dims) / 8).astype(self.dtype)
+                    out[n.name] = (rng.integers(-16, 17, dims) / 8).astype(self.dtype_of(n.name))
                 else:
-                    out[n.name] = rng.integers(-4, 5, dims).astype(self.dtype)
+                    out[n.name] = rng.integers(-4, 5, dims).astype(self.dtype_of(n.name))
         return out
 
     # ---- building ----
@@ -139,7 +158,9 @@ class Program:
     def build(self) -> tuple[dict[str, Tnode], Assignment]:
         """Fresh tensor nodes (name -> node) and the ``ir`` block of the program."""
         tns = {
-            n.name: Tnode.create(self.dims(n.name), prec=self.prec, label=n.name, hosted=n.hosted)
+            n.name: Tnode.create(
+                self.dims(n.name), prec=self.prec_of(n.name), label=n.name, hosted=n.hosted
+            )
             for n in self.nodes
         }
         return tns, ir.block(*(self._assignment(s, tns) for s in self.stmts))
@@ -148,6 +169,12 @@ class Program:
         spec = self.spec(s) if s.use_spec else None
         args = [tns[a] for a in s.args]
         out = tns[s.out]
+        if s.op == "constant":
+            return ir.fetch(out, ir.Constant(float(s.const or 0.0)))
+        if s.op == "range":
+            return ir.fetch(out, ir.Range_over_offsets())
+        if len(args) == 3:
+            return ir.ternop(out, s.op, args[0], args[1], args[2], spec=spec)
         if s.accum is not None:
             return ir.accum(out, s.accum, *args, op=s.op, spec=spec, initialize_neutral=s.init)
         if len(args) == 1:
@@ -159,14 +186,20 @@ class Program:
         lines = [f"# {self.prec}, sizes {dict(self.sizes)}, seed {self.seed}"]
         for n in self.nodes:
             lines.append(
-                f"{n.name} = Tnode.create({self.dims(n.name)}, prec={self.prec!r}, "
+                f"{n.name} = Tnode.create({self.dims(n.name)}, prec={self.prec_of(n.name)!r}, "
                 f"label={n.name!r}, hosted={n.hosted})"
             )
         lines.append("comp = ir.block(")
         for s in self.stmts:
             args = ", ".join(s.args)
             spec = f", spec={self.spec(s)!r}" if s.use_spec else ""
-            if s.accum is not None:
+            if s.op == "constant":
+                lines.append(f"    ir.fetch({s.out}, ir.Constant({s.const!r})),")
+            elif s.op == "range":
+                lines.append(f"    ir.fetch({s.out}, ir.Range_over_offsets()),")
+            elif len(s.args) == 3:
+                lines.append(f"    ir.ternop({s.out}, {s.op!r}, {args}{spec}),")
+            elif s.accum is not None:
                 init = "" if s.init else ", initialize_neutral=False"
                 lines.append(
                     f"    ir.accum({s.out}, {s.accum!r}, {args}, op={s.op!r}{spec}{init}),"
@@ -215,17 +248,27 @@ def _operand(arr: np.ndarray, letters: str, product: str, sizes: dict[str, int])
 
 def evaluate_statement(program: Program, s: Stmt, state: dict[str, np.ndarray]) -> None:
     """Run one statement of ``program`` on ``state`` (name -> array), plainly, in numpy."""
-    sizes, dt = program.size_of, program.dtype
+    sizes, dt = program.size_of, program.dtype_of(s.out)
     out_letters = program.node(s.out).letters
+    if s.op == "constant":
+        state[s.out] = np.full(program.dims(s.out), s.const).astype(dt)
+        return
+    if s.op == "range":
+        dims = program.dims(s.out)
+        state[s.out] = np.arange(math.prod(dims)).reshape(dims).astype(dt)
+        return
     product = "".join(dict.fromkeys(out_letters + "".join(s.arg_letters)))
     operands = [
         _operand(state[a].astype(dt), letters, product, sizes)
         for a, letters in zip(s.args, s.arg_letters)
     ]
     with np.errstate(all="ignore"):
-        value = (
-            _UNARY[s.op](operands[0]) if len(operands) == 1 else _BINARY[s.op](*operands)
-        ).astype(dt)
+        if len(operands) == 3:
+            value = np.where(operands[0] != 0, operands[1], operands[2]).astype(dt)
+        elif len(operands) == 2:
+            value = _BINARY[s.op](*operands).astype(dt)
+        else:
+            value = _UNARY[s.op](operands[0]).astype(dt)
         if s.accum is None:
             state[s.out] = np.array(value, dtype=dt).reshape(program.dims(s.out))
             return
@@ -246,8 +289,8 @@ def evaluate_numpy(program: Program, state: dict[str, np.ndarray]) -> dict[str, 
     """One run of ``program`` from ``state`` (hosted values; other nodes start at zero):
     every statement in order, each over its whole product space. Returns the new state
     (every node)."""
-    new = {n.name: np.zeros(program.dims(n.name), program.dtype) for n in program.nodes}
-    new.update({k: np.array(v, dtype=program.dtype, copy=True) for k, v in state.items()})
+    new = {n.name: np.zeros(program.dims(n.name), program.dtype_of(n.name)) for n in program.nodes}
+    new.update({k: np.array(v, dtype=program.dtype_of(k), copy=True) for k, v in state.items()})
     for s in program.stmts:
         evaluate_statement(program, s, new)
     return new
@@ -259,7 +302,7 @@ def is_tame(program: Program, runs: int = 2) -> bool:
     wide = Program(
         "double" if program.is_float else "int64",
         program.sizes,
-        program.nodes,
+        tuple(Node(n.name, n.letters, n.hosted) for n in program.nodes),
         program.stmts,
         program.seed,
     )
@@ -286,10 +329,18 @@ class _Draft:
     bound: dict[str, float] = field(default_factory=dict)
     bounded_input: set[str] = field(default_factory=set)
 
-    def new_node(self, letters: str, hosted: bool) -> Node:
-        n = Node(f"{'x' if hosted and not self.stmts else 't'}{len(self.nodes)}", letters, hosted)
+    def new_node(self, letters: str, hosted: bool, prec: str | None = None) -> Node:
+        name = f"{'x' if hosted and not self.stmts else 't'}{len(self.nodes)}"
+        n = Node(name, letters, hosted, prec)
         self.nodes.append(n)
         return n
+
+    def other_prec(self, draw: st.DrawFn) -> str | None:
+        """Mostly ``None`` (the program's precision); in float programs sometimes the other
+        float precision (mixed programs: every leaf converts to the precision written)."""
+        if self.prec in FLOAT_PROGRAM_PRECS and draw(st.integers(0, 4)) == 0:
+            return "double" if self.prec == "single" else "single"
+        return None
 
     def product_size(self, letters: str) -> int:
         return math.prod(self.sizes[x] for x in letters)
@@ -339,7 +390,7 @@ def _pick_out(
         ]
         if existing and draw(st.integers(0, 3)) == 0:
             return draw(st.sampled_from(existing))
-    return draft.new_node(want, draw(st.booleans()))
+    return draft.new_node(want, draw(st.booleans()), draft.other_prec(draw))
 
 
 def _unop_choice(draw: st.DrawFn, draft: _Draft, x: str) -> tuple[str, float]:
@@ -364,12 +415,16 @@ def _stmt_pointwise(draw: st.DrawFn, draft: _Draft, arity: int) -> None:
     union = "".join(dict.fromkeys("".join(reads)))
     if arity == 1:
         op, bound = _unop_choice(draw, draft, args[0])
+    elif arity == 3:
+        op, bound = "where", max(draft.bound[args[1]], draft.bound[args[2]])
     else:
         op = draw(st.sampled_from(BINOPS if draft.prec in FLOAT_PROGRAM_PRECS else INT_BINOPS))
         b1, b2 = draft.bound[args[0]], draft.bound[args[1]]
         bound = {"add": b1 + b2, "sub": b1 + b2, "mul": b1 * b2}.get(op, max(b1, b2))
         if bound > VALUE_LIMIT:
             op, bound = "max", max(b1, b2)
+        if op == "relu_gate":
+            bound = b2
     out = _pick_out(draw, draft, set(union), _draw_letters(draw, union), set(args))
     use_spec = not all(out.letters.endswith(r) for r in reads) or draw(st.booleans())
     draft.stmts.append(Stmt(out.name, op, tuple(args), tuple(reads), use_spec=use_spec))
@@ -461,7 +516,32 @@ def _stmt_accum_inplace(draw: st.DrawFn, draft: _Draft) -> None:
     draft.bound[p] = bound
 
 
-_KINDS = ("unop", "binop", "reduce", "contract", "inplace", "accum_inplace")
+def _stmt_fetch(draw: st.DrawFn, draft: _Draft) -> None:
+    """``fetch(out, Constant(c))`` or ``fetch(out, Range_over_offsets())``: a new node, or a
+    reset of a defined one."""
+    letters = _draw_letters(draw, "", max_extra=2)
+    out = _pick_out(draw, draft, set(letters), letters, set())
+    if draw(st.integers(0, 3)) == 0:
+        op, const, bound = "range", None, float(draft.product_size(out.letters))
+    else:
+        op, const = "constant", draw(st.sampled_from((0.0, 1.5, -0.25)))
+        bound = abs(const)
+    draft.stmts.append(Stmt(out.name, op, (), (), const=const))
+    draft.bound[out.name] = bound
+
+
+_KINDS = (
+    "unop",
+    "binop",
+    "reduce",
+    "contract",
+    "inplace",
+    "accum_inplace",
+    "binop",
+    "reduce",
+    "fetch",
+    "where",
+)
 
 
 @st.composite
@@ -479,7 +559,7 @@ def programs(
     draft = _Draft(prec, sizes)
     for _ in range(draw(st.integers(1, 3))):
         letters = "".join(draw(st.lists(st.sampled_from(LETTERS), unique=True, max_size=3)))
-        n = draft.new_node(letters, hosted=True)
+        n = draft.new_node(letters, hosted=True, prec=draft.other_prec(draw))
         draft.bound[n.name] = 2.0 if floats else 4.0
     for _ in range(draw(st.integers(2, max_stmts))):
         kind = draw(st.sampled_from(_KINDS))
@@ -496,11 +576,17 @@ def programs(
                 _stmt_inplace(draw, draft)
             case "accum_inplace":
                 _stmt_accum_inplace(draw, draft)
+            case "fetch":
+                _stmt_fetch(draw, draft)
+            case "where":
+                _stmt_pointwise(draw, draft, 3)
     if not draft.stmts:
         _stmt_pointwise(draw, draft, 1)
     # The last result is observable.
     last = draft.stmts[-1].out
-    draft.nodes = [Node(n.name, n.letters, True) if n.name == last else n for n in draft.nodes]
+    draft.nodes = [
+        Node(n.name, n.letters, True, n.prec) if n.name == last else n for n in draft.nodes
+    ]
     used = {s.out for s in draft.stmts} | {a for s in draft.stmts for a in s.args}
     nodes = tuple(n for n in draft.nodes if n.name in used)
     return Program(

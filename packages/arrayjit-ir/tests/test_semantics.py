@@ -28,7 +28,8 @@ from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import Fixed_idx, Iterator, fresh_symbol
 from arrayjit_tnode import Tnode
 
-EXAMPLES = int(os.environ.get("ARRAYJIT_FUZZ_EXAMPLES", "0") or 0) or 120
+FUZZ = int(os.environ.get("ARRAYJIT_FUZZ_EXAMPLES", "0") or 0)
+"""Under ``tox -e fuzz``: that many fresh random programs; else a fixed-seed 120."""
 
 
 def accumulation_counts(code: L.Stmt) -> Counter[Tnode]:
@@ -140,9 +141,8 @@ def _assert_runs_equal(got: list, want: list, what: str, rtol: float, atol: floa
 
 
 @settings(
-    max_examples=EXAMPLES,
-    derandomize=True,
-    database=None,
+    max_examples=FUZZ or 120,
+    derandomize=not FUZZ,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
@@ -161,7 +161,7 @@ def test_random_programs_keep_meaning_and_work(program: Program) -> None:
         state = evaluate_numpy(program, state)
         reference.append({k: state[k] for k in values})
     exact = not program.is_float
-    tol = 0.0 if exact else (1e-4 if program.prec == "single" else 1e-10)
+    tol = 0.0 if exact else (1e-4 if program.tolerance_prec == "single" else 1e-10)
     scale = max([1.0] + [float(np.abs(v).max()) for r in reference for v in r.values() if v.size])
     source = program.source()
     _assert_runs_equal(plain, reference, f"lowering vs numpy\n{source}", tol, tol * scale)
