@@ -3,9 +3,9 @@ run twice in a row, every hosted node compared after each run with a plain numpy
 with the interpreter over the unoptimized lowered code (the oracle) and with the interpreter
 over the optimized code.
 
-Example counts: ``ARRAYJIT_FUZZ_EXAMPLES`` (the ``fuzz`` tox environment sets 2000; fresh
-random programs each run unless ``ARRAYJIT_FUZZ_SEED`` is set), else a fixed-seed set of
-:data:`CI_EXAMPLES` programs. The settings apply to this test only.
+Example counts: ``ARRAYJIT_FUZZ_EXAMPLES`` (the ``fuzz`` tox environment sets 2000) fresh random
+programs (a twentieth of that for the big ones), else a fixed-seed set of :data:`CI_EXAMPLES`
+programs (4 big ones). The settings apply to these tests only.
 """
 
 from __future__ import annotations
@@ -16,14 +16,14 @@ from typing import Any
 from hypothesis import HealthCheck, assume, given, settings
 
 from arrayjit_conformance.harness import check_program
-from arrayjit_conformance.programs import Program, is_tame, programs
+from arrayjit_conformance.programs import BIG_VALUE_LIMIT, Program, is_tame, programs
 
 CI_EXAMPLES = 25
 
 
-def program_settings() -> settings:
-    """Hypothesis settings of this suite: fixed-seed and small by default, many random
-    programs under ``ARRAYJIT_FUZZ_EXAMPLES``."""
+def program_settings(ci_examples: int = CI_EXAMPLES, fuzz_share: int = 1) -> settings:
+    """Hypothesis settings of this suite: ``ci_examples`` fixed-seed programs by default,
+    ``ARRAYJIT_FUZZ_EXAMPLES // fuzz_share`` fresh random ones under that variable."""
     common: dict[str, Any] = {
         "deadline": None,
         "print_blob": True,
@@ -35,8 +35,8 @@ def program_settings() -> settings:
     }
     fuzz = int(os.environ.get("ARRAYJIT_FUZZ_EXAMPLES", "0") or 0)
     if fuzz:
-        return settings(max_examples=fuzz, derandomize=False, **common)
-    return settings(max_examples=CI_EXAMPLES, derandomize=True, database=None, **common)
+        return settings(max_examples=max(fuzz // fuzz_share, 1), derandomize=False, **common)
+    return settings(max_examples=ci_examples, derandomize=True, database=None, **common)
 
 
 @program_settings()
@@ -44,3 +44,12 @@ def program_settings() -> settings:
 def test_random_programs(backend: Any, program: Program) -> None:
     assume(is_tame(program))
     check_program(backend, program)
+
+
+@program_settings(ci_examples=4, fuzz_share=20)
+@given(program=programs(big=True, max_stmts=5))
+def test_random_big_programs(backend: Any, program: Program) -> None:
+    """Axes of 33 to 64: loop nests large enough for the renderers' parallel loops, scalar
+    reductions and reordered matmul loops. Too large for the interpreter: against numpy."""
+    assume(is_tame(program, limit=BIG_VALUE_LIMIT))
+    check_program(backend, program, interpreters=False)

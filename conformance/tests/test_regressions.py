@@ -212,6 +212,20 @@ SHRUNK: list[Program] = [
         nodes=(Node(name="x0", letters="ab", hosted=True),),
         stmts=(Stmt(out="x0", op="sub", args=("x0", "x0"), arg_letters=("ab", "ab")),),
     ),
+    # sync_llvm, multicore_llvm: zeroing the empty t1 wrote one cell over x0 (read back 0.0).
+    Program(
+        prec="single",
+        sizes=(("a", 2), ("b", 2), ("c", 0)),
+        nodes=(
+            Node(name="x0", letters="", hosted=True, prec="double"),
+            Node(name="t1", letters="ac", hosted=False, prec="double"),
+            Node(name="t2", letters="", hosted=True, prec="double"),
+        ),
+        stmts=(
+            Stmt(out="t1", op="constant", args=(), arg_letters=(), const=0.0),
+            Stmt(out="t2", op="identity", args=("x0",), arg_letters=("",), accum="add"),
+        ),
+    ),
 ]
 
 

@@ -132,7 +132,7 @@ def run_against_interpreter(
     return result
 
 
-def check_program(backend: Any, program: Program, runs: int = 2) -> None:
+def check_program(backend: Any, program: Program, runs: int = 2, interpreters: bool = True) -> None:
     """Run a random program ``runs`` times in a row on ``backend`` (each run continues from the
     previous one's values) and check every hosted node after each run (:func:`check_runs`,
     with the plain numpy evaluation of :mod:`arrayjit_conformance.programs`).
@@ -151,6 +151,7 @@ def check_program(backend: Any, program: Program, runs: int = 2) -> None:
         runs=runs,
         prec=program.tolerance_prec,
         title=program.source(),
+        interpreters=interpreters,
     )
 
 
@@ -166,6 +167,7 @@ def check_runs(
     numpy_rtol: float | None = None,
     feeds: Sequence[Mapping[str, np.ndarray]] = (),
     title: str = "",
+    interpreters: bool = True,
 ) -> None:
     """Compile ``comp`` (whose nodes are ``tns``, by name) on ``backend``, set the hosted nodes
     to ``values``, link once and run ``runs`` times in a row. Before run ``r``, ``feeds[r-1]``
@@ -181,6 +183,9 @@ def check_runs(
     Tolerances: the precision's (:data:`TOLERANCE`), the absolute one scaled by the largest
     magnitude seen so far (rounding through several statements); ``numpy_rtol`` (relative to
     the largest magnitude of the node) for a numpy reference that computes in double.
+
+    ``interpreters=False`` (programs too large for the interpreter) compares the backend with
+    numpy only.
 
     Raises:
         AssertionError: the first disagreement; the message says which part is wrong, names
@@ -207,10 +212,21 @@ def check_runs(
         for name in names:
             if tns[name] in in_context:
                 backend.to_host(routine.context, tns[name])
-        plain = interpret(lowered, plain)
-        opt = interpret(code.optimized, opt)
         state = numpy_step(state)
         scale = max([scale] + [float(np.abs(v).max()) for v in state.values() if v.size])
+        if not interpreters:
+            for name in names:
+                assert_close(
+                    tns[name].get_values(),
+                    np.asarray(state[name]),
+                    prec,
+                    what=f"backend bug: {backend.name} disagrees with numpy (run {run}, node "
+                    f"{name})\n{title}",
+                    scale=8 * scale,
+                )
+            continue
+        plain = interpret(lowered, plain)
+        opt = interpret(code.optimized, opt)
         for name in names:
             tn = tns[name]
             ref = plain[tn][tn.logical_slices()]

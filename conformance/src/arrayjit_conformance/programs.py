@@ -38,6 +38,7 @@ LETTERS = "abc"
 FLOAT_PROGRAM_PRECS = ("single", "double")
 INT_PROGRAM_PRECS = ("int32", "int64")
 VALUE_LIMIT = 1e3
+BIG_VALUE_LIMIT = 1e5
 """Bound on the magnitude of any value a generated program computes (estimated per statement;
 :func:`is_tame` checks the real values)."""
 
@@ -296,8 +297,8 @@ def evaluate_numpy(program: Program, state: dict[str, np.ndarray]) -> dict[str, 
     return new
 
 
-def is_tame(program: Program, runs: int = 2) -> bool:
-    """The program's values stay finite and below ``10 * VALUE_LIMIT`` over ``runs`` runs (in
+def is_tame(program: Program, runs: int = 2, limit: float = VALUE_LIMIT) -> bool:
+    """The program's values stay finite and below ``10 * limit`` over ``runs`` runs (in
     double precision, so that rounding never decides it)."""
     wide = Program(
         "double" if program.is_float else "int64",
@@ -310,7 +311,7 @@ def is_tame(program: Program, runs: int = 2) -> bool:
     for _ in range(runs):
         state = evaluate_numpy(wide, state)
         for v in state.values():
-            if v.size and not (np.all(np.isfinite(v)) and np.abs(v).max() <= 10 * VALUE_LIMIT):
+            if v.size and not (np.all(np.isfinite(v)) and np.abs(v).max() <= 10 * limit):
                 return False
     return True
 
@@ -327,6 +328,7 @@ class _Draft:
     nodes: list[Node] = field(default_factory=list)
     stmts: list[Stmt] = field(default_factory=list)
     bound: dict[str, float] = field(default_factory=dict)
+    limit: float = VALUE_LIMIT
     bounded_input: set[str] = field(default_factory=set)
 
     def new_node(self, letters: str, hosted: bool, prec: str | None = None) -> Node:
@@ -421,7 +423,7 @@ def _stmt_pointwise(draw: st.DrawFn, draft: _Draft, arity: int) -> None:
         op = draw(st.sampled_from(BINOPS if draft.prec in FLOAT_PROGRAM_PRECS else INT_BINOPS))
         b1, b2 = draft.bound[args[0]], draft.bound[args[1]]
         bound = {"add": b1 + b2, "sub": b1 + b2, "mul": b1 * b2}.get(op, max(b1, b2))
-        if bound > VALUE_LIMIT:
+        if bound > draft.limit:
             op, bound = "max", max(b1, b2)
         if op == "relu_gate":
             bound = b2
@@ -452,7 +454,7 @@ def _stmt_reduce(draw: st.DrawFn, draft: _Draft, arity: int) -> None:
         op = draw(st.sampled_from(("mul", "add")))
         b1, b2 = draft.bound[args[0]], draft.bound[args[1]]
         b = b1 * b2 if op == "mul" else b1 + b2
-        if b * max(terms, 1) > VALUE_LIMIT:
+        if b * max(terms, 1) > draft.limit:
             op, b = "add", b1 + b2
     out = _pick_out(draw, draft, set(kept), want, set(args))
     init = True
@@ -460,7 +462,7 @@ def _stmt_reduce(draw: st.DrawFn, draft: _Draft, arity: int) -> None:
         init = False
     if accum in ("add", "sub"):
         b = b * max(terms, 1) + (0.0 if init else draft.bound.get(out.name, 0.0))
-    if b > VALUE_LIMIT:
+    if b > draft.limit:
         draft.nodes = [n for n in draft.nodes if n.name in draft.bound or n is not out]
         return
     draft.stmts.append(Stmt(out.name, op, tuple(args), tuple(reads), accum=accum, init=init))
@@ -484,7 +486,7 @@ def _stmt_inplace(draw: st.DrawFn, draft: _Draft) -> None:
     op = draw(st.sampled_from(("sub", "add", "mul", "max", "min") if floats else INT_BINOPS))
     bp, bt = draft.bound[p], draft.bound[t]
     bound = {"add": bp + bt, "sub": bp + bt, "mul": bp * bt}.get(op, max(bp, bt))
-    if bound > VALUE_LIMIT:
+    if bound > draft.limit:
         op, bound = "max", max(bp, bt)
     use_spec = not p_letters.endswith(r) or draw(st.booleans())
     draft.stmts.append(Stmt(p, op, (p, t), (p_letters, r), use_spec=use_spec))
@@ -510,7 +512,7 @@ def _stmt_accum_inplace(draw: st.DrawFn, draft: _Draft) -> None:
     reduced = [x for x in r if x not in p_letters]
     accum = draw(st.sampled_from(("sub", "add")))
     bound = draft.bound[p] + draft.bound[g] * max(1, draft.product_size("".join(reduced)))
-    if bound > VALUE_LIMIT:
+    if bound > draft.limit:
         return
     draft.stmts.append(Stmt(p, "identity", (g,), (r,), accum=accum, init=False))
     draft.bound[p] = bound
@@ -550,13 +552,18 @@ def programs(
     precs: tuple[str, ...] = ("single", "double", "single", "double", "int32", "int64"),
     max_stmts: int = 7,
     allow_empty: bool = True,
+    big: bool = False,
 ) -> Program:
-    """A random :class:`Program` (see the module docstring for what it covers)."""
+    """A random :class:`Program` (see the module docstring for what it covers). ``big``: axes
+    of 33 to 64 (loop nests large enough for the renderers' parallel and reordered forms; too
+    large for the interpreter)."""
     prec = draw(st.sampled_from(precs))
     floats = prec in FLOAT_PROGRAM_PRECS
     size_options = [2, 3, 1, 4, 2, 3, 1] + ([0] if floats and allow_empty else [])
+    if big:
+        size_options = [33, 64, 40, 1, 64]
     sizes = {x: draw(st.sampled_from(size_options)) for x in LETTERS}
-    draft = _Draft(prec, sizes)
+    draft = _Draft(prec, sizes, limit=BIG_VALUE_LIMIT if big else VALUE_LIMIT)
     for _ in range(draw(st.integers(1, 3))):
         letters = "".join(draw(st.lists(st.sampled_from(LETTERS), unique=True, max_size=3)))
         n = draft.new_node(letters, hosted=True, prec=draft.other_prec(draw))
@@ -599,6 +606,7 @@ def programs(
 
 
 __all__ = [
+    "BIG_VALUE_LIMIT",
     "LETTERS",
     "VALUE_LIMIT",
     "Node",
