@@ -5,7 +5,7 @@ over the optimized code.
 
 Example counts: ``ARRAYJIT_FUZZ_EXAMPLES`` (the ``fuzz`` tox environment sets 2000) fresh random
 programs (a twentieth of that for the big ones), else a fixed-seed set of :data:`CI_EXAMPLES`
-programs (4 big ones). The settings apply to these tests only.
+programs (6 big ones). The settings apply to these tests only.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from arrayjit_conformance.harness import check_program
 from arrayjit_conformance.programs import BIG_VALUE_LIMIT, Program, is_tame, programs
 
-CI_EXAMPLES = 25
+CI_EXAMPLES = 30
 
 
 def program_settings(ci_examples: int = CI_EXAMPLES, fuzz_share: int = 1) -> settings:
@@ -46,7 +46,7 @@ def test_random_programs(backend: Any, program: Program) -> None:
     check_program(backend, program)
 
 
-@program_settings(ci_examples=4, fuzz_share=20)
+@program_settings(ci_examples=6, fuzz_share=20)
 @given(program=programs(big=True, max_stmts=5))
 def test_random_big_programs(backend: Any, program: Program) -> None:
     """Axes of 33 to 64: loop nests large enough for the renderers' parallel loops, scalar
