@@ -32,12 +32,13 @@ from hypothesis import strategies as st
 
 from arrayjit_ir import ir
 from arrayjit_ir.assignments import Assignment
-from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import Padding, Prec, Tnode
 
 LETTERS = "abc"
 FLOAT_PROGRAM_PRECS = ("single", "double")
 INT_PROGRAM_PRECS = ("int32", "int64")
 VALUE_LIMIT = 1e3
+PAD_VALUE = 0.5
 BIG_VALUE_LIMIT = 1e5
 """Bound on the magnitude of any value a generated program computes (estimated per statement;
 :func:`is_tame` checks the real values)."""
@@ -59,6 +60,9 @@ class Node:
     hosted: bool
     prec: str | None = None
     """The node's own precision where it differs from the program's (mixed programs)."""
+    padded: bool = False
+    """Margins of 1 (left) and 2 (right) on every axis, holding :data:`PAD_VALUE`: buffer
+    indices differ from logical ones."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +116,13 @@ class Program:
         sizes = self.size_of
         return tuple(sizes[letter] for letter in self.node(name).letters)
 
+    def padding(self, name: str) -> Padding | None:
+        """The padding of node ``name`` (``None``: unpadded)."""
+        n = self.node(name)
+        if not n.padded or not n.letters:
+            return None
+        return Padding(tuple((1, 2) for _ in n.letters), PAD_VALUE)
+
     def spec(self, s: Stmt) -> str:
         """The einsum spec of statement ``s``."""
         return f"{','.join(s.arg_letters)}->{self.node(s.out).letters}"
@@ -160,7 +171,11 @@ class Program:
         """Fresh tensor nodes (name -> node) and the ``ir`` block of the program."""
         tns = {
             n.name: Tnode.create(
-                self.dims(n.name), prec=self.prec_of(n.name), label=n.name, hosted=n.hosted
+                self.dims(n.name),
+                prec=self.prec_of(n.name),
+                label=n.name,
+                hosted=n.hosted,
+                padding=self.padding(n.name),
             )
             for n in self.nodes
         }
@@ -186,9 +201,11 @@ class Program:
         """The program as builder calls (for reports)."""
         lines = [f"# {self.prec}, sizes {dict(self.sizes)}, seed {self.seed}"]
         for n in self.nodes:
+            pad = self.padding(n.name)
+            pad_text = f", padding=Padding({pad.axes}, {pad.value})" if pad else ""
             lines.append(
                 f"{n.name} = Tnode.create({self.dims(n.name)}, prec={self.prec_of(n.name)!r}, "
-                f"label={n.name!r}, hosted={n.hosted})"
+                f"label={n.name!r}, hosted={n.hosted}{pad_text})"
             )
         lines.append("comp = ir.block(")
         for s in self.stmts:
@@ -303,7 +320,7 @@ def is_tame(program: Program, runs: int = 2, limit: float = VALUE_LIMIT) -> bool
     wide = Program(
         "double" if program.is_float else "int64",
         program.sizes,
-        tuple(Node(n.name, n.letters, n.hosted) for n in program.nodes),
+        tuple(Node(n.name, n.letters, n.hosted, None, n.padded) for n in program.nodes),
         program.stmts,
         program.seed,
     )
@@ -331,9 +348,11 @@ class _Draft:
     limit: float = VALUE_LIMIT
     bounded_input: set[str] = field(default_factory=set)
 
-    def new_node(self, letters: str, hosted: bool, prec: str | None = None) -> Node:
+    def new_node(
+        self, letters: str, hosted: bool, prec: str | None = None, padded: bool = False
+    ) -> Node:
         name = f"{'x' if hosted and not self.stmts else 't'}{len(self.nodes)}"
-        n = Node(name, letters, hosted, prec)
+        n = Node(name, letters, hosted, prec, padded)
         self.nodes.append(n)
         return n
 
@@ -392,7 +411,8 @@ def _pick_out(
         ]
         if existing and draw(st.integers(0, 3)) == 0:
             return draw(st.sampled_from(existing))
-    return draft.new_node(want, draw(st.booleans()), draft.other_prec(draw))
+    padded = draw(st.integers(0, 7)) == 0
+    return draft.new_node(want, draw(st.booleans()), draft.other_prec(draw), padded)
 
 
 def _unop_choice(draw: st.DrawFn, draft: _Draft, x: str) -> tuple[str, float]:
@@ -566,7 +586,8 @@ def programs(
     draft = _Draft(prec, sizes, limit=BIG_VALUE_LIMIT if big else VALUE_LIMIT)
     for _ in range(draw(st.integers(1, 3))):
         letters = "".join(draw(st.lists(st.sampled_from(LETTERS), unique=True, max_size=3)))
-        n = draft.new_node(letters, hosted=True, prec=draft.other_prec(draw))
+        padded = draw(st.integers(0, 5)) == 0
+        n = draft.new_node(letters, hosted=True, prec=draft.other_prec(draw), padded=padded)
         draft.bound[n.name] = 2.0 if floats else 4.0
     for _ in range(draw(st.integers(2, max_stmts))):
         kind = draw(st.sampled_from(_KINDS))
@@ -592,7 +613,8 @@ def programs(
     # The last result is observable.
     last = draft.stmts[-1].out
     draft.nodes = [
-        Node(n.name, n.letters, True, n.prec) if n.name == last else n for n in draft.nodes
+        Node(n.name, n.letters, True, n.prec, n.padded) if n.name == last else n
+        for n in draft.nodes
     ]
     used = {s.out for s in draft.stmts} | {a for s in draft.stmts for a in s.args}
     nodes = tuple(n for n in draft.nodes if n.name in used)
