@@ -196,8 +196,8 @@ def check_runs(
     code = backend.compile(comp, name="program")
     routine = backend.link(new_context(backend), code)
     lowered = lower(comp)
-    plain: dict[Tnode, np.ndarray] = {tns[k]: tns[k].array.copy() for k in values}
-    opt: dict[Tnode, np.ndarray] = {tns[k]: tns[k].array.copy() for k in values}
+    plain: dict[Tnode, np.ndarray] = {tns[k]: _host_copy(tns[k]) for k in values}
+    opt: dict[Tnode, np.ndarray] = {tns[k]: _host_copy(tns[k]) for k in values}
     state: dict[str, np.ndarray] = {k: np.array(v, copy=True) for k, v in values.items()}
     in_context = set(code.optimized.context_nodes)
     names = list(observed if observed is not None else values)
@@ -207,7 +207,7 @@ def check_runs(
             tn = tns[name]
             tn.set_values(v)
             backend.from_host(routine.context, tn)
-            plain[tn], opt[tn], state[name] = tn.array.copy(), tn.array.copy(), np.array(v)
+            plain[tn], opt[tn], state[name] = _host_copy(tn), _host_copy(tn), np.array(v)
         routine()
         for name in names:
             if tns[name] in in_context:
@@ -254,6 +254,12 @@ def check_runs(
             )
             for got, what in checks:
                 assert_close(got, ref, prec, what=f"{what} ({head})\n{title}", scale=8 * scale)
+
+
+def _host_copy(tn: Tnode) -> np.ndarray:
+    """A copy of ``tn``'s host array (padded, as the backend's buffer)."""
+    assert tn.array is not None, f"{tn.debug_label} has no host array"
+    return tn.array.copy()
 
 
 def _zeros(tn: Tnode) -> np.ndarray:

@@ -299,7 +299,8 @@ def evaluate_statement(program: Program, s: Stmt, state: dict[str, np.ndarray]) 
         fn = _BINARY[s.accum]
         # Terms accumulate one after another, in the order of the product space's loops.
         for r in itertools.product(*(range(n) for n in reduced)):
-            acc = fn(acc, value[(..., *r)]).astype(dt)
+            term: tuple[Any, ...] = (Ellipsis, *r)
+            acc = fn(acc, value[term]).astype(dt)
         state[s.out] = acc
 
 

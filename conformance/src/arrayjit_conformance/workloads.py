@@ -253,7 +253,9 @@ def layer_norm_numpy(state: State) -> State:
     return s
 
 
-def _softmax_rows(n: _Nodes, x: Tnode, rows: int, cols: int, out: Tnode, tag: str) -> list:  # type: ignore[type-arg]
+def _softmax_rows(
+    n: _Nodes, x: Tnode, rows: int, cols: int, out: Tnode, tag: str
+) -> list[Assignment]:
     m, e = n.tmp(f"{tag}m", (rows,)), n.tmp(f"{tag}e", (rows, cols))
     se = n.tmp(f"{tag}se", (rows,))
     return [

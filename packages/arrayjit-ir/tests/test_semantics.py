@@ -116,13 +116,17 @@ def test_counter_sees_a_reduction_inlined_at_a_broadcast() -> None:
     assert accumulation_counts(L.For_loop(k, 0, -1, L.Set(s, (Fixed_idx(0),), step))) == Counter()
 
 
-def _interpret_runs(code: L.Stmt | Optimized, tns: dict[str, Tnode], values: dict, runs: int):  # type: ignore[type-arg, no-untyped-def]
+def _interpret_runs(
+    code: L.Stmt | Optimized, tns: dict[str, Tnode], values: dict[str, np.ndarray], runs: int
+) -> list[dict[str, np.ndarray]]:
     """Interpret ``code`` ``runs`` times from the hosted values (padded host arrays, as a
     backend holds them); the logical values of the hosted nodes after each run."""
-    bufs = {}
+    bufs: dict[Tnode, np.ndarray] = {}
     for k, v in values.items():
         tns[k].set_values(v)
-        bufs[tns[k]] = tns[k].array.copy()
+        host = tns[k].array
+        assert host is not None
+        bufs[tns[k]] = host.copy()
     out = []
     for _ in range(runs):
         bufs = interpret(code, bufs)
@@ -130,7 +134,13 @@ def _interpret_runs(code: L.Stmt | Optimized, tns: dict[str, Tnode], values: dic
     return out
 
 
-def _assert_runs_equal(got: list, want: list, what: str, rtol: float, atol: float) -> None:  # type: ignore[type-arg]
+def _assert_runs_equal(
+    got: list[dict[str, np.ndarray]],
+    want: list[dict[str, np.ndarray]],
+    what: str,
+    rtol: float,
+    atol: float,
+) -> None:
     for run, (g, w) in enumerate(zip(got, want), start=1):
         for name in w:
             np.testing.assert_allclose(
