@@ -142,13 +142,21 @@ def check_program(backend: Any, program: Program, runs: int = 2, interpreters: b
             program.
     """
     tns, comp = program.build()
+    done: list[int] = []
+
+    def step(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        done.append(1)
+        return evaluate_numpy(program, state, program.batch(len(done) - 1))
+
     check_runs(
         backend,
         comp,
         tns,
         program.initial_values(),
-        lambda state: evaluate_numpy(program, state),
+        step,
         runs=runs,
+        symbols=program.symbols,
+        bindings=[{"i": program.batch(r)} for r in range(runs)] if program.symbols else (),
         prec=program.tolerance_prec,
         title=program.source(),
         interpreters=interpreters,
@@ -168,6 +176,8 @@ def check_runs(
     feeds: Sequence[Mapping[str, np.ndarray]] = (),
     title: str = "",
     interpreters: bool = True,
+    symbols: tuple[StaticSymbol, ...] = (),
+    bindings: Sequence[Mapping[str, int]] = (),
 ) -> None:
     """Compile ``comp`` (whose nodes are ``tns``, by name) on ``backend``, set the hosted nodes
     to ``values``, link once and run ``runs`` times in a row. Before run ``r``, ``feeds[r-1]``
@@ -185,7 +195,8 @@ def check_runs(
     the largest magnitude of the node) for a numpy reference that computes in double.
 
     ``interpreters=False`` (programs too large for the interpreter) compares the backend with
-    numpy only.
+    numpy only. ``symbols`` are the static symbols the code needs; ``bindings[r-1]`` binds them
+    for run ``r``.
 
     Raises:
         AssertionError: the first disagreement; the message says which part is wrong, names
@@ -193,7 +204,7 @@ def check_runs(
     """
     for name, v in values.items():
         tns[name].set_values(v)
-    code = backend.compile(comp, name="program")
+    code = backend.compile(comp, name="program", bindings=symbols)
     routine = backend.link(new_context(backend), code)
     lowered = lower(comp)
     plain: dict[Tnode, np.ndarray] = {tns[k]: _host_copy(tns[k]) for k in values}
@@ -208,6 +219,10 @@ def check_runs(
             tn.set_values(v)
             backend.from_host(routine.context, tn)
             plain[tn], opt[tn], state[name] = _host_copy(tn), _host_copy(tn), np.array(v)
+        binds: dict[StaticSymbol | str, int] = {}
+        binds.update(bindings[run - 1] if bindings else {})
+        for sym, value in binds.items():
+            routine.bindings[str(sym)] = value
         routine()
         for name in names:
             if tns[name] in in_context:
@@ -225,8 +240,8 @@ def check_runs(
                     scale=8 * scale,
                 )
             continue
-        plain = interpret(lowered, plain)
-        opt = interpret(code.optimized, opt)
+        plain = interpret(lowered, plain, binds)
+        opt = interpret(code.optimized, opt, binds)
         for name in names:
             tn = tns[name]
             ref = plain[tn][tn.logical_slices()]

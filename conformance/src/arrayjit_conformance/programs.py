@@ -32,12 +32,16 @@ from hypothesis import strategies as st
 
 from arrayjit_ir import ir
 from arrayjit_ir.assignments import Assignment
+from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Padding, Prec, Tnode
 
 LETTERS = "abc"
 FLOAT_PROGRAM_PRECS = ("single", "double")
 INT_PROGRAM_PRECS = ("int32", "int64")
 VALUE_LIMIT = 1e3
+BATCH_LETTER = "s"
+BATCH = StaticSymbol("i", range=3)
+"""The static symbol slices read with (bound per run); sources have 3 batches."""
 PAD_VALUE = 0.5
 BIG_VALUE_LIMIT = 1e5
 """Bound on the magnitude of any value a generated program computes (estimated per statement;
@@ -85,7 +89,8 @@ class Stmt:
     use_spec: bool = True
     const: float | None = None
     """For ``op="constant"``: ``fetch(out, Constant(const))``; ``op="range"`` is
-    ``fetch(out, Range_over_offsets())``."""
+    ``fetch(out, Range_over_offsets())``; ``op="slice"`` is ``fetch(out, Slice(i, args[0]))``
+    with the static symbol :data:`BATCH` (the source's first letter is :data:`BATCH_LETTER`)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,8 @@ class Program:
     nodes: tuple[Node, ...]
     stmts: tuple[Stmt, ...]
     seed: int = 0
+    batches: tuple[int, ...] = ()
+    """The value of the static symbol :data:`BATCH` in each run (programs with slices)."""
 
     # ---- shapes ----
 
@@ -115,6 +122,15 @@ class Program:
         """Dims of node ``name``."""
         sizes = self.size_of
         return tuple(sizes[letter] for letter in self.node(name).letters)
+
+    def batch(self, run: int) -> int:
+        """The value of :data:`BATCH` in run ``run`` (counted from 0)."""
+        return self.batches[run % len(self.batches)] if self.batches else 0
+
+    @property
+    def symbols(self) -> tuple[StaticSymbol, ...]:
+        """The static symbols the program needs bound."""
+        return (BATCH,) if any(s.op == "slice" for s in self.stmts) else ()
 
     def padding(self, name: str) -> Padding | None:
         """The padding of node ``name`` (``None``: unpadded)."""
@@ -189,6 +205,8 @@ class Program:
             return ir.fetch(out, ir.Constant(float(s.const or 0.0)))
         if s.op == "range":
             return ir.fetch(out, ir.Range_over_offsets())
+        if s.op == "slice":
+            return ir.fetch(out, ir.Slice(BATCH, args[0]))
         if len(args) == 3:
             return ir.ternop(out, s.op, args[0], args[1], args[2], spec=spec)
         if s.accum is not None:
@@ -215,6 +233,10 @@ class Program:
                 lines.append(f"    ir.fetch({s.out}, ir.Constant({s.const!r})),")
             elif s.op == "range":
                 lines.append(f"    ir.fetch({s.out}, ir.Range_over_offsets()),")
+            elif s.op == "slice":
+                lines.append(
+                    f"    ir.fetch({s.out}, ir.Slice(StaticSymbol('i', range=3), {args})),"
+                )
             elif len(s.args) == 3:
                 lines.append(f"    ir.ternop({s.out}, {s.op!r}, {args}{spec}),")
             elif s.accum is not None:
@@ -227,6 +249,8 @@ class Program:
             else:
                 lines.append(f"    ir.binop({s.out}, {s.op!r}, {args}{spec}),")
         lines.append(")")
+        if self.batches:
+            lines.append(f"# i = {list(self.batches)} in the successive runs")
         return "\n".join(lines)
 
 
@@ -264,8 +288,11 @@ def _operand(arr: np.ndarray, letters: str, product: str, sizes: dict[str, int])
     return np.broadcast_to(arr[tuple(grids)], shape)
 
 
-def evaluate_statement(program: Program, s: Stmt, state: dict[str, np.ndarray]) -> None:
-    """Run one statement of ``program`` on ``state`` (name -> array), plainly, in numpy."""
+def evaluate_statement(
+    program: Program, s: Stmt, state: dict[str, np.ndarray], batch: int = 0
+) -> None:
+    """Run one statement of ``program`` on ``state`` (name -> array), plainly, in numpy;
+    ``batch`` is the value of :data:`BATCH`."""
     sizes, dt = program.size_of, program.dtype_of(s.out)
     out_letters = program.node(s.out).letters
     if s.op == "constant":
@@ -274,6 +301,9 @@ def evaluate_statement(program: Program, s: Stmt, state: dict[str, np.ndarray]) 
     if s.op == "range":
         dims = program.dims(s.out)
         state[s.out] = np.arange(math.prod(dims)).reshape(dims).astype(dt)
+        return
+    if s.op == "slice":
+        state[s.out] = state[s.args[0]][batch].astype(dt)
         return
     product = "".join(dict.fromkeys(out_letters + "".join(s.arg_letters)))
     operands = [
@@ -304,14 +334,16 @@ def evaluate_statement(program: Program, s: Stmt, state: dict[str, np.ndarray]) 
         state[s.out] = acc
 
 
-def evaluate_numpy(program: Program, state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def evaluate_numpy(
+    program: Program, state: dict[str, np.ndarray], batch: int = 0
+) -> dict[str, np.ndarray]:
     """One run of ``program`` from ``state`` (hosted values; other nodes start at zero):
-    every statement in order, each over its whole product space. Returns the new state
-    (every node)."""
+    every statement in order, each over its whole product space, with :data:`BATCH` =
+    ``batch``. Returns the new state (every node)."""
     new = {n.name: np.zeros(program.dims(n.name), program.dtype_of(n.name)) for n in program.nodes}
     new.update({k: np.array(v, dtype=program.dtype_of(k), copy=True) for k, v in state.items()})
     for s in program.stmts:
-        evaluate_statement(program, s, new)
+        evaluate_statement(program, s, new, batch)
     return new
 
 
@@ -324,10 +356,11 @@ def is_tame(program: Program, runs: int = 2, limit: float = VALUE_LIMIT) -> bool
         tuple(Node(n.name, n.letters, n.hosted, None, n.padded) for n in program.nodes),
         program.stmts,
         program.seed,
+        program.batches,
     )
     state: dict[str, np.ndarray] = dict(wide.initial_values())
-    for _ in range(runs):
-        state = evaluate_numpy(wide, state)
+    for run in range(runs):
+        state = evaluate_numpy(wide, state, program.batch(run))
         for v in state.values():
             if v.size and not (np.all(np.isfinite(v)) and np.abs(v).max() <= 10 * limit):
                 return False
@@ -553,6 +586,17 @@ def _stmt_fetch(draw: st.DrawFn, draft: _Draft) -> None:
     draft.bound[out.name] = bound
 
 
+def _stmt_slice(draw: st.DrawFn, draft: _Draft) -> None:
+    """``fetch(out, Slice(i, src))`` from a new hosted source with a leading batch axis."""
+    draft.sizes[BATCH_LETTER] = 3
+    letters = _draw_letters(draw, "", max_extra=2)
+    out = _pick_out(draw, draft, set(letters), letters, set())
+    src = draft.new_node(BATCH_LETTER + out.letters, hosted=True)
+    draft.bound[src.name] = 2.0 if draft.prec in FLOAT_PROGRAM_PRECS else 4.0
+    draft.stmts.append(Stmt(out.name, "slice", (src.name,), (src.letters,)))
+    draft.bound[out.name] = draft.bound[src.name]
+
+
 _KINDS = (
     "unop",
     "binop",
@@ -564,6 +608,7 @@ _KINDS = (
     "reduce",
     "fetch",
     "where",
+    "slice",
 )
 
 
@@ -609,6 +654,8 @@ def programs(
                 _stmt_fetch(draw, draft)
             case "where":
                 _stmt_pointwise(draw, draft, 3)
+            case "slice":
+                _stmt_slice(draw, draft)
     if not draft.stmts:
         _stmt_pointwise(draw, draft, 1)
     # The last result is observable.
@@ -619,16 +666,22 @@ def programs(
     ]
     used = {s.out for s in draft.stmts} | {a for s in draft.stmts for a in s.args}
     nodes = tuple(n for n in draft.nodes if n.name in used)
+    batches: tuple[int, ...] = ()
+    if any(s.op == "slice" for s in draft.stmts):
+        batches = (draw(st.integers(0, 2)), draw(st.integers(0, 2)))
     return Program(
         prec,
-        tuple(sorted(sizes.items())),
+        tuple(sorted(draft.sizes.items())),
         nodes,
         tuple(draft.stmts),
         draw(st.integers(0, 2**16)),
+        batches,
     )
 
 
 __all__ = [
+    "BATCH",
+    "BATCH_LETTER",
     "BIG_VALUE_LIMIT",
     "LETTERS",
     "VALUE_LIMIT",

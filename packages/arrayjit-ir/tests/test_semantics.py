@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -117,7 +118,11 @@ def test_counter_sees_a_reduction_inlined_at_a_broadcast() -> None:
 
 
 def _interpret_runs(
-    code: L.Stmt | Optimized, tns: dict[str, Tnode], values: dict[str, np.ndarray], runs: int
+    code: L.Stmt | Optimized,
+    tns: dict[str, Tnode],
+    values: dict[str, np.ndarray],
+    runs: int,
+    batches: Callable[[int], int] = lambda run: 0,
 ) -> list[dict[str, np.ndarray]]:
     """Interpret ``code`` ``runs`` times from the hosted values (padded host arrays, as a
     backend holds them); the logical values of the hosted nodes after each run."""
@@ -128,8 +133,8 @@ def _interpret_runs(
         assert host is not None
         bufs[tns[k]] = host.copy()
     out = []
-    for _ in range(runs):
-        bufs = interpret(code, bufs)
+    for run in range(runs):
+        bufs = interpret(code, bufs, {"i": batches(run)})
         out.append({k: bufs[tns[k]][tns[k].logical_slices()].copy() for k in values})
     return out
 
@@ -164,14 +169,14 @@ def test_random_programs_keep_meaning_and_work(program: Program) -> None:
     assume(is_tame(program))
     tns, comp = program.build()
     lowered = lower(comp)
-    opt = optimize(lowered, name="program")
+    opt = optimize(lowered, name="program", static_symbols=program.symbols)
     assert_no_repeated_work(lowered, opt.code, program.source())
     values = program.initial_values()
-    plain = _interpret_runs(lowered, tns, values, 2)
-    optimized = _interpret_runs(opt, tns, values, 2)
+    plain = _interpret_runs(lowered, tns, values, 2, program.batch)
+    optimized = _interpret_runs(opt, tns, values, 2, program.batch)
     state, reference = dict(values), []
-    for _ in range(2):
-        state = evaluate_numpy(program, state)
+    for run in range(2):
+        state = evaluate_numpy(program, state, program.batch(run))
         reference.append({k: state[k] for k in values})
     exact = not program.is_float
     tol = 0.0 if exact else (1e-4 if program.tolerance_prec == "single" else 1e-10)
