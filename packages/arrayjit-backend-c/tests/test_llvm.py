@@ -283,10 +283,12 @@ def test_reductions_into_one_cell(
     got, ref = run_direct(lb, ir.accum(tot, op, x, spec="i->"), {x: vx}, tot, reference=n < 100)
     with np.errstate(over="ignore"):
         ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
-        # The accumulation starts from the op's neutral element, converted to the node's
-        # precision (an infinity becomes 0 in an integer one, as in the interpreter).
+        # The accumulation starts from the op's neutral element; integer max and min start
+        # from the precision's bounds.
         neutral = {"add": 0.0, "mul": 1.0, "max": -np.inf, "min": np.inf}[op]
-        init = neutral if dt.kind == "f" or np.isfinite(neutral) else 0
+        init: Any = neutral
+        if dt.kind != "f" and not np.isfinite(neutral):
+            init = np.iinfo(dt).min if neutral < 0 else np.iinfo(dt).max
         expected = ufunc.reduce(np.append(vx, np.array(init).astype(dt)), dtype=dt)
     if n < 100:  # the interpreter is slow on large loops
         compare(got, ref, "single" if prec == "single" else "double" if dt.kind == "f" else prec)

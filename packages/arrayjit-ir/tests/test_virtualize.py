@@ -32,16 +32,9 @@ def accumulating_steps(s: L.Stmt) -> int:
     local they write (``c := c op x``), counted with their loops, inlined scopes included."""
 
     def expr(e: L.Expr) -> int:
-        match e:
-            case L.Local_scope(body=body):
-                return stmt(body)
-            case L.Binop(a=a, b=b):
-                return expr(a) + expr(b)
-            case L.Unop(a=a):
-                return expr(a)
-            case L.Ternop(a=a, b=b, c=c):
-                return expr(a) + expr(b) + expr(c)
-        return 0
+        if isinstance(e, L.Local_scope):
+            return stmt(e.body)
+        return sum(expr(x) for x in L.children(e))
 
     def stmt(st: L.Stmt) -> int:
         match st:

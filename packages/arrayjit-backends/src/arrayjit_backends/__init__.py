@@ -20,6 +20,7 @@ from arrayjit_backends.backend import (
     make_cpu_backend,
 )
 from arrayjit_backends.backend_impl import NoDeviceBackend
+from arrayjit_backends.backend_intf import BackendInterface
 from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, ImmediateQueue
 from arrayjit_backends.missing import MissingBackend
 from arrayjit_backends.registry import (
@@ -45,6 +46,7 @@ __all__ = [
     "ArrayjitError",
     "Backend",
     "BackendEntry",
+    "BackendInterface",
     "BackendMissingError",
     "BackendStatus",
     "Capabilities",

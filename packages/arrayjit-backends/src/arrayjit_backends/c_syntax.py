@@ -53,16 +53,9 @@ def _loop_work(s: L.Stmt) -> int:
 
 
 def _inlined_work(e: L.Expr) -> int:
-    match e:
-        case L.Local_scope(body=body):
-            return _loop_work(body)
-        case L.Binop(a=a, b=b):
-            return _inlined_work(a) + _inlined_work(b)
-        case L.Unop(a=a):
-            return _inlined_work(a)
-        case L.Ternop(a=a, b=b, c=c):
-            return _inlined_work(a) + _inlined_work(b) + _inlined_work(c)
-    return 0
+    if isinstance(e, L.Local_scope):
+        return _loop_work(e.body)
+    return sum(_inlined_work(x) for x in L.children(e))
 
 
 def _sets(s: L.Stmt) -> list[L.Set]:
@@ -279,9 +272,28 @@ class CSyntax:
         # hit the compile cache) whatever the global ids of their symbols and nodes.
         self._temps = 0
         self._names: dict[Tnode, str] = {}
-        self._syms: dict[Symbol, str] = {}
+        self._syms: dict[Symbol | StaticSymbol, str] = {}
         self._locals: dict[L.ScopeId, str] = {}
         self._declared: set[L.ScopeId] = set()
+        self._taken: set[str] = {"z"}  # the zero-fill loop's index
+
+    def fresh_name(self, base: str) -> str:
+        """A C identifier no other name of this routine has: ``base``, else ``base_<k>``.
+        Every generated name goes through here (nodes, loop indices, locals, temporaries,
+        static indices), so a user's label or static-symbol name can never collide with
+        another; the ``aj_`` prefix stays reserved for the renderers' own helpers."""
+        if base.startswith("aj_"):
+            base = "u" + base
+        name, k = base, 1
+        while name in self._taken:
+            name, k = f"{base}_{k}", k + 1
+        self._taken.add(name)
+        return name
+
+    def temp(self, kind: str) -> str:
+        """A fresh temporary's name, ``kind`` followed by a number."""
+        self._temps += 1
+        return self.fresh_name(f"{kind}{self._temps}")
 
     # ---- types ----
 
@@ -350,14 +362,14 @@ class CSyntax:
     def name(self, tn: Tnode) -> str:
         """The identifier of a node's buffer."""
         if tn not in self._names:
-            self._names[tn] = f"{tn.debug_name}_{len(self._names)}"
+            self._names[tn] = self.fresh_name(f"{tn.debug_name}_{len(self._names)}")
         return self._names[tn]
 
     def sym(self, s: Symbol | StaticSymbol) -> str:
-        if isinstance(s, StaticSymbol):
-            return s.name
+        """The identifier of a loop index (``i<n>``) or a static index (its name)."""
         if s not in self._syms:
-            self._syms[s] = f"i{len(self._syms)}"
+            base = s.name if isinstance(s, StaticSymbol) else f"i{len(self._syms)}"
+            self._syms[s] = self.fresh_name(base)
         return self._syms[s]
 
     def declare(self, sc: L.ScopeId) -> str:
@@ -367,7 +379,7 @@ class CSyntax:
 
     def local(self, sc: L.ScopeId) -> str:
         if sc not in self._locals:
-            self._locals[sc] = f"v{len(self._locals)}_{sc.tn.debug_name}"
+            self._locals[sc] = self.fresh_name(f"v{len(self._locals)}_{sc.tn.debug_name}")
         return self._locals[sc]
 
     def index(self, i: AxisIndex) -> str:
@@ -465,8 +477,7 @@ class CSyntax:
         """Evaluate ``text`` into a temporary before the statement. Used for the operands of
         selections: both are pure, and loading them unconditionally lets compilers emit blends
         instead of conditional (masked) loads, which gcc 12 at -O3 was seen to get wrong."""
-        self._temps += 1
-        name = f"t{self._temps}"
+        name = self.temp("t")
         pre.append(f"const {ct} {name} = {text};")
         return name
 
@@ -602,8 +613,7 @@ class CSyntax:
         tn, idx = red.target.tn, red.target.indices
         ct = self.compute_type(tn.prec)
         cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
-        self._temps += 1
-        acc = f"acc{self._temps}"
+        acc = self.temp("acc")
         op = REDUCTION_OPS[red.op]
         out.add(indent, "{")
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
@@ -670,7 +680,7 @@ class CSyntax:
         ]
         if params.merge_node is not None:
             args.append(f"{self.buffer_prefix}const void *restrict merge_buffer")
-        args += [f"{self.index_type} {s.name}" for s in params.static_symbols]
+        args += [f"{self.index_type} {self.sym(s)}" for s in params.static_symbols]
         out = _Out()
         out.add(0, f"/* routine {opt.name} */")
         out.add(0, f"{self.kernel_prefix}void {fn_name}({', '.join(args) or 'void'}) {{")

@@ -248,7 +248,7 @@ class GpuSyntax(CSyntax):
                 )
             )
         prologue = [line for line in prologue if line]
-        args += [f"const {self.index_type} {s.name}" for s in params.static_symbols]
+        args += [f"const {self.index_type} {self.sym(s)}" for s in params.static_symbols]
         signature = ", ".join(args)
         out = _Out()
         kernels: list[GpuKernel] = []

@@ -13,13 +13,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from arrayjit_tnode import UsageError
 
 if TYPE_CHECKING:
     from arrayjit_backends.backend import Backend
     from arrayjit_backends.backend_impl import NoDeviceBackend
+    from arrayjit_backends.backend_intf import BackendInterface
     from arrayjit_backends.device_impl import DeviceBackend
 
 logger = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ class BackendEntry:
     """A registered backend."""
 
     name: str
-    factory: Callable[[str], Any]
+    factory: Callable[[str], BackendInterface]
     """Full name (e.g. ``"multicore_cc"``) -> a fresh Backend (or a MissingBackend)."""
     scheduler_prefixes: tuple[str, ...] = ()
     """For CPU compilers: ``("multicore", "sync")``; the first is the default."""
@@ -132,8 +133,8 @@ def _fixed_reason(reason: str) -> Callable[[], str | None]:
     return lambda: reason
 
 
-def _missing_factory(name: str, reason: str, hint: str = "") -> Callable[[str], Any]:
-    def factory(full: str) -> Any:
+def _missing_factory(name: str, reason: str, hint: str = "") -> Callable[[str], BackendInterface]:
+    def factory(full: str) -> BackendInterface:
         from arrayjit_backends.missing import MissingBackend
 
         return MissingBackend(full, reason, hint)
@@ -193,7 +194,7 @@ def default_backend_name() -> str:
     raise UsageError("no arrayjit backend is available; install arrayjit-backend-c")
 
 
-def fresh_backend(name: str | None = None) -> Any:
+def fresh_backend(name: str | None = None) -> BackendInterface:
     """A new backend instance by name (``None``: the default); a missing backend gives a
     :class:`~arrayjit_backends.missing.MissingBackend` that explains itself.
 

@@ -112,16 +112,9 @@ def eliminate_common_subexpressions(s: L.Stmt) -> L.Stmt:
 
 
 def _top_scopes(e: L.Expr) -> list[L.Local_scope]:
-    match e:
-        case L.Local_scope():
-            return [e]
-        case L.Binop(a=a, b=b):
-            return _top_scopes(a) + _top_scopes(b)
-        case L.Unop(a=a):
-            return _top_scopes(a)
-        case L.Ternop(a=a, b=b, c=c):
-            return _top_scopes(a) + _top_scopes(b) + _top_scopes(c)
-    return []
+    if isinstance(e, L.Local_scope):
+        return [e]
+    return [x for c in L.children(e) for x in _top_scopes(c)]
 
 
 def _replace_scope(e: L.Expr, key: Any, sc: L.ScopeId) -> L.Expr:

@@ -213,6 +213,18 @@ def map_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
     return e
 
 
+def children(e: Expr) -> tuple[Expr, ...]:
+    """The operands of an op (no others: a local scope's body is statements)."""
+    match e:
+        case Binop(a=a, b=b):
+            return (a, b)
+        case Unop(a=a):
+            return (a,)
+        case Ternop(a=a, b=b, c=c):
+            return (a, b, c)
+    return ()
+
+
 def seq(*stmts: Stmt) -> Stmt:
     """Sequence statements, flattening nested ``Seq`` and dropping ``Noop``; a single
     statement is returned as is and none gives ``Noop()``."""
@@ -247,19 +259,11 @@ def exprs_of(s: Stmt) -> Iterable[Expr]:
 def sub_exprs(e: Expr) -> Iterable[Expr]:
     """``e`` and every expression inside it, local-scope bodies included (pre-order)."""
     yield e
-    match e:
-        case Binop(a=a, b=b):
-            yield from sub_exprs(a)
-            yield from sub_exprs(b)
-        case Unop(a=a):
-            yield from sub_exprs(a)
-        case Ternop(a=a, b=b, c=c):
-            yield from sub_exprs(a)
-            yield from sub_exprs(b)
-            yield from sub_exprs(c)
-        case Local_scope(body=body):
-            for x in exprs_of(body):
-                yield from sub_exprs(x)
+    if isinstance(e, Local_scope):
+        for x in exprs_of(e.body):
+            yield from sub_exprs(x)
+    for x in children(e):
+        yield from sub_exprs(x)
 
 
 def reads(s: Stmt) -> list[Get | Get_merge_buffer]:

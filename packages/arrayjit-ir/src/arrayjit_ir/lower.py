@@ -5,6 +5,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
+import numpy as np
+
 from arrayjit_ir import assignments as A
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -109,22 +111,45 @@ def _lower_accum(asg: A.Accum_op) -> L.Stmt:
         and asg.initialize_neutral
         and not (injective and proj.is_surjective(lhs.dims_without_padding))
     ):
-        prefix = _lower_fetch(A.Fetch(lhs, A.Constant(ops.neutral(asg.accum))))
+        start = neutral_value(asg.accum, lhs.prec)
+        if isinstance(start, L.Constant) and start.value == 0 and lhs.padding is None:
+            prefix = L.Zero_out(lhs)
+        else:
+            dims = lhs.dims_without_padding
+            prefix = loop_over(dims, lambda idx: L.Set(lhs, shift(lhs, idx), start))
     symbols = {s: s for s in proj.product_iterators}
     lhs_idx = shift(lhs, proj.project_lhs)
     value = _apply(asg.op, [_read(r, idx) for r, idx in zip(asg.rhs, proj.project_rhs)])
     if asg.accum is not None:
         # Each cell starts from the neutral element (or its old value) and accumulates its
-        # terms; where every cell gets exactly one term, the start is the neutral constant
-        # itself (``0 - x`` for ``sub``, not ``x``), which simplification folds where exact.
-        start: L.Expr = L.Get(lhs, lhs_idx)
-        if asg.initialize_neutral and injective:
-            start = L.Constant(ops.neutral(asg.accum))
-        value = L.Binop(asg.accum, start, value)
+        # terms. Where every cell gets exactly one term it is ``neutral op x``: ``x`` itself for
+        # the ops whose neutral element is exact (add, mul, max, min), ``0 - x`` for ``sub``.
+        if not (asg.initialize_neutral and injective):
+            value = L.Binop(asg.accum, L.Get(lhs, lhs_idx), value)
+        elif asg.accum not in _IDENTITY_START:
+            value = L.Binop(asg.accum, neutral_value(asg.accum, lhs.prec), value)
     stmt: L.Stmt = L.Set(lhs, lhs_idx, value)
     for extent, sym in reversed(_loop_order(asg, injective)):
         stmt = L.For_loop(symbols[sym], 0, extent - 1, stmt)
     return L.seq(prefix, stmt)
+
+
+_IDENTITY_START = (ops.Binop.add, ops.Binop.mul, ops.Binop.max, ops.Binop.min)
+"""Accumulations for which ``neutral op x`` is exactly ``x`` (NaN included)."""
+
+
+def neutral_value(op: ops.Binop, prec: Prec) -> L.Expr:
+    """The neutral element of accumulating with ``op`` into a node of precision ``prec``:
+    ``max`` and ``min`` of integers start from the precision's smallest and largest value (an
+    infinity has no integer value)."""
+    v = ops.neutral(op)
+    if math.isfinite(v) or prec.is_float or prec is Prec.uint4x32:
+        return L.Constant(v)
+    info = np.iinfo(prec.numpy_dtype)
+    bound = int(info.min if v < 0 else info.max)
+    if abs(bound) < 2**53:
+        return L.Constant(float(bound))
+    return L.Constant_bits(bound - 2**64 if bound >= 2**63 else bound)  # a 64-bit pattern
 
 
 def _innermost_axis(idx: tuple[AxisIndex, ...]) -> Symbol | None:

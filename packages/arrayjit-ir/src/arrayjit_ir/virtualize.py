@@ -259,13 +259,8 @@ def _read_sites(stmts: Sequence[L.Stmt]) -> dict[Tnode, list[_Site]]:
                 sites.setdefault(tn, []).append(_Site(k, set(loops) <= _distinct_axes(idx)))
             case L.Local_scope(body=body):
                 walk(body, k, loops, written)
-            case L.Binop(a=a, b=b):
-                visit(a, k, loops, written)
-                visit(b, k, loops, written)
-            case L.Unop(a=a):
-                visit(a, k, loops, written)
-            case L.Ternop(a=a, b=b, c=c):
-                for x in (a, b, c):
+            case _:
+                for x in L.children(e):
                     visit(x, k, loops, written)
 
     def walk(s: L.Stmt, k: int, loops: list[Symbol], written: set[Tnode]) -> None:

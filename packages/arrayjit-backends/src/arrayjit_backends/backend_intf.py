@@ -1,0 +1,102 @@
+"""What users call: the interface every backend object honours.
+
+The three roles of the backend layer stand as files: this interface (what users call),
+:mod:`~arrayjit_backends.device_impl` and :mod:`~arrayjit_backends.backend_impl` (what a backend
+author writes), and the glue that turns the second into the first
+(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.scheduler`).
+
+:func:`~arrayjit_backends.fresh_backend` returns a :class:`BackendInterface`; both the real
+:class:`~arrayjit_backends.backend.Backend` and the stand-in
+:class:`~arrayjit_backends.missing.MissingBackend` satisfy it, which mypy proves at the bottom
+of this module. A misspelt method on a backend is then a type error, not a runtime surprise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from arrayjit_backends.backend import (
+        Capabilities,
+        Code,
+        Config,
+        Context,
+        Device,
+        MergeMode,
+        Routine,
+        Stream,
+    )
+    from arrayjit_backends.scheduler import Event
+    from arrayjit_ir.assignments import Assignment, Comp
+    from arrayjit_ir.indexing import StaticSymbol
+    from arrayjit_tnode import Tnode
+
+
+class BackendInterface(Protocol):
+    """A backend as users see it (ARCHITECTURE.md §4.2). Each method of
+    :class:`~arrayjit_backends.backend.Backend` documents its errors; on a missing backend every
+    call but ``num_devices``, ``is_initialized`` and ``finalize`` raises
+    :class:`~arrayjit_tnode.BackendMissingError`."""
+
+    name: str
+
+    # ---- life cycle ----
+    def initialize(self, config: Config = ...) -> None: ...
+    def is_initialized(self) -> bool: ...
+    def finalize(self) -> None: ...
+    @property
+    def capabilities(self) -> Capabilities: ...
+
+    # ---- devices, streams, contexts ----
+    def num_devices(self) -> int: ...
+    def get_device(self, ordinal: int = 0) -> Device: ...
+    def suggested_num_streams(self, device: Device) -> int: ...
+    def new_stream(self, device: Device) -> Stream: ...
+    def get_name(self, stream: Stream) -> str: ...
+    def make_context(self, stream: Stream) -> Context: ...
+    def make_child(self, ctx: Context) -> Context: ...
+
+    # ---- compiling and linking ----
+    def compile(
+        self, comp: Comp | Assignment, name: str = ..., bindings: Sequence[StaticSymbol] = ...
+    ) -> Code: ...
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment],
+        names: Sequence[str],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code]: ...
+    def link(self, ctx: Context, code: Code) -> Routine: ...
+    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]: ...
+
+    # ---- transfers ----
+    def from_host(self, ctx: Context, tn: Tnode) -> bool: ...
+    def to_host(self, ctx: Context, tn: Tnode) -> bool: ...
+    def device_to_device(
+        self, tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src: Context
+    ) -> bool: ...
+
+    # ---- events and streams ----
+    def all_work(self, stream: Stream) -> Event: ...
+    def is_done(self, event: Event) -> bool: ...
+    def sync(self, event: Event) -> None: ...
+    def will_wait_for(self, ctx: Context, event: Event) -> None: ...
+    def await_stream(self, stream: Stream) -> None: ...
+    def is_idle(self, stream: Stream) -> bool: ...
+
+    # ---- accounting and debugging ----
+    def get_used_memory(self, device: Device) -> int: ...
+    def get_debug_info(self, stream: Stream) -> dict[str, Any]: ...
+    def get_global_debug_info(self) -> dict[str, Any]: ...
+
+
+if TYPE_CHECKING:  # mypy proves both implementations honour the interface
+    from arrayjit_backends.backend import Backend
+    from arrayjit_backends.missing import MissingBackend
+
+    def _backend_is_one(b: Backend) -> BackendInterface:
+        return b
+
+    def _missing_is_one(b: MissingBackend) -> BackendInterface:
+        return b
