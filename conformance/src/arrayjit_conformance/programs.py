@@ -52,7 +52,7 @@ INT_UNOPS = ("relu", "neg", "identity")
 BINOPS = ("add", "sub", "mul", "max", "min", "relu_gate")
 INT_BINOPS = ("add", "sub", "max", "min", "mul", "relu_gate")
 FLOAT_ACCUMS = ("add", "max", "min", "sub")
-INT_ACCUMS = ("add", "sub")
+INT_ACCUMS = ("add", "sub", "max", "min")
 
 
 @dataclass(frozen=True)
@@ -321,7 +321,11 @@ def evaluate_statement(
             state[s.out] = np.array(value, dtype=dt).reshape(program.dims(s.out))
             return
         out_shape = program.dims(s.out)
-        if s.init:
+        if s.init and dt.kind in "iu" and s.accum in ("max", "min"):
+            # Integer max/min start from the precision's bounds.
+            info = np.iinfo(dt)
+            acc = np.full(out_shape, info.min if s.accum == "max" else info.max, dtype=dt)
+        elif s.init:
             acc = np.full(out_shape, _NEUTRAL[s.accum]).astype(dt)
         else:
             acc = state[s.out].astype(dt).copy()
