@@ -14,8 +14,9 @@ import os
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
-from arrayjit_conformance.harness import check_program
+from arrayjit_conformance.harness import check_program, check_split_program
 from arrayjit_conformance.programs import BIG_VALUE_LIMIT, Program, is_tame, programs
 
 CI_EXAMPLES = 30
@@ -53,3 +54,14 @@ def test_random_big_programs(backend: Any, program: Program) -> None:
     reductions and reordered matmul loops. Too large for the interpreter: against numpy."""
     assume(is_tame(program, limit=BIG_VALUE_LIMIT))
     check_program(backend, program, interpreters=False)
+
+
+@program_settings(ci_examples=10, fuzz_share=4)
+@given(program=programs(), data=st.data())
+def test_random_programs_split_in_two_routines(backend: Any, program: Program, data: Any) -> None:
+    """The same programs as two routines compiled together (``compile_batch``) and run one
+    after the other in one context lineage: nodes the second reads from the first must survive
+    between them."""
+    assume(is_tame(program) and len(program.stmts) >= 2)
+    cut = data.draw(st.integers(1, len(program.stmts) - 1), label="cut")
+    check_split_program(backend, program, cut)

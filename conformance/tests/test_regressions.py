@@ -13,6 +13,7 @@ from arrayjit_conformance.harness import (
     assert_close,
     check_program,
     hosted,
+    new_context,
     run_against_interpreter,
 )
 from arrayjit_conformance.programs import Node, Program, Stmt
@@ -246,3 +247,23 @@ def test_empty_accumulation_leaves_other_nodes_intact(backend: Any) -> None:
         {x0: np.zeros((2, 0)), x1: np.array(1.5), t3: np.zeros(0)},
         {x1: np.array(1.5), t3: np.zeros(0)},
     )
+
+
+def test_node_read_in_both_routines_of_a_batch(backend: Any) -> None:
+    """Found by the split random programs: a node written and read by the first of two
+    routines compiled together, and read by the second, must be kept between them
+    (``compile_batch`` raised MemoryModeError: Materialized contradicts Local)."""
+    x, z, y = hosted((3,), "x"), hosted((3,), "z"), hosted((3,), "y")
+    t = Tnode.create((3,), label="t")
+    first = ir.block(ir.unop(t, "relu", x), ir.unop(z, "identity", t))
+    second = ir.unop(y, "neg", t)
+    vx = np.array([-1.0, 0.5, 2.0])
+    x.set_values(vx)
+    c1, c2 = backend.compile_batch([first, second], ["first", "second"])
+    r1 = backend.link(new_context(backend), c1)
+    r2 = backend.link(r1.context, c2)
+    r1()
+    r2()
+    for tn, want in ((z, np.maximum(vx, 0)), (y, -np.maximum(vx, 0))):
+        assert backend.to_host(r2.context, tn)
+        assert_close(tn.get_values(), want, "single", what=f"{backend.name}, {tn.debug_label}")

@@ -163,6 +163,63 @@ def check_program(backend: Any, program: Program, runs: int = 2, interpreters: b
     )
 
 
+def check_split_program(backend: Any, program: Program, cut: int, runs: int = 2) -> None:
+    """Run a random program as two routines compiled together (``compile_batch``): the
+    statements before ``cut``, then the rest, linked in one context lineage and run one after
+    the other, ``runs`` times. After each run every hosted node equals the numpy evaluation of
+    the whole program and the oracle (the interpreter over both unoptimized blocks in turn);
+    the interpreter over both optimized routines equals the oracle.
+
+    Raises:
+        AssertionError: a disagreement, saying which part is wrong and printing the program.
+    """
+    tns, first, second = program.build_split(cut)
+    values = program.initial_values()
+    for name, v in values.items():
+        tns[name].set_values(v)
+    codes = backend.compile_batch([first, second], ["part1", "part2"], program.symbols)
+    r1 = backend.link(new_context(backend), codes[0])
+    r2 = backend.link(r1.context, codes[1])
+    lowered = [lower(first), lower(second)]
+    plain: dict[Tnode, np.ndarray] = {tns[k]: _host_copy(tns[k]) for k in values}
+    opt: dict[Tnode, np.ndarray] = {tns[k]: _host_copy(tns[k]) for k in values}
+    state: dict[str, np.ndarray] = dict(values)
+    title = f"{program.source()}\n# split before statement {cut}"
+    scale = max([float(np.abs(v).max()) for v in values.values() if v.size] + [1.0])
+    for run in range(runs):
+        binds: dict[StaticSymbol | str, int] = {"i": program.batch(run)} if program.symbols else {}
+        for r in (r1, r2):
+            for sym, value in binds.items():
+                r.bindings[str(sym)] = value
+            r()
+        for name in values:
+            backend.to_host(r2.context, tns[name])
+        for low, code in zip(lowered, codes):
+            plain = interpret(low, plain, binds)
+            opt = interpret(code.optimized, opt, binds)
+        state = evaluate_numpy(program, state, program.batch(run))
+        scale = max([scale] + [float(np.abs(v).max()) for v in state.values() if v.size])
+        for name in values:
+            tn = tns[name]
+            ref = plain[tn][tn.logical_slices()]
+            head = f"run {run + 1}, node {name}, backend {backend.name}"
+            for got, what in (
+                (state[name], "lowering bug (or numpy reference): numpy disagrees with the oracle"),
+                (
+                    opt[tn][tn.logical_slices()],
+                    "optimizer bug: the optimized routines disagree with the unoptimized blocks",
+                ),
+                (tn.get_values(), f"backend bug: {backend.name} disagrees with the oracle"),
+            ):
+                assert_close(
+                    got,
+                    ref,
+                    program.tolerance_prec,
+                    what=f"{what} ({head})\n{title}",
+                    scale=8 * scale,
+                )
+
+
 def check_runs(
     backend: Any,
     comp: Any,
@@ -311,6 +368,7 @@ __all__ = [
     "assert_close",
     "check_program",
     "check_runs",
+    "check_split_program",
     "hosted",
     "new_context",
     "prec_of",

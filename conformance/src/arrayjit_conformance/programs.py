@@ -197,6 +197,13 @@ class Program:
         }
         return tns, ir.block(*(self._assignment(s, tns) for s in self.stmts))
 
+    def build_split(self, cut: int) -> tuple[dict[str, Tnode], Assignment, Assignment]:
+        """Fresh nodes and the program as two blocks: statements before ``cut`` and the rest
+        (two routines of one context lineage, compiled together)."""
+        tns, _ = self.build()
+        first = ir.block(*(self._assignment(s, tns) for s in self.stmts[:cut]))
+        return tns, first, ir.block(*(self._assignment(s, tns) for s in self.stmts[cut:]))
+
     def _assignment(self, s: Stmt, tns: dict[str, Tnode]) -> Assignment:
         spec = self.spec(s) if s.use_spec else None
         args = [tns[a] for a in s.args]
@@ -502,7 +509,7 @@ def _stmt_reduce(draw: st.DrawFn, draft: _Draft, arity: int) -> None:
     reduced = [x for x in union if x not in kept]
     terms = math.prod(draft.sizes[x] for x in reduced)
     floats = draft.prec in FLOAT_PROGRAM_PRECS
-    accums = FLOAT_ACCUMS if floats else INT_ACCUMS
+    accums: tuple[str, ...] = FLOAT_ACCUMS if floats else INT_ACCUMS
     if any(draft.sizes[x] == 0 for x in reduced):
         accums = ("add", "sub")  # max/min of nothing is infinite
     accum = draw(st.sampled_from(accums))
