@@ -267,3 +267,43 @@ def test_node_read_in_both_routines_of_a_batch(backend: Any) -> None:
     for tn, want in ((z, np.maximum(vx, 0)), (y, -np.maximum(vx, 0))):
         assert backend.to_host(r2.context, tn)
         assert_close(tn.get_values(), want, "single", what=f"{backend.name}, {tn.debug_label}")
+
+
+# ---- precision of inlined nodes (found by the random programs) ----
+
+
+def test_where_on_an_inlined_integer_constant(backend: Any) -> None:
+    """``c = -0.25`` stored in int32 is 0, so ``where(c, a, b)`` is ``b``: the inlined constant
+    must be converted to the node's precision before the condition tests it."""
+    c = Tnode.create((), prec="int32", label="c")
+    a, b, y = (hosted((2,), n, "int32") for n in "aby")
+    comp = ir.block(ir.fetch(c, ir.Constant(-0.25)), ir.ternop(y, "where", c, a, b))
+    _check(
+        backend,
+        comp,
+        {a: np.array([1, 2]), b: np.array([7, 8])},
+        {y: np.array([7, 8])},
+        "int32",
+    )
+
+
+def test_inlined_integer_constant_in_a_float_expression(backend: Any) -> None:
+    """``c = 2.75`` stored in int32 is 2: ``y = x + c`` adds 2."""
+    c = Tnode.create((), prec="int32", label="c")
+    x, y = hosted((2,), "x", "double"), hosted((2,), "y", "double")
+    comp = ir.block(ir.fetch(c, ir.Constant(2.75)), ir.binop(y, "add", x, c))
+    vx = np.array([0.25, 1.5])
+    _check(backend, comp, {x: vx}, {y: vx + 2}, "double")
+
+
+def test_inlined_single_node_rounds_in_a_double_expression(backend: Any) -> None:
+    """``t`` (single) ``= x * x``; ``y`` (double) ``= t - x``: ``t`` holds the product rounded
+    to single, wherever it is computed."""
+    x, y = hosted((1,), "x", "double"), hosted((1,), "y", "double")
+    t = Tnode.create((1,), prec="single", label="t")
+    comp = ir.block(ir.binop(t, "mul", x, x), ir.binop(y, "sub", t, x))
+    vx = np.array([1 / 3])
+    want = np.float64(np.float32(vx * vx)) - vx
+    [(got, ref)] = run_against_interpreter(backend, comp, {x: vx}, [y])
+    np.testing.assert_allclose(ref, want, rtol=1e-15, err_msg="oracle vs numpy")
+    np.testing.assert_allclose(got, want, rtol=1e-15, err_msg=f"{backend.name} vs numpy")
