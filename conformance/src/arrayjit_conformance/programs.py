@@ -313,9 +313,12 @@ def evaluate_statement(
         state[s.out] = state[s.args[0]][batch].astype(dt)
         return
     product = "".join(dict.fromkeys(out_letters + "".join(s.arg_letters)))
+    # Every leaf converts to the precision written, except the condition of where.
     operands = [
-        _operand(state[a].astype(dt), letters, product, sizes)
-        for a, letters in zip(s.args, s.arg_letters)
+        _operand(
+            state[a] if k == 0 and s.op == "where" else state[a].astype(dt), letters, product, sizes
+        )
+        for k, (a, letters) in enumerate(zip(s.args, s.arg_letters))
     ]
     with np.errstate(all="ignore"):
         if len(operands) == 3:
@@ -403,9 +406,14 @@ class _Draft:
 
     def other_prec(self, draw: st.DrawFn) -> str | None:
         """Mostly ``None`` (the program's precision); in float programs sometimes the other
-        float precision (mixed programs: every leaf converts to the precision written)."""
-        if self.prec in FLOAT_PROGRAM_PRECS and draw(st.integers(0, 4)) == 0:
-            return "double" if self.prec == "single" else "single"
+        float precision or int32 (mixed programs: every leaf converts to the precision
+        written)."""
+        if self.prec in FLOAT_PROGRAM_PRECS:
+            k = draw(st.integers(0, 9))
+            if k < 2:
+                return "double" if self.prec == "single" else "single"
+            if k == 2:
+                return "int32"
         return None
 
     def product_size(self, letters: str) -> int:
