@@ -164,3 +164,24 @@ def test_large_matmul_is_unrolled_and_jammed(backend: Any) -> None:
     odd = Tnode.create((30, n), label="odd", hosted=True)
     out = Tnode.create((30, n), label="out", hosted=True)
     assert "+= 4" not in _source(ir.accum(out, "add", odd, w, op="mul", spec="ik,kj->ij"))
+
+
+def test_cache_key_holds_the_cpu_model_and_flags(
+    tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ident = compiler.cpu_identity()
+    assert "|" in ident and ident.split("|")[0].strip()
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
+    x, y = Tnode.create((4,), label="x", hosted=True), Tnode.create((4,), label="y", hosted=True)
+    comp = ir.unop(y, "neg", x)
+    b = fresh_backend("sync_cc")
+    try:
+        cache = b.runtime.compiler.cache
+        b.compile(comp, name="k")
+        b.compile(comp, name="k")
+        assert (cache.builds, cache.hits) == (1, 1)
+        monkeypatch.setattr(compiler, "cpu_identity", lambda: "x86_64 | Other CPU | sse2")
+        b.compile(comp, name="k")  # another CPU: never the first CPU's library
+        assert (cache.builds, cache.hits) == (2, 1)
+    finally:
+        b.finalize()

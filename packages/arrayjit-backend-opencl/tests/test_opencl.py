@@ -155,3 +155,32 @@ def test_probe_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cl, "get_platforms", no_icd)
     reason = arrayjit_backend_opencl._probe()
     assert reason is not None and reason.startswith("no OpenCL platform found")
+
+
+def test_cached_binary_the_driver_rejects_is_rebuilt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from arrayjit_backends.compile_cache import CompileCache
+
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
+    x, y = Tnode.create((8,), label="x", hosted=True), Tnode.create((8,), label="y", hosted=True)
+    x.set_values(np.arange(8.0))
+    comp = ir.unop(y, "neg", x)
+    first = fresh_backend("opencl")
+    first.compile(comp, name="rejected")
+    first.finalize()
+    cache = CompileCache(tmp_path, enabled=True)
+    keys = [p.name for p in tmp_path.glob("??/*") if not p.name.startswith(".")]
+    assert keys
+    for key in keys:  # well-formed entries (right key, right checksum) of unusable binaries
+        cache.put(key, b"not a program binary")
+    b = fresh_backend("opencl")
+    try:
+        with caplog.at_level("WARNING"):
+            r = b.link(b.make_context(b.new_stream(b.get_device(0))), b.compile(comp, "rejected"))
+        assert any("rejects its binary" in rec.getMessage() for rec in caplog.records)
+        r()
+        b.to_host(r.context, y)
+        np.testing.assert_array_equal(y.get_values(), -np.arange(8.0))
+    finally:
+        b.finalize()

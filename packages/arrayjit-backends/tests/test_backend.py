@@ -95,7 +95,9 @@ def test_static_bindings(backend: Backend) -> None:
         r()
         backend.to_host(r.context, row)
         np.testing.assert_allclose(row.get_values(), data.get_values()[k])
-    with pytest.raises(UsageError, match=r"routine pick: static index i = 3 is out of range 0..3"):
+    with pytest.raises(
+        UsageError, match=r"routine pick: static index i = 3 is out of range \(valid: 0..2\)"
+    ):
         r.bindings["i"] = 3
     with pytest.raises(UsageError, match=r"routine pick has no static index 'j'"):
         r.bindings["j"] = 0
@@ -434,3 +436,57 @@ def test_data_parallel_gradient_merge(backend: Backend, mode: MergeMode) -> None
         out()
         backend.to_host(out.context, w_host)
         np.testing.assert_allclose(w_host.get_values(), expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("ordinal", ["0", 0.0, None, True])
+def test_get_device_needs_an_integer(backend: Backend, ordinal: Any) -> None:
+    with pytest.raises(UsageError, match=r"get_device: ordinal must be an integer"):
+        backend.get_device(ordinal)
+    assert backend.get_device(np.int64(0)) is backend.get_device(0)
+
+
+@pytest.mark.parametrize("name", [123, b"cc", ["cc"]])
+def test_fresh_backend_needs_a_string(name: Any) -> None:
+    with pytest.raises(UsageError, match=r"fresh_backend: name must be a string or None"):
+        fresh_backend(name)
+
+
+def test_code_links_only_into_its_kind(backend: Backend) -> None:
+    other = make_cpu_backend("sync_failing", "sync", _Failing())
+    try:
+        a, y = hosted((4,), "a", np.arange(4.0)), hosted((4,), "y")
+        code = other.compile(ir.unop(y, "neg", a), name="elsewhere")
+        with pytest.raises(UsageError, match=r"link elsewhere: the code was compiled for"):
+            backend.link(ctx_of(backend), code)
+    finally:
+        other.finalize()
+
+
+def test_unranged_static_index_stays_within_int64(backend: Backend) -> None:
+    k = StaticSymbol("k")
+    y = hosted((2,), "y")
+    r = backend.link(ctx_of(backend), backend.compile(ir.fetch(y, ir.Embed_symbol(k)), "e", [k]))
+    assert r.bindings.ranges() == {"k": None}
+    with pytest.raises(UsageError, match=r"static index k = 9223372036854775808 is out of range"):
+        r.bindings["k"] = 2**63
+    r.bindings["k"] = 7
+    r()
+    backend.to_host(r.context, y)
+    np.testing.assert_array_equal(y.get_values(), [7.0, 7.0])
+
+
+def test_compile_and_link_arguments_are_checked(backend: Backend) -> None:
+    a, y = hosted((4,), "a"), hosted((4,), "y")
+    comp = ir.unop(y, "neg", a)
+    with pytest.raises(UsageError, match=r"compile: name must be a string, got 3"):
+        backend.compile(comp, name=3)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"bindings must be a list of StaticSymbol, got 'i'"):
+        backend.compile(comp, bindings="i")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"compile: expected a Comp or an assignment"):
+        backend.compile("comp")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"link: expected the Code of a compile, got None"):
+        backend.link(ctx_of(backend), None)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"from_host: expected a Context of backend"):
+        backend.from_host("ctx", a)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"expected a Device of backend"):
+        backend.new_stream("dev")  # type: ignore[arg-type]

@@ -68,3 +68,70 @@ def test_disabled_by_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert cache.get_or_build(key, lambda: b"x") == b"x"
     assert cache.get_or_build(key, lambda: b"y") == b"y"
     assert cache.builds == 2 and not (tmp_path / "moved").exists()
+
+
+def _key(n: int) -> str:
+    return cache_key(**{**BASE, "source": f"int f(void){{return {n};}}"})  # type: ignore[arg-type]
+
+
+def test_swapped_entry_is_detected(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    cache = CompileCache(tmp_path, enabled=True)
+    a, b = _key(1), _key(2)
+    cache.put(a, b"artifact A")
+    cache.put(b, b"artifact B")
+    pa, pb = cache._path(a), cache._path(b)
+    blob_a = pa.read_bytes()
+    pa.write_bytes(pb.read_bytes())  # entry A now holds B's valid entry
+    pb.write_bytes(blob_a)
+    with caplog.at_level("WARNING"):
+        assert cache.get(a) is None and cache.get(b) is None
+    assert sum("holds another artifact's entry" in r.getMessage() for r in caplog.records) == 2
+    assert cache.rebuilt == 2
+
+
+def test_directory_in_place_of_an_entry(tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path, enabled=True)
+    key = _key(3)
+    (cache._path(key) / "sub").mkdir(parents=True)
+    assert cache.get_or_build(key, lambda: b"built") == b"built"
+    assert cache._path(key).is_file() and cache.get(key) == b"built"
+
+
+def test_unusable_folder_warns_once_and_still_builds(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    (tmp_path / "file").write_text("x")
+    directory = tmp_path / "file" / "cache"
+    with caplog.at_level("WARNING"):
+        for n in range(3):
+            cache = CompileCache(directory, enabled=True)
+            assert cache.get_or_build(_key(n), lambda: b"built") == b"built"
+    messages = [r.getMessage() for r in caplog.records]
+    assert len(messages) == 1 and "compiling without the cache" in messages[0]
+
+
+def test_default_folder_honours_xdg_cache_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.delenv("ARRAYJIT_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    if sys.platform.startswith("linux"):
+        assert CompileCache().directory == tmp_path / "xdg" / "arrayjit"
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "mine"))
+    assert CompileCache().directory == tmp_path / "mine"
+
+
+def test_load_or_build_rebuilds_what_does_not_load(tmp_path: Path) -> None:
+    cache = CompileCache(tmp_path, enabled=True)
+    key = _key(4)
+    cache.put(key, b"stale")
+
+    def load(data: bytes, from_cache: bool) -> bytes:
+        if data == b"stale":
+            raise OSError("cannot load")
+        return data
+
+    assert cache.load_or_build(key, lambda: b"fresh", load) == b"fresh"
+    assert cache.rebuilt == 1 and cache.get(key) == b"fresh"

@@ -1,5 +1,6 @@
 """The multicore scheduler's queue on its own: events as queue positions, waiters, failures."""
 
+import functools
 import threading
 
 import pytest
@@ -64,11 +65,90 @@ def test_a_failed_task_skips_the_rest_but_no_event_hangs() -> None:
     q.schedule(fail)
     q.schedule(lambda: ran.append(1))  # accepted before the failure is known
     event = q.all_work()
-    event.sync()  # returns: skipped tasks still count as run
+    event.wait()  # returns: skipped tasks still count as run
     assert event.is_done() and ran == []
+    with pytest.raises(StreamError, match=r"stream s: a task before this event failed.*boom") as e:
+        event.sync()  # never silently: the point was passed without running the tasks
+    assert isinstance(e.value.__cause__, ValueError)
     with pytest.raises(StreamError, match=r"stream s: .*boom") as info:
         q.await_idle()
     assert isinstance(info.value.__cause__, ValueError)
     with pytest.raises(StreamError, match="an earlier task failed"):
         q.schedule(lambda: None)
+    q.close()
+
+
+def test_sync_wait_for_a_failing_event_fails_the_stream() -> None:
+    from arrayjit_backends.scheduler import Event, SyncQueue
+
+    class Failing(Event):
+        def is_done(self) -> bool:
+            return False
+
+        def sync(self) -> None:
+            raise RuntimeError("bad event")
+
+    q = SyncQueue("s")
+    with pytest.raises(StreamError, match=r"stream s: the event it waited for failed") as info:
+        q.wait_for(Failing())
+    assert isinstance(info.value.__cause__, RuntimeError)
+    with pytest.raises(StreamError, match="an earlier task failed"):
+        q.schedule(lambda: None)
+
+
+def test_a_waiting_stream_fails_with_the_stream_it_waits_for() -> None:
+    a, b = ThreadQueue("a"), ThreadQueue("b")
+
+    def fail() -> None:
+        raise ValueError("boom")
+
+    a.schedule(fail)
+    b.wait_for(a.all_work())
+    with pytest.raises(StreamError, match=r"stream b: .*stream a: a task before this event"):
+        b.await_idle()
+    a.close()
+    b.close()
+
+
+def test_a_dropped_queue_stops_its_worker() -> None:
+    import gc
+
+    q = ThreadQueue("dropped")
+    thread = q.thread
+    q.schedule(functools.partial(repr, q))  # a task that holds the queue itself
+    q.await_idle()
+    del q
+    gc.collect()
+    thread.join(timeout=5)
+    assert not thread.is_alive()
+
+
+def test_poll_until_lets_ctrl_c_through_at_once() -> None:
+    import _thread
+    import time
+
+    from arrayjit_backends.scheduler import poll_until
+
+    timer = threading.Timer(0.2, _thread.interrupt_main)
+    start = time.monotonic()
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        poll_until(lambda: time.monotonic() - start > 30)  # a device wait that takes long
+    assert time.monotonic() - start < 1.0
+
+
+def test_succeeded_is_false_for_good_after_a_failure() -> None:
+    q = ThreadQueue("s")
+    gate = threading.Event()
+    q.schedule(lambda: gate.wait(10))
+    before = q.all_work()
+    q.schedule(lambda: 1 / 0)
+    after = q.all_work()
+    assert not before.succeeded() and not after.succeeded()
+    gate.set()
+    after.wait()
+    assert before.succeeded() and after.is_done() and not after.succeeded()
+    before.sync()  # the point before the failure is fine
+    with pytest.raises(StreamError, match="ZeroDivisionError"):
+        after.sync()
     q.close()

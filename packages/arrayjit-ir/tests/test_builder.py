@@ -274,3 +274,29 @@ def test_surjective_injective_predicates() -> None:
     assert not p.is_injective() and p.is_surjective((3,))
     q = Projections.pointwise(x, x)
     assert q.is_injective() and q.is_surjective((3, 4))
+
+
+def _nodes() -> tuple[Tnode, Tnode]:
+    return Tnode.create((3,), label="x"), Tnode.create((3,), label="y")
+
+
+@pytest.mark.parametrize(
+    "call,message",
+    [
+        (lambda x, y: ir.accum(y, "sum", x), r"accum into y#\d+: unknown accumulation op 'sum'"),
+        (lambda x, y: ir.accum(y, 3, x), r"accum_op must be a binary op name or None, got 3"),
+        (lambda x, y: ir.unop(y, 42, x), r"op must be the name of a 1-argument op .* got 42"),
+        (lambda x, y: ir.binop(y, ir.ops.Unop.neg, x, x), r"2-argument op .* got <Unop.neg"),
+        (lambda x, y: ir.unop(y, "relu", 5), r"operand 0 must be a Tnode or merge_buffer"),
+        (lambda x, y: ir.unop("y", "relu", x), r"unop: out must be a Tnode, got 'y'"),
+        (lambda x, y: ir.binop(y, "add", x, x, spec=3), r"spec must be a string"),
+        (lambda x, y: ir.fetch(y, 1.0), r"fetch_op must be Constant, Range_over_offsets"),
+        (lambda x, y: ir.fetch(y, ir.Slice("i", x)), r"Slice needs a StaticSymbol, got 'i'"),
+        (lambda x, y: ir.block(ir.unop(y, "neg", x), "oops"), r"block: item 1 is not an"),
+        (lambda x, y: ir.merge_buffer(None), r"merge_buffer must be a Tnode, got None"),
+    ],
+)
+def test_bad_arguments_are_usage_errors(call: object, message: str) -> None:
+    x, y = _nodes()
+    with pytest.raises(UsageError, match=message):
+        call(x, y)  # type: ignore[operator]

@@ -96,7 +96,7 @@ def test_padding_dims_and_values() -> None:
 def test_padding_rank_mismatch() -> None:
     with pytest.raises(UsageError, match=r"padding has 1 axes but the node has 2 dims"):
         Tnode.create((2, 3), label="q", padding=Padding(((1, 1),)))
-    with pytest.raises(UsageError, match="negative padding"):
+    with pytest.raises(UsageError, match="padding must be non-negative"):
         Tnode.create((2,), label="q", padding=Padding(((-1, 0),)))
 
 
@@ -562,3 +562,62 @@ def test_hash_and_equality_by_id_only() -> None:
     assert a != b and a.id != b.id
     assert a != "same" and (a == a.id) is False
     assert len({a, b, a}) == 2
+
+
+@pytest.mark.parametrize(
+    "dims,message",
+    [
+        ((2**32, 2**32), r"dims \[4294967296, 4294967296\] give 18446744073709551616 elements"),
+        ((2**64,), r"more than 64-bit indexing can address"),
+        ((2.7,), r"dims must be non-negative integers, got 2.7 \(float\)"),
+        ((True, 2), r"got True \(bool\)"),
+        (("3",), r"got '3' \(str\)"),
+        ((-1,), r"dims must be non-negative"),
+        ("34", r"dims must be a sequence of integers"),
+        (5, r"dims must be a sequence of integers"),
+    ],
+)
+def test_dims_are_exact_non_negative_integers(dims: object, message: str) -> None:
+    with pytest.raises(UsageError, match=message):
+        Tnode.create(dims)  # type: ignore[arg-type]
+
+
+def test_dims_accept_numpy_integers_and_sizes_are_exact() -> None:
+    tn = Tnode.create((np.int64(3), np.uint8(4)))
+    assert tn.dims == (3, 4) and all(type(d) is int for d in tn.dims)
+    big = Tnode.create((2**20, 2**20, 2**10), prec="byte")  # 2^50 cells: exact, never wrapped
+    assert big.num_elems == 2**50 and big.size_in_bytes == 2**50
+    with pytest.raises(UsageError, match="dims must be non-negative integers"):
+        Tnode.create(lambda: (2.5,)).dims  # noqa: B018 (lazy dims are checked when forced)
+
+
+def test_padding_margins_are_integers() -> None:
+    with pytest.raises(UsageError, match=r"padding must be non-negative integers, got 1.5"):
+        Tnode.create((3,), padding=Padding(((1.5, 0),)))  # type: ignore[arg-type]
+
+
+def test_set_values_refuses_ragged_lists() -> None:
+    tn = Tnode.create((2, 2), hosted=True, label="r")
+    with pytest.raises(UsageError, match=r"set_values: node r#\d+: values are not an array"):
+        tn.set_values([[1.0, 2.0], [3.0]])
+    with pytest.raises(UsageError, match=r"values are not an array of numbers"):
+        tn.set_values([[object(), 1], [2, 3]])
+    tn.set_values([[1, 2], [3, 4]])
+    np.testing.assert_array_equal(tn.get_values(), [[1, 2], [3, 4]])
+
+
+def test_a_read_hook_that_fails_stays_until_replaced() -> None:
+    tn = Tnode.create((2,), hosted=True, label="h")
+    calls: list[int] = []
+
+    def failing_sync() -> None:
+        calls.append(1)
+        raise RuntimeError("copy skipped")
+
+    tn.prepare_read(lambda: False, failing_sync)
+    for _ in range(2):  # every read reports it, none returns the stale array
+        with pytest.raises(RuntimeError, match="copy skipped"):
+            tn.get_values()
+    assert calls == [1, 1]
+    tn.prepare_read(lambda: True, failing_sync)  # a later copy that completed
+    np.testing.assert_array_equal(tn.get_values(), [0.0, 0.0])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import platform
 import shutil
 import subprocess
 import tempfile
@@ -66,6 +67,56 @@ def compile_shared_object(cc: str, source: str, name: str) -> bytes:
             output=done.stderr + done.stdout,
             source_path=str(src),
         )
-    data = lib.read_bytes()
+    try:
+        data = lib.read_bytes()
+    except OSError as exc:
+        raise CompileError(
+            f"{Path(cc).name} exited 0 but wrote no readable library for routine {name} "
+            f"({exc}): {' '.join(cmd)}",
+            output=done.stderr + done.stdout,
+            source_path=str(src),
+        ) from exc
+    if not is_shared_object(data):
+        raise CompileError(
+            f"{Path(cc).name} exited 0 but its output for routine {name} is not a shared object "
+            f"({len(data)} bytes starting {data[:8]!r}): {' '.join(cmd)}",
+            output=done.stderr + done.stdout,
+            source_path=str(src),
+        )
     shutil.rmtree(workdir, ignore_errors=True)
     return data
+
+
+_OBJECT_MAGICS = (
+    b"\x7fELF",  # Linux, BSD
+    b"\xcf\xfa\xed\xfe",  # Mach-O 64-bit
+    b"\xca\xfe\xba\xbe",  # Mach-O universal
+)
+
+
+def is_shared_object(data: bytes) -> bool:
+    """Whether ``data`` starts like a native shared object of a platform we run on (ELF or
+    Mach-O); a cheap first check before the loader sees it."""
+    return data.startswith(_OBJECT_MAGICS)
+
+
+@functools.cache
+def cpu_identity() -> str:
+    """The CPU's model and feature flags (part of the cache key: code is built with
+    ``-march=native``, so a cache shared between machines must not hand one CPU code built for
+    another). Linux reads ``/proc/cpuinfo``; elsewhere the processor and machine names."""
+    model, feature_flags = "", ""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                field, _, value = line.partition(":")
+                field = field.strip().lower()
+                if field in ("model name", "cpu model", "processor name") and not model:
+                    model = value.strip()
+                elif field in ("flags", "features", "isa") and not feature_flags:
+                    feature_flags = " ".join(sorted(value.split()))
+                if model and feature_flags:
+                    break
+    except OSError:
+        pass
+    return f"{platform.machine()} | {model or platform.processor()} | {feature_flags}"

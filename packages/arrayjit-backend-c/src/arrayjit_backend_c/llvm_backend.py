@@ -190,7 +190,8 @@ class _Helper:
         self._done.acquire()
         self._task: tuple[Any, tuple[Any, ...]] | None = None
         self._error: BaseException | None = None
-        threading.Thread(target=self._loop, name=name, daemon=True).start()
+        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
+        self.thread.start()
 
     def _loop(self) -> None:
         while True:
@@ -231,7 +232,17 @@ class Crew:
         self._idle: list[_Helper] = []
         self._all: list[_Helper] = []
         self._lock = threading.Lock()
-        weakref.finalize(self, _stop_helpers, self._all)
+        self._stopper = weakref.finalize(self, _stop_helpers, self._all)
+
+    def stop(self) -> None:
+        """Stop every helper thread; later runs start new ones."""
+        with self._lock:
+            helpers = list(self._all)
+            self._all.clear()  # in place: the finalizer holds this list
+            self._idle.clear()
+        _stop_helpers(helpers)
+        for helper in helpers:
+            helper.thread.join(timeout=10)
 
     def _take(self, n: int) -> list[_Helper]:
         with self._lock:
@@ -308,11 +319,17 @@ class LlvmBackend(NoDeviceBackend):
         with self._lock:
             kernel = self.generator.generate(optimized, fn_name)
         key = self._key(kernel.ir)
+
+        def load(data: bytes, from_cache: bool) -> llvm.ExecutionEngine:
+            try:
+                return load_object(data, self.target)
+            except RuntimeError as exc:  # llvmlite's error for an object it cannot load
+                raise ValueError(str(exc)) from exc
+
         with _LLVM_LOCK:
-            data = self.cache.get_or_build(
-                key, lambda: compile_object(kernel.ir, fn_name, self.target)
+            engine = self.cache.load_or_build(
+                key, lambda: compile_object(kernel.ir, fn_name, self.target), load
             )
-            engine = load_object(data, self.target)
         common: list[Any] = [ctypes.c_void_p] * (
             len(kernel.params.buffers)
             + (kernel.params.merge_node is not None)
@@ -394,6 +411,10 @@ class LlvmBackend(NoDeviceBackend):
 
         run.keep_alive = keep_alive  # type: ignore[attr-defined]
         return run
+
+    def finalize(self) -> None:
+        """Stop the helper threads (the backend is finalized: nothing runs any more)."""
+        self.crew.stop()
 
     def describe(self) -> dict[str, Any]:
         return {

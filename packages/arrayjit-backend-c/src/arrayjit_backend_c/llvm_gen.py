@@ -924,8 +924,10 @@ class LlvmGen:
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
                     self.loop(i, str(lo), str(hi + 1), lambda: self.stmt(body), guard=False)
-            case L.Zero_out(tn=tn):
-                self._memset(self._ptr(tn), max(tn.num_elems, 1) * tn.prec.byte_size)
+            case L.Zero_out(tn=tn) if tn.num_elems > 0:  # an empty node owns no bytes
+                self._memset(self._ptr(tn), tn.num_elems * tn.prec.byte_size)
+            case L.Zero_out():
+                pass
             case L.Set(tn=tn, indices=idx, value=v):
                 val = self._store_conv(tn.prec, self.expr(v, tn.prec))
                 p = self._elem_ptr(self._ptr(tn), tn, idx)

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import hashlib
-import platform
+import itertools
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -19,7 +22,7 @@ from arrayjit_backends.c_syntax import CSyntax, KernelParams
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import CompileError, Prec, Tnode
 
 
 class CcSyntax(CSyntax):
@@ -41,6 +44,47 @@ class CcCode:
     function: Any
     params: KernelParams
     source: str
+
+
+_lib_dir: Path | None = None
+_lib_names = itertools.count()
+_lib_lock = threading.Lock()
+_loaded: dict[tuple[str, bytes], ctypes.CDLL] = {}
+"""Libraries loaded by this process, by key and SHA-256 of their bytes (ctypes never unloads
+one, so loading the same artifact again would only map another copy)."""
+
+
+def load_library(data: bytes, key: str) -> ctypes.CDLL:
+    """Load a verified shared object. ctypes loads from a path, so the bytes are written to a
+    fresh file in a private folder of this process, loaded, and unlinked at once: the code
+    that runs is exactly the verified artifact, whatever happens to the cache folder, and
+    nothing is written there (``ARRAYJIT_NO_CACHE=1`` writes nothing at all). Each file name is
+    new, so the dynamic loader never returns an older library of the same name; an artifact
+    already loaded by this process (same key, same bytes) is reused.
+
+    Raises:
+        ValueError: ``data`` is not a shared object.
+        OSError: the loader rejected it.
+    """
+    global _lib_dir
+    if not compiler.is_shared_object(data):
+        raise ValueError(f"not a shared object ({len(data)} bytes starting {data[:8]!r})")
+    ident = (key, hashlib.sha256(data).digest())
+    with _lib_lock:
+        lib = _loaded.get(ident)
+        if lib is not None:  # these very bytes are loaded already: the loader never unloads
+            return lib
+        if _lib_dir is None:
+            _lib_dir = Path(tempfile.mkdtemp(prefix="arrayjit-lib-"))
+            atexit.register(shutil.rmtree, _lib_dir, True)
+        path = _lib_dir / f"{key[:16]}-{next(_lib_names)}.so"
+    path.write_bytes(data)
+    try:
+        lib = ctypes.CDLL(str(path))
+    finally:
+        path.unlink(missing_ok=True)
+    with _lib_lock:
+        return _loaded.setdefault(ident, lib)
 
 
 class CcBackend(NoDeviceBackend):
@@ -68,29 +112,33 @@ class CcBackend(NoDeviceBackend):
             compiler=self.cc,
             compiler_version=compiler.compiler_version(self.cc),
             options=compiler.flags(self.cc),
-            device=platform.machine(),
+            device=compiler.cpu_identity(),
         )
-        data = self.cache.get_or_build(
-            key, lambda: compiler.compile_shared_object(self.cc, source, fn_name)
+        argtypes: list[Any] = [ctypes.c_void_p] * (
+            len(params.buffers) + (params.merge_node is not None)
         )
-        lib_path = self._library_file(key, data)
-        lib = ctypes.CDLL(str(lib_path))
-        fn = getattr(lib, fn_name)
-        fn.restype = None
-        fn.argtypes = [ctypes.c_void_p] * (len(params.buffers) + (params.merge_node is not None))
-        fn.argtypes += [ctypes.c_int64] * len(params.static_symbols)
-        return CcCode(optimized.name, lib, fn, params, source)
+        argtypes += [ctypes.c_int64] * len(params.static_symbols)
 
-    def _library_file(self, key: str, data: bytes) -> Path:
-        # ctypes loads from a path: keep one file per artifact next to the cache.
-        directory = self.cache.directory / "lib"
-        directory.mkdir(parents=True, exist_ok=True)
-        path = directory / f"{key}-{hashlib.sha256(data).hexdigest()[:8]}.so"
-        if not path.exists():
-            tmp = path.with_suffix(f".tmp{threading.get_ident()}")
-            tmp.write_bytes(data)
-            tmp.replace(path)
-        return path
+        def load(data: bytes, from_cache: bool) -> tuple[ctypes.CDLL, Any]:
+            lib = load_library(data, key)
+            try:
+                fn = getattr(lib, fn_name)
+            except AttributeError as exc:
+                raise ValueError(f"the library has no function {fn_name}") from exc
+            fn.restype = None
+            fn.argtypes = argtypes
+            return lib, fn
+
+        try:
+            lib, fn = self.cache.load_or_build(
+                key, lambda: compiler.compile_shared_object(self.cc, source, fn_name), load
+            )
+        except (OSError, ValueError) as exc:  # a fresh build that does not load
+            raise CompileError(
+                f"cc: the library built for routine {optimized.name} does not load: {exc}",
+                output=str(exc),
+            ) from exc
+        return CcCode(optimized.name, lib, fn, params, source)
 
     def link(
         self,

@@ -30,7 +30,7 @@ from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
 from arrayjit_backends.gpu_syntax import GpuProgram
-from arrayjit_backends.scheduler import Event, StreamQueue
+from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode
@@ -65,8 +65,9 @@ class CuEvent(Event):
             return bool(self.event.query())
 
     def sync(self) -> None:
+        # Polled, not ``synchronize()``: a blocking driver wait holds Ctrl-C back.
         with self.devices.current(self.ordinal):
-            self.event.synchronize()
+            poll_until(self.event.query)
 
 
 class CuQueue(ImmediateQueue):

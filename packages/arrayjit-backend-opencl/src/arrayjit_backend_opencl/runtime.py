@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import hashlib
+import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -36,7 +37,7 @@ from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
 from arrayjit_backends.gpu_syntax import GpuProgram
-from arrayjit_backends.scheduler import Event, StreamQueue
+from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import CompileError, Prec, Tnode
@@ -72,7 +73,9 @@ class ClEvent(Event):
         return _complete(self.event)
 
     def sync(self) -> None:
-        self.event.wait()
+        # Not ``event.wait()``: it holds Ctrl-C back until the device is done (seconds).
+        self.queue.flush()
+        poll_until(lambda: _complete(self.event))
 
 
 class ClQueue(ImmediateQueue):
@@ -238,7 +241,7 @@ class OpenclDevices(DeviceBackend):
     def compile(self, optimized: Optimized) -> ClCode:
         prefix = "aj_" + "".join(c if c.isalnum() else "_" for c in optimized.name)
         rendered = self.renderer.render_program(optimized, prefix)
-        binaries = []
+        binaries, keys, builds = [], [], []
         for k, device in enumerate(self.devices):
             key = cache_key(
                 source=rendered.source,
@@ -251,8 +254,18 @@ class OpenclDevices(DeviceBackend):
             )
             build: Callable[[], bytes] = partial(self._build, rendered, device, optimized)
             binaries.append(self.cache.get_or_build(key, build))
+            keys.append(key)
+            builds.append(build)
         # A program from binaries: pyopencl builds it without its own cache.
-        program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
+        try:
+            program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
+        except cl.Error as exc:  # a cached binary the driver rejects: rebuild from source
+            for key in keys:
+                self.cache.discard(key, f"the OpenCL driver rejects its binary: {exc}")
+            binaries = [build() for build in builds]
+            for key, binary in zip(keys, binaries):
+                self.cache.put(key, binary)
+            program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
         return ClCode(optimized.name, program, rendered)
 
     def _build(self, rendered: GpuProgram, device: Any, optimized: Optimized) -> bytes:
@@ -338,9 +351,13 @@ def _round_up(n: int, m: int) -> int:
 
 
 def _keep_source(directory: Path, source: str) -> Path:
-    folder = directory / "failed"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.cl"
+    name = f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.cl"
+    try:
+        folder = directory / "failed"
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # an unusable cache folder must not hide the compile error
+        folder = Path(tempfile.mkdtemp(prefix="arrayjit-failed-"))
+    path = folder / name
     path.write_text(source)
     return path
 

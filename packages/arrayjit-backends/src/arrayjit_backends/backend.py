@@ -21,7 +21,7 @@ import enum
 import itertools
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
@@ -30,6 +30,12 @@ import numpy as np
 
 from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.bindings import (
+    Bindings,
+    check_code_kind,
+    check_compile_args,
+    with_static_ranges,
+)
 from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
@@ -178,29 +184,8 @@ class Code:
     optimized: Optimized
     native: Any
     embedded: frozenset[Tnode] = frozenset()
-
-
-class Bindings(dict[str, int]):
-    """Static-index values of a routine, by symbol name; checked against the symbols' ranges."""
-
-    def __init__(self, symbols: Sequence[StaticSymbol], routine: str) -> None:
-        super().__init__({s.name: 0 for s in symbols})
-        self._symbols = {s.name: s for s in symbols}
-        self._routine = routine
-
-    def __setitem__(self, key: str, value: int) -> None:
-        sym = self._symbols.get(key)
-        if sym is None:
-            raise UsageError(
-                f"routine {self._routine} has no static index {key!r}; it has "
-                f"{sorted(self._symbols)}"
-            )
-        v = int(value)
-        if v < 0 or (sym.range is not None and v >= sym.range):
-            raise UsageError(
-                f"routine {self._routine}: static index {key} = {v} is out of range 0..{sym.range}"
-            )
-        super().__setitem__(key, v)
+    kind: str = ""
+    """Which backends can link it (:meth:`DeviceBackend.code_kind`)."""
 
 
 class Routine:
@@ -220,7 +205,7 @@ class Routine:
         self.inputs: tuple[Tnode, ...] = opt.inputs
         self.outputs: tuple[Tnode, ...] = opt.outputs
         self.merge_buffer_input: Tnode | None = opt.merge_node
-        self.bindings = Bindings(opt.static_symbols, code.name)
+        self._bindings = Bindings(opt.static_symbols, code.name)
         self._symbols = opt.static_symbols
         self._run = run
         locs = context.buffers
@@ -258,7 +243,7 @@ class Routine:
                 queue.wait_for(w[1])
         for _, key in self._writes:  # write after another stream's read or write
             backend._wait_users(stream, key)
-        values = {s: self.bindings[s.name] for s in self._symbols}
+        values = {s: self._bindings[s.name] for s in self._symbols}
         run = self._run
         queue.schedule(lambda: run(values))
         if self._writes or self._reads:
@@ -272,6 +257,16 @@ class Routine:
             tn.devices_not_lagging_host.add(dev.id)
 
     __call__ = schedule
+
+    @property
+    def bindings(self) -> Bindings:
+        """The static-index values the next runs use (checked against their ranges)."""
+        return self._bindings
+
+    @bindings.setter
+    def bindings(self, values: Mapping[str, int]) -> None:
+        # Assigning a mapping sets each value through the checks; it never replaces them.
+        self._bindings.update(values)
 
     def __repr__(self) -> str:
         return f"<Routine {self.name} on {self.context.stream.name}>"
@@ -349,9 +344,14 @@ class Backend:
         """The device with this ordinal.
 
         Raises:
-            UsageError: no such device.
+            UsageError: ``ordinal`` is not an integer, or no such device.
         """
         self._check_live()
+        if isinstance(ordinal, bool) or not isinstance(ordinal, (int, np.integer)):
+            raise UsageError(
+                f"get_device: ordinal must be an integer, got {ordinal!r} "
+                f"({type(ordinal).__name__}) (backend {self.name})"
+            )
         if not 0 <= ordinal < len(self._devices):
             raise UsageError(
                 f"backend {self.name} has {len(self._devices)} device(s), so ordinal must be in "
@@ -379,11 +379,21 @@ class Backend:
 
     def _check_device(self, device: Device) -> None:
         self._check_live()
+        if not isinstance(device, Device):
+            raise UsageError(
+                f"expected a Device of backend {self.name}, got {device!r} "
+                f"({type(device).__name__})"
+            )
         if device.backend is not self:
             raise UsageError(f"device {device!r} does not belong to backend {self.name}")
 
     def _check_context(self, ctx: Context, what: str) -> None:
         self._check_live()
+        if not isinstance(ctx, Context):
+            raise UsageError(
+                f"{what}: expected a Context of backend {self.name}, got {ctx!r} "
+                f"({type(ctx).__name__})"
+            )
         if ctx.backend is not self:
             raise UsageError(
                 f"{what}: the context belongs to backend {ctx.backend.name} "
@@ -418,10 +428,14 @@ class Backend:
             CompileError: the native compiler failed.
         """
         self._check_live()
+        check_compile_args(comp, name, bindings)
         c = Comp.of(comp)
-        opt = optimize(lower(c), name=name, static_symbols=tuple(bindings))
+        llc = lower(c)
+        opt = optimize(llc, name=name, static_symbols=tuple(bindings))
+        opt = with_static_ranges(opt, llc, tuple(bindings))
         self._check_precs(opt)
-        code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes)
+        kind = self.runtime.code_kind()
+        code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes, kind)
         self._write_debug(code)
         return code
 
@@ -434,13 +448,21 @@ class Backend:
         """Compile several computations that will run in one context lineage: nodes several of
         them touch are never virtual or local."""
         self._check_live()
+        if len(comps) != len(names):
+            raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
+        for comp, name in zip(comps, names):
+            check_compile_args(comp, name, bindings)
         cs = [Comp.of(c) for c in comps]
-        opts = optimize_batch([lower(c) for c in cs], list(names), tuple(bindings))
+        llcs = [lower(c) for c in cs]
+        opts = optimize_batch(llcs, list(names), tuple(bindings))
+        opts = [with_static_ranges(o, llc, tuple(bindings)) for o, llc in zip(opts, llcs)]
         for o in opts:
             self._check_precs(o)
         natives = self.runtime.compile_batch(opts)
+        kind = self.runtime.code_kind()
         codes = [
-            Code(n, o, nat, c.embedded_nodes) for n, o, nat, c in zip(names, opts, natives, cs)
+            Code(n, o, nat, c.embedded_nodes, kind)
+            for n, o, nat, c in zip(names, opts, natives, cs)
         ]
         for code in codes:
             self._write_debug(code)
@@ -473,10 +495,14 @@ class Backend:
         keeps in context; hosted nodes are uploaded when first linked.
 
         Raises:
-            UsageError: ``ctx`` belongs to another backend, or the code reads a node that is
-                neither hosted nor computed by an earlier routine of this context lineage.
+            UsageError: ``ctx`` belongs to another backend, the code was compiled by another
+                kind of backend, or the code reads a node that is neither hosted nor computed
+                by an earlier routine of this context lineage.
         """
+        if not isinstance(code, Code):
+            raise UsageError(f"link: expected the Code of a compile, got {code!r}")
         self._check_context(ctx, f"link {code.name}")
+        check_code_kind(code.kind, self.runtime.code_kind(), code.name, self.name)
         child = self._extend(ctx, code)
         stream = child.stream
         bufs = {tn: child.buf(tn) for tn in code.optimized.context_nodes}
@@ -586,7 +612,7 @@ class Backend:
         queue.schedule(lambda: runtime.to_device(queue, buf, arr))
         self.copies += 1
         event = queue.all_work()
-        tn.prepare_write(event.is_done, event.sync)
+        tn.prepare_write(event.is_done, event.wait)  # a failed upload reads nothing any more
         dev.writers[key] = (stream, event)
         tn.devices_not_lagging_host.add(dev.id)
 
@@ -628,7 +654,7 @@ class Backend:
         queue.schedule(lambda: runtime.to_host(queue, arr, buf))
         self.copies += 1
         event = queue.all_work()
-        tn.prepare_read(event.is_done, event.sync)
+        tn.prepare_read(event.succeeded, event.sync)  # a skipped copy raises, never stale
         dev.readers.setdefault(key, {})[stream] = event
         tn.devices_not_lagging_host.clear()
         tn.devices_not_lagging_host.add(dev.id)
@@ -714,6 +740,56 @@ class Backend:
     def is_idle(self, stream: Stream) -> bool:
         """Whether ``stream`` has no queued or running work."""
         return stream.queue.is_idle()
+
+    # ---- tasks of other packages (arrayjit-distributed's collectives) ----
+
+    def schedule_task(
+        self,
+        ctx: Context,
+        task: Callable[[], None],
+        *,
+        reads: Sequence[Tnode] = (),
+        writes: Sequence[Tnode] = (),
+    ) -> Event:
+        """Schedule ``task`` on ``ctx``'s stream, ordered like a routine that reads the buffers
+        of ``reads`` and writes (in place) those of ``writes`` in ``ctx``: it waits for their
+        writers (and, for ``writes``, their readers) on other streams, and later readers and
+        writers on any stream wait for it. Written hosted nodes count as changed on this
+        device (``from_host``/``to_host`` see that). For a device backend the task runs at
+        once and enqueues device work (see :class:`ImmediateQueue`).
+
+        Returns:
+            The event done once the task (and its device work) has run.
+
+        Raises:
+            UsageError: a node has no buffer in ``ctx``, or ``ctx`` belongs to another backend.
+            StreamError: an earlier task on the stream failed.
+        """
+        self._check_context(ctx, "schedule_task")
+        for tn in (*reads, *writes):
+            if tn not in ctx.buffers:
+                raise UsageError(
+                    f"schedule_task: node {tn.debug_label} has no buffer in the context on "
+                    f"{ctx.stream.name} (backend {self.name})"
+                )
+        stream, dev = ctx.stream, ctx.device
+        read_keys = [(tn.id, ctx.buffers[tn]) for tn in reads]
+        write_keys = [(tn.id, ctx.buffers[tn]) for tn in writes]
+        for key in read_keys:
+            self._wait_writer(stream, dev, key)
+        for key in write_keys:
+            self._wait_users(stream, key)
+        stream.queue.schedule(task)
+        event = stream.queue.all_work()
+        for key in write_keys:
+            dev.writers[key] = (stream, event)
+        for key in read_keys:
+            dev.readers.setdefault(key, {})[stream] = event
+        for tn in writes:
+            if tn.is_hosted():
+                tn.devices_not_lagging_host.clear()
+                tn.devices_not_lagging_host.add(dev.id)
+        return event
 
     # ---- memory and debugging ----
 

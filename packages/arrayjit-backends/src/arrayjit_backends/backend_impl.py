@@ -85,3 +85,6 @@ class NoDeviceBackend(abc.ABC):
     def describe(self) -> dict[str, Any]:
         """Backend-specific facts for debug output (compiler, version, flags...)."""
         return {"name": self.name}
+
+    def finalize(self) -> None:  # noqa: B027 (nothing to release by default)
+        """Release what the compiler holds (helper threads...) once every stream is closed."""

@@ -157,6 +157,23 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
     return ScalarReduction(tuple(loops), body, v.op, v.b)
 
 
+def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
+    """``(op, local)`` when ``loop`` is the innermost loop of an inlined sum or product
+    (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small floats round at
+    every step and keep their order."""
+    body = loop.body
+    if not isinstance(body, L.Set_local) or not isinstance(body.value, L.Binop):
+        return None
+    sc, v = body.scope, body.value
+    if v.op not in (ops.Binop.add, ops.Binop.mul) or v.a != L.Get_local(sc):
+        return None
+    if sc.tn.prec is Prec.uint4x32 or (sc.tn.prec.is_float and sc.tn.prec.byte_size < 4):
+        return None
+    if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v.b)):
+        return None
+    return REDUCTION_OPS[v.op], sc
+
+
 def _lane_arithmetic(e: L.Expr) -> bool:
     """Whether ``e``, computed as uint4x32, runs on lane 0 as uint64 (as in the interpreter):
     every op but threefry, the uniform conversion (the identity on uint4x32) and ``where``."""
@@ -549,6 +566,11 @@ class CSyntax:
                     and is_parallel_loop(s)
                 ):
                     out.add(indent, self.parallel_pragma)
+                local = _local_sum(s) if self.simd_reduction_pragma else None
+                if local is not None:
+                    op, scope = local
+                    pragma = self.simd_reduction_pragma.format(op=op, var=self.local(scope))
+                    out.add(indent, pragma)
                 out.add(indent, self.loop_header(s))
                 self.stmt(body, out, indent + 1)
                 out.add(indent, "}")

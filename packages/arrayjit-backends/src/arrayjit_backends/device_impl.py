@@ -137,6 +137,11 @@ class DeviceBackend(abc.ABC):
         task of ``queue`` with the static-index values.
         """
 
+    def code_kind(self) -> str:
+        """Which backends can link code this one compiles: backends with the same kind. By
+        default only this backend itself (device programs belong to its driver context)."""
+        return f"{self.name} (instance {id(self):#x})"
+
     def describe(self) -> dict[str, Any]:
         """Backend-specific facts for debug output."""
         return {"name": self.name}
@@ -189,8 +194,12 @@ class ImmediateQueue(StreamQueue):
 
     def wait_for(self, event: Event) -> None:
         self._check()
-        if not event.is_done() and not self.wait_device(event):
-            event.sync()
+        try:
+            if not event.is_done() and not self.wait_device(event):
+                event.sync()
+        except BaseException as exc:  # as a multicore stream does: the stream fails
+            self.error = exc
+            raise StreamError(self.name, f"the event it waited for failed: {exc!r}") from exc
 
     def await_idle(self) -> None:
         self._check()
@@ -278,6 +287,14 @@ class CpuDevices(DeviceBackend):
             return typed_view(where[0], where[1], merge_node)
 
         return self.compiler.link(code, views, merge_view)
+
+    def code_kind(self) -> str:
+        # Native CPU code runs on host memory under any scheduler: cc code links into any cc
+        # backend, never into llvm or interp.
+        return self.compiler.name
+
+    def finalize(self) -> None:
+        self.compiler.finalize()
 
     def describe(self) -> dict[str, Any]:
         return {"scheduler": self.scheduler, **self.compiler.describe()}

@@ -7,13 +7,24 @@
   inside a task is kept and re-raised (as :class:`StreamError`, the original as its cause) on the
   caller's next interaction with the stream, which refuses new work from then on. Native kernels
   release the GIL (ctypes does), so streams really run in parallel.
+
+Errors are never lost: an event placed after a failed task raises :class:`StreamError` (with the
+failure as its cause) from ``sync``, so a host read waiting for a copy that can no longer
+happen fails instead of returning stale values, and a stream made to wait for such an event
+(``wait_for``) fails too, on either scheduler. ``wait`` blocks without raising (for waits whose
+only purpose is to let a read of host memory finish). A worker holds only its queue's shared
+state, never the queue: it stops when its queue is closed or becomes unreachable (a backend
+dropped without ``finalize``).
 """
 
 from __future__ import annotations
 
 import abc
 import collections
+import contextlib
 import threading
+import time
+import traceback
 import weakref
 from collections.abc import Callable
 
@@ -33,7 +44,33 @@ class Event:
         return True
 
     def sync(self) -> None:
-        """Block until the stream has passed this point."""
+        """Block until the stream has passed this point.
+
+        Raises:
+            StreamError: a task the stream ran before this point failed (where the stream
+                knows it: multicore streams).
+        """
+
+    def succeeded(self) -> bool:
+        """Whether the stream has passed this point having run every task before it (false
+        while pending, and for good once a task before it failed)."""
+        return self.is_done()
+
+    def wait(self) -> None:
+        """Block until the stream has passed this point, whether or not a task before it
+        failed."""
+        with contextlib.suppress(StreamError):
+            self.sync()
+
+
+def poll_until(is_done: Callable[[], bool]) -> None:
+    """Block until ``is_done()`` in short sleeps (at most 5 ms), so that a ``KeyboardInterrupt``
+    reaches the waiting thread at once, which a driver's blocking wait would hold back until
+    the device finishes."""
+    pause = 1e-5
+    while not is_done():
+        time.sleep(pause)
+        pause = min(pause * 2, 5e-3)
 
 
 DONE = Event()
@@ -110,7 +147,11 @@ class SyncQueue(StreamQueue):
 
     def wait_for(self, event: Event) -> None:
         self._check()
-        event.sync()
+        try:
+            event.sync()
+        except BaseException as exc:  # as a multicore stream does: the stream fails
+            self.error = exc
+            raise StreamError(self.name, f"the event it waited for failed: {exc!r}") from exc
 
     def await_idle(self) -> None:
         self._check()
@@ -128,7 +169,8 @@ class _WorkerState:
     waiter, which made a routine's run-and-wait on a stream cost three times a lock ping-pong.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, name: str) -> None:
+        self.name = name
         self.lock = threading.Lock()
         self.wake = threading.Lock()
         self.wake.acquire()  # released once per sleep of the worker
@@ -139,6 +181,8 @@ class _WorkerState:
         self.waiters: list[tuple[int, threading.Lock]] = []
         self.stop = False
         self.error: BaseException | None = None
+        self.failed_at: int | None = None
+        """Number of the first failed task (0-based), once one failed."""
 
     def push(self, task: Task) -> None:
         with self.lock:
@@ -203,17 +247,36 @@ class _Ticket(Event):
         return self._state.finished >= self._count
 
     def sync(self) -> None:
+        state = self._state
+        state.wait_until(self._count)
+        failed = state.failed_at
+        if failed is not None and failed < self._count:
+            raise StreamError(
+                state.name, f"a task before this event failed: {state.error!r}"
+            ) from state.error
+
+    def succeeded(self) -> bool:
+        state = self._state
+        failed = state.failed_at
+        return state.finished >= self._count and (failed is None or failed >= self._count)
+
+    def wait(self) -> None:
         self._state.wait_until(self._count)
 
 
 def _worker(state: _WorkerState) -> None:
+    task: Task | None
     while (task := state.next_task()) is not None:
         try:
             if state.error is None:
                 task()
         except BaseException as exc:  # kept for the caller's next interaction
+            # The frames' locals would keep the task's closure, hence the queue, alive.
+            traceback.clear_frames(exc.__traceback__)
+            state.failed_at = state.finished
             state.error = exc
         finally:
+            task = None  # the last task must not keep its closure (and the queue) alive
             state.task_done()
 
 
@@ -230,7 +293,7 @@ class ThreadQueue(StreamQueue):
 
     def __init__(self, name: str) -> None:
         super().__init__(name)
-        self._state = _WorkerState()
+        self._state = _WorkerState(name)
         self._thread = threading.Thread(
             target=_worker, args=(self._state,), name=f"arrayjit-{name}", daemon=True
         )

@@ -30,7 +30,11 @@ SETTINGS: dict[str, Setting] = {
         Setting("ARRAYJIT_BACKEND", "default backend name for fresh_backend(None)"),
         Setting("ARRAYJIT_BACKENDS", "backends the conformance suite tests (comma separated)"),
         Setting("ARRAYJIT_REQUIRE", "backends whose absence fails the conformance suite"),
-        Setting("ARRAYJIT_CACHE_DIR", "compile cache directory", "~/.cache/arrayjit"),
+        Setting(
+            "ARRAYJIT_CACHE_DIR",
+            "compile cache directory (default: the user cache folder, honouring "
+            "XDG_CACHE_HOME, plus arrayjit)",
+        ),
         Setting("ARRAYJIT_NO_CACHE", "1 disables the compile cache", "0"),
         Setting("ARRAYJIT_DEBUG_DIR", "write each compiled routine's IR and source here"),
         Setting("ARRAYJIT_REGEN_GOLDEN", "1 rewrites the IR golden files (tests)", "0"),

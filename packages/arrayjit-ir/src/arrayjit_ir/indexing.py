@@ -6,10 +6,14 @@
 from __future__ import annotations
 
 import itertools
+import re
 import threading
 from dataclasses import dataclass, field
 
+from arrayjit_tnode import UsageError
+
 _symbol_ids = itertools.count(1)
+_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # rendered as a C parameter name
 _symbol_lock = threading.Lock()
 
 
@@ -32,10 +36,25 @@ def fresh_symbol() -> Symbol:
 @dataclass(frozen=True)
 class StaticSymbol:
     """An integer bound when a routine runs (e.g. a batch index), optionally with a range
-    ``0 <= value < range``. Identity is the name; the range does not take part in equality."""
+    ``0 <= value < range``. Identity is the name; the range does not take part in equality.
+    A symbol without a range gets, at compile, the largest one that keeps every access in
+    bounds (:mod:`arrayjit_ir.bounds`); a declared range larger than that is refused.
+
+    Raises:
+        UsageError: the name is not an identifier, or the range is not a positive integer.
+    """
 
     name: str
     range: int | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not _IDENT.fullmatch(self.name):
+            raise UsageError(f"StaticSymbol: name must be an identifier, got {self.name!r}")
+        r = self.range
+        if r is not None and (isinstance(r, bool) or not isinstance(r, int) or r < 1):
+            raise UsageError(
+                f"StaticSymbol {self.name}: range must be a positive integer or None, got {r!r}"
+            )
 
     def __str__(self) -> str:
         return self.name

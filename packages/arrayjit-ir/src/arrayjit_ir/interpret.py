@@ -127,12 +127,14 @@ class _Machine:
 
     def indices(self, idx: tuple[AxisIndex, ...]) -> Callable[[], tuple[int, ...]]:
         fns = [self.index(i) for i in idx]
-        if not fns:
-            return lambda: ()
-        if len(fns) == 1:
-            f0 = fns[0]
-            return lambda: (f0(),)
-        return lambda: tuple(f() for f in fns)
+
+        def checked() -> tuple[int, ...]:
+            t = tuple(f() for f in fns)
+            if t and min(t) < 0:  # numpy would silently wrap a negative index
+                raise UsageError(f"index {list(t)} is out of bounds (negative)")
+            return t
+
+        return checked
 
     # ---- statements ----
 

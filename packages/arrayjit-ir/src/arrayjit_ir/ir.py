@@ -30,6 +30,7 @@ from arrayjit_ir.assignments import (
     Slice,
     rhs_node,
 )
+from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.interpret import interpret
 from arrayjit_ir.lower import lower
 from arrayjit_ir.optimize import optimize, optimize_batch
@@ -40,14 +41,24 @@ from arrayjit_tnode import Tnode, UsageError
 OpName = str | ops.Binop | ops.Unop | ops.Ternop
 
 
+_ARITY: dict[int, type[ops.Binop] | type[ops.Unop] | type[ops.Ternop]] = {
+    1: ops.Unop,
+    2: ops.Binop,
+    3: ops.Ternop,
+}
+
+
 def _op(name: OpName, arity: int) -> ops.Binop | ops.Unop | ops.Ternop:
+    table = _ARITY
     if not isinstance(name, str):
+        kind = table.get(arity)
+        if kind is None or not isinstance(name, kind):
+            valid = [o.value for o in table.get(arity, ops.Binop)]
+            raise UsageError(
+                f"op must be the name of a {arity}-argument op (or an arrayjit_ir.ops value), "
+                f"got {name!r} ({type(name).__name__}); valid: {', '.join(valid)}"
+            )
         return name
-    table: dict[int, type[ops.Binop] | type[ops.Unop] | type[ops.Ternop]] = {
-        1: ops.Unop,
-        2: ops.Binop,
-        3: ops.Ternop,
-    }
     try:
         return table[arity](name)
     except (KeyError, ValueError):
@@ -57,7 +68,26 @@ def _op(name: OpName, arity: int) -> ops.Binop | ops.Unop | ops.Ternop:
         ) from None
 
 
+def _check_node(what: str, tn: object) -> None:
+    if not isinstance(tn, Tnode):
+        raise UsageError(f"{what} must be a Tnode, got {tn!r} ({type(tn).__name__})")
+
+
+def _check_rhs(out: Tnode, rhs: tuple[object, ...]) -> None:
+    for k, r in enumerate(rhs):
+        if not isinstance(r, (Tnode, Merge_buffer)):
+            raise UsageError(
+                f"assignment to {out.debug_label}: operand {k} must be a Tnode or "
+                f"merge_buffer(node), got {r!r} ({type(r).__name__})"
+            )
+
+
 def _projections(spec: str | None, lhs: Tnode, rhs: tuple[Rhs, ...]) -> Projections:
+    if spec is not None and not isinstance(spec, str):
+        raise UsageError(
+            f"assignment to {lhs.debug_label}: spec must be a string such as 'ik,kj->ij' or "
+            f"None, got {spec!r}"
+        )
     nodes = tuple(rhs_node(r) for r in rhs)
     if spec is None:
         return Projections.pointwise(lhs, *nodes)
@@ -76,15 +106,31 @@ def accum(
     spec="bi,ij->bj")`` is a matmul. ``op`` defaults to ``identity`` for one right-hand side.
 
     Raises:
-        UsageError: unknown op names, a spec that does not match the nodes, or a reduction
-            (an axis absent from ``out``) without an accumulation op.
+        UsageError: an argument of the wrong type (names it), unknown op names, a spec that
+            does not match the nodes, or a reduction (an axis absent from ``out``) without an
+            accumulation op.
     """
+    _check_node("accum: out", out)
+    _check_rhs(out, rhs)
     if op is None:
         if len(rhs) != 1:
             raise UsageError(f"accum into {out.debug_label}: give op= for {len(rhs)} operands")
         op = "identity"
     the_op = _op(op, len(rhs))
-    acc = ops.parse_binop(accum_op) if accum_op is not None else None
+    acc = None
+    if accum_op is not None:
+        if not isinstance(accum_op, (str, ops.Binop)):
+            raise UsageError(
+                f"accum into {out.debug_label}: accum_op must be a binary op name or None, got "
+                f"{accum_op!r} ({type(accum_op).__name__})"
+            )
+        try:
+            acc = ops.parse_binop(accum_op)
+        except ValueError:
+            raise UsageError(
+                f"accum into {out.debug_label}: unknown accumulation op {accum_op!r}; valid: "
+                f"{', '.join(o.value for o in ops.Binop)}"
+            ) from None
     proj = _projections(spec, out, rhs)
     if acc is None and not proj.is_injective():
         raise UsageError(
@@ -95,33 +141,79 @@ def accum(
 
 
 def unop(out: Tnode, op: OpName, x: Rhs, *, spec: str | None = None) -> Accum_op:
-    """``out =: op(x)``."""
+    """``out =: op(x)``.
+
+    Raises:
+        UsageError: see :func:`accum`.
+    """
+    _check_node("unop: out", out)
     return accum(out, None, x, op=_op(op, 1), spec=spec)
 
 
 def binop(out: Tnode, op: OpName, x: Rhs, y: Rhs, *, spec: str | None = None) -> Accum_op:
-    """``out =: op(x, y)`` (pointwise with broadcasting unless a spec is given)."""
+    """``out =: op(x, y)`` (pointwise with broadcasting unless a spec is given).
+
+    Raises:
+        UsageError: see :func:`accum`.
+    """
+    _check_node("binop: out", out)
     return accum(out, None, x, y, op=_op(op, 2), spec=spec)
 
 
 def ternop(out: Tnode, op: OpName, a: Rhs, b: Rhs, c: Rhs, *, spec: str | None = None) -> Accum_op:
-    """``out =: op(a, b, c)`` (``where`` or ``fma``)."""
+    """``out =: op(a, b, c)`` (``where`` or ``fma``).
+
+    Raises:
+        UsageError: see :func:`accum`.
+    """
+    _check_node("ternop: out", out)
     return accum(out, None, a, b, c, op=_op(op, 3), spec=spec)
 
 
 def fetch(out: Tnode, fetch_op: FetchOp) -> Fetch:
     """Fill ``out`` (``Constant``, ``Range_over_offsets``, ``Slice``, ``Embed_symbol``,
-    ``Constant_fill``)."""
+    ``Constant_fill``).
+
+    Raises:
+        UsageError: ``out`` is not a node, or ``fetch_op`` is not a fetch op (or a ``Slice``
+            or ``Embed_symbol`` without a ``StaticSymbol``, a ``Slice`` of a non-node).
+    """
+    _check_node("fetch: out", out)
+    if not isinstance(fetch_op, (Constant, Range_over_offsets, Slice, Embed_symbol, Constant_fill)):
+        raise UsageError(
+            f"fetch into {out.debug_label}: fetch_op must be Constant, Range_over_offsets, "
+            f"Slice, Embed_symbol or Constant_fill, got {fetch_op!r}"
+        )
+    sym = getattr(fetch_op, "batch", getattr(fetch_op, "symbol", None))
+    if isinstance(fetch_op, (Slice, Embed_symbol)) and not isinstance(sym, StaticSymbol):
+        raise UsageError(
+            f"fetch into {out.debug_label}: {type(fetch_op).__name__} needs a StaticSymbol, "
+            f"got {sym!r}"
+        )
+    if isinstance(fetch_op, Slice):
+        _check_node(f"fetch into {out.debug_label}: Slice source", fetch_op.source)
     return Fetch(out, fetch_op)
 
 
 def block(*items: Assignment) -> Block:
-    """Assignments run in order."""
+    """Assignments run in order.
+
+    Raises:
+        UsageError: an item is not an assignment.
+    """
+    for k, item in enumerate(items):
+        if not isinstance(item, (Accum_op, Fetch, Block, Noop)):
+            raise UsageError(f"block: item {k} is not an assignment, got {item!r}")
     return Block(tuple(items))
 
 
 def merge_buffer(tn: Tnode) -> Merge_buffer:
-    """A right-hand side reading the stream's merge buffer, which holds a value of ``tn``."""
+    """A right-hand side reading the stream's merge buffer, which holds a value of ``tn``.
+
+    Raises:
+        UsageError: ``tn`` is not a node.
+    """
+    _check_node("merge_buffer", tn)
     return Merge_buffer(tn)
 
 

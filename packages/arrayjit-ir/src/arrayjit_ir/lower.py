@@ -8,8 +8,8 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from arrayjit_ir import assignments as A
+from arrayjit_ir import bounds, ops
 from arrayjit_ir import low_level as L
-from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol, fresh_symbol
 from arrayjit_tnode import Prec, Tnode, UsageError
 
@@ -26,10 +26,11 @@ def lower(comp: A.Comp | A.Assignment) -> L.Stmt:
     Raises:
         UsageError: an op on a precision it does not support (``threefry4x32`` or
             ``uint4x32_to_prec_uniform`` without uint4x32 operands), a ``Constant_fill`` whose
-            number of values differs from the node's cells.
+            number of values differs from the node's cells, an index that can leave its
+            node's buffer (:func:`arrayjit_ir.bounds.check`).
     """
     asg = comp.assignments if isinstance(comp, A.Comp) else comp
-    return L.seq(*(_lower_leaf(leaf) for leaf in A.flatten(asg)))
+    return bounds.check(L.seq(*(_lower_leaf(leaf) for leaf in A.flatten(asg))))
 
 
 def shift(tn: Tnode, idx: Sequence[AxisIndex]) -> tuple[AxisIndex, ...]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import operator
 import re
 import threading
@@ -55,6 +56,42 @@ class _Hook:
     is_done: Callable[[], bool]
     sync: Callable[[], None]
     transfer: Callable[[], None] | None = None
+
+
+MAX_BYTES = (1 << 63) - 1
+"""The largest buffer a node may have: generated code indexes with 64-bit signed integers."""
+
+
+def _check_dims(label: str, what: str, dims: object) -> tuple[int, ...]:
+    """``dims`` as a tuple of Python ints, each a non-negative integer (a Python ``int`` or a
+    numpy integer; ``bool`` and floats are refused, never truncated).
+
+    Raises:
+        UsageError: ``dims`` is not a sequence of non-negative integers (names the node).
+    """
+    if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence | np.ndarray):
+        raise UsageError(f"node {label}: {what} must be a sequence of integers, got {dims!r}")
+    out = []
+    for d in dims:
+        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
+            raise UsageError(
+                f"node {label}: {what} must be non-negative integers, got {d!r} "
+                f"({type(d).__name__}) in {list(dims)!r}"
+            )
+        if d < 0:
+            raise UsageError(f"node {label}: {what} must be non-negative, got {tuple(dims)}")
+        out.append(int(d))
+    return tuple(out)
+
+
+def _check_size(label: str, dims: tuple[int, ...]) -> None:
+    """Refuse buffers whose size in elements overflows 64-bit indexing (exact arithmetic)."""
+    n = math.prod(dims)
+    if n * 16 > MAX_BYTES:  # 16: the widest precision (uint4x32)
+        raise UsageError(
+            f"node {label}: dims {list(dims)} give {n} elements, more than 64-bit indexing "
+            f"can address"
+        )
 
 
 def _fresh_id() -> int:
@@ -204,20 +241,25 @@ class Tnode:
         return tn
 
     def _set_dims(self, dims: Sequence[int]) -> None:
-        logical = tuple(int(d) for d in dims)
-        if any(d < 0 for d in logical):
-            raise UsageError(f"node {self.debug_label}: dims must be non-negative, got {logical}")
+        logical = _check_dims(self.debug_label, "dims", dims)
         if self.padding is not None:
-            if len(self.padding.axes) != len(logical):
+            axes = self.padding.axes
+            if not isinstance(axes, (tuple, list)) or len(axes) != len(logical):
                 raise UsageError(
-                    f"node {self.debug_label}: padding has {len(self.padding.axes)} axes but the "
+                    f"node {self.debug_label}: padding has "
+                    f"{len(axes) if isinstance(axes, (tuple, list)) else axes!r} axes but the "
                     f"node has {len(logical)} dims {logical}"
                 )
-            if any(left < 0 or right < 0 for left, right in self.padding.axes):
-                raise UsageError(f"node {self.debug_label}: negative padding {self.padding.axes}")
-            padded = tuple(d + lr[0] + lr[1] for d, lr in zip(logical, self.padding.axes))
+            margins = [_check_dims(self.debug_label, "padding", lr) for lr in axes]
+            # (_check_dims says "padding must be non-negative" for a negative margin)
+            if any(len(lr) != 2 for lr in margins):
+                raise UsageError(
+                    f"node {self.debug_label}: padding must be (left, right) pairs, got {axes}"
+                )
+            padded = tuple(d + lr[0] + lr[1] for d, lr in zip(logical, margins))
         else:
             padded = logical
+        _check_size(self.debug_label, padded)
         self._dims_without_padding = logical
         self._dims = padded
 
@@ -356,7 +398,7 @@ class Tnode:
     @property
     def num_elems(self) -> int:
         """Number of elements of the buffer (padding included)."""
-        return int(np.prod(self.dims, dtype=np.int64)) if self.dims else 1
+        return math.prod(self.dims)  # exact: dims are Python ints (see _check_size)
 
     @property
     def size_in_bytes(self) -> int:
@@ -579,12 +621,21 @@ class Tnode:
         self._prepare_write = _Hook(is_done, sync)
 
     def do_read(self) -> None:
-        """Wait until the host array holds the latest value scheduled for it."""
-        hook, self._prepare_read = self._prepare_read, None
+        """Wait until the host array holds the latest value scheduled for it.
+
+        Raises:
+            StreamError: the copy scheduled for it can no longer happen (a task before it on
+                its stream failed): the hook's ``sync`` raises it, at every read until another
+                copy's hook replaces it.
+        """
+        hook = self._prepare_read
         if hook is not None:
             if not hook.is_done():
+                # A copy that can no longer happen raises here (StreamError); the hook then
+                # stays, so every later read reports it too instead of returning stale values.
                 hook.sync()
-            if hook.transfer is not None:
+            hook, self._prepare_read = self._prepare_read, None
+            if hook is not None and hook.transfer is not None:
                 hook.transfer()
 
     def do_write(self) -> None:
@@ -638,10 +689,21 @@ class Tnode:
         into float nodes, integers into integer or float nodes).
 
         Raises:
-            UsageError: the node is not hosted, the shape differs, or the dtype does not cast.
+            UsageError: the node is not hosted, ``values`` is not an array of numbers (a ragged
+                list), the shape differs, or the dtype does not cast.
         """
         arr = self._host_array("set_values")
-        vals = np.asarray(values)
+        try:
+            vals = np.asarray(values)
+        except (ValueError, TypeError) as exc:  # ragged nested lists, odd objects
+            raise UsageError(
+                f"set_values: node {self.debug_label}: values are not an array of numbers ({exc})"
+            ) from None
+        if vals.dtype == object:
+            raise UsageError(
+                f"set_values: node {self.debug_label}: values are not an array of numbers "
+                f"(numpy sees objects of dtype object)"
+            )
         expected = self.prec.host_shape(self.dims_without_padding)
         if vals.shape != expected:
             raise UsageError(

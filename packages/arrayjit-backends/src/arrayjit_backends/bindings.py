@@ -1,0 +1,151 @@
+"""Static-index bindings of a routine, and the checks that keep them (and linking) safe.
+
+- :class:`Bindings`: the values of a routine's static indices, by symbol name. It is a
+  :class:`~collections.abc.MutableMapping`, not a ``dict`` subclass, so every way to change it
+  (``b[k] = v``, ``update``, ``setdefault``, ``|=``) goes through one checked ``__setitem__``:
+  a value must be an integer within the symbol's range, which compile sets to what keeps every
+  access in bounds (:mod:`arrayjit_ir.bounds`). Removing a binding is refused.
+- :func:`with_static_ranges`: an optimized routine whose static symbols carry those ranges.
+- :func:`check_code_kind`: code compiled by one kind of backend cannot be linked into another's
+  context (a cc library in an llvm context, an OpenCL program in another OpenCL context).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, MutableMapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from arrayjit_ir import bounds
+from arrayjit_ir import low_level as L
+from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch, Noop
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import UsageError
+
+INDEX_LIMIT = 1 << 63
+"""Static indices are passed to generated code as signed 64-bit integers."""
+
+
+ASSIGNMENT_TYPES = (Accum_op, Fetch, Block, Noop)
+
+
+class Bindings(MutableMapping[str, int]):
+    """Static-index values of a routine, by symbol name (all 0 at first), each checked against
+    its symbol's range whichever way it is set."""
+
+    __slots__ = ("_routine", "_symbols", "_values")
+
+    def __init__(self, symbols: Sequence[StaticSymbol], routine: str) -> None:
+        self._symbols = {s.name: s for s in symbols}
+        self._values = {s.name: 0 for s in symbols}
+        self._routine = routine
+
+    def __getitem__(self, key: str) -> int:
+        return self._values[key]
+
+    def __setitem__(self, key: str, value: int) -> None:
+        """Set a static index.
+
+        Raises:
+            UsageError: the routine has no such static index, ``value`` is not an integer
+                (``bool`` and floats are refused, never truncated), or it is out of the
+                symbol's range ``0 <= value < range``.
+        """
+        sym = self._symbols.get(key)
+        if sym is None:
+            raise UsageError(
+                f"routine {self._routine} has no static index {key!r}; it has "
+                f"{sorted(self._symbols)}"
+            )
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise UsageError(
+                f"routine {self._routine}: static index {key} must be an integer, got {value!r}"
+            )
+        v = int(value)
+        limit = sym.range if sym.range is not None else INDEX_LIMIT
+        if v < 0 or v >= limit:
+            valid = f"0..{limit - 1}"
+            raise UsageError(
+                f"routine {self._routine}: static index {key} = {v} is out of range "
+                f"(valid: {valid})"
+            )
+        self._values[key] = v
+
+    def __delitem__(self, key: str) -> None:
+        raise UsageError(
+            f"routine {self._routine}: static index {key!r} cannot be removed, only set"
+        )
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._values)
+
+    def __len__(self) -> int:
+        return len(self._values)
+
+    def __ior__(self, other: Mapping[str, int] | Any) -> Bindings:
+        self.update(other)
+        return self
+
+    def ranges(self) -> dict[str, int | None]:
+        """Each static index's range (``None``: any non-negative value)."""
+        return {name: s.range for name, s in self._symbols.items()}
+
+    def __repr__(self) -> str:
+        return f"Bindings({self._values!r}, routine={self._routine!r})"
+
+
+def with_static_ranges(
+    opt: Optimized, lowered: L.Stmt, symbols: Sequence[StaticSymbol]
+) -> Optimized:
+    """``opt`` with its static symbols carrying the ranges that keep every access of
+    ``lowered`` (its unoptimized code) in bounds.
+
+    Raises:
+        UsageError: a declared range exceeds what the accesses allow (see
+            :func:`arrayjit_ir.bounds.static_ranges`).
+    """
+    if not opt.static_symbols and not symbols:
+        return opt  # ``lower`` already checked every access; no range to find
+    ranges = bounds.static_ranges(lowered, symbols)
+    return dataclasses.replace(opt, static_symbols=bounds.with_ranges(opt.static_symbols, ranges))
+
+
+def check_compile_args(comp: object, name: object, symbols: object) -> None:
+    """Refuse arguments of ``compile`` of the wrong type.
+
+    Raises:
+        UsageError: ``comp`` is not a computation or assignment, ``name`` not a string, or
+            ``symbols`` not a sequence of :class:`StaticSymbol` (each names the argument).
+    """
+    if not isinstance(comp, (Comp, *ASSIGNMENT_TYPES)):
+        raise UsageError(
+            f"compile: expected a Comp or an assignment (ir.block, ir.accum...), got {comp!r}"
+        )
+    if not isinstance(name, str):
+        raise UsageError(f"compile: name must be a string, got {name!r}")
+    if isinstance(symbols, (str, bytes)) or not isinstance(symbols, Sequence):
+        raise UsageError(
+            f"compile {name}: bindings must be a list of StaticSymbol, got {symbols!r}"
+        )
+    for s in symbols:
+        if not isinstance(s, StaticSymbol):
+            raise UsageError(f"compile {name}: bindings must be StaticSymbol values, got {s!r}")
+
+
+def check_code_kind(code_kind: str, context_kind: str, routine: str, backend: str) -> None:
+    """Refuse code compiled for another kind of backend.
+
+    Raises:
+        UsageError: the kinds differ (names the routine and both kinds).
+    """
+    if code_kind != context_kind:
+        raise UsageError(
+            f"link {routine}: the code was compiled for {code_kind}, not for backend {backend} "
+            f"({context_kind}); compile it with the backend that links it"
+        )
+
+
+__all__ = ["Bindings", "check_code_kind", "check_compile_args", "with_static_ranges"]
