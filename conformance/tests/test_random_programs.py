@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from arrayjit_conformance.harness import check_program, check_split_program
 from arrayjit_conformance.programs import BIG_VALUE_LIMIT, Program, is_tame, programs
 
-CI_EXAMPLES = 30
+CI_EXAMPLES = 25
 
 
 def program_settings(ci_examples: int = CI_EXAMPLES, fuzz_share: int = 1) -> settings:
@@ -56,7 +56,7 @@ def test_random_big_programs(backend: Any, program: Program) -> None:
     check_program(backend, program, interpreters=False)
 
 
-@program_settings(ci_examples=10, fuzz_share=4)
+@program_settings(ci_examples=6, fuzz_share=4)
 @given(program=programs(), data=st.data())
 def test_random_programs_split_in_two_routines(backend: Any, program: Program, data: Any) -> None:
     """The same programs as two routines compiled together (``compile_batch``) and run one
