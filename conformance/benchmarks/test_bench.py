@@ -2,7 +2,7 @@
 pytest-benchmark groups, so the table reads as ratios.
 
 Run: ``tox -e bench`` (writes ``bench-results/bench.json``, then prints the table), or
-``pytest conformance/benchmarks --benchmark-only [--backend NAME]`` and ``arrayjit bench``.
+``pytest conformance/benchmarks --benchmark-only [--arrayjit-backend NAME]`` and ``arrayjit bench``.
 Each measured call includes waiting for the device (``await_stream``), so asynchronous backends
 are timed for the work, not for queueing it.
 """

@@ -43,3 +43,185 @@ def test_show_prints_optimized_ir(tmp_path: Path, capsys: pytest.CaptureFixture[
     empty = tmp_path / "none.py"
     empty.write_text("x = 1\n")
     assert main(["show", str(empty)]) == 1
+
+
+def test_version_and_bare_command(capsys: pytest.CaptureFixture[str]) -> None:
+    from arrayjit_backends.__about__ import __version__
+
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"arrayjit {__version__} (") and "arrayjit-backends 0.1" in out
+    assert main([]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: arrayjit") and "cache" in out and "--from-json" not in out
+    assert "``" not in out and ":func:" not in out  # no reStructuredText markup
+
+
+def test_bench_help_documents_from_json(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["bench", "--help"])
+    out = capsys.readouterr().out
+    assert "--from-json FILE" in out and "pytest-benchmark JSON" in out and "--plot FILE" in out
+
+
+def test_user_errors_are_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(tmp_path / "missing.py")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("arrayjit: cannot read ") and "missing.py" in err
+    assert "Traceback" not in err and err.count("\n") == 1
+    for bad in (["--steps", "0"], ["--size", "-3"], ["--steps", "x"]):
+        with pytest.raises(SystemExit) as info:
+            main(["demo", "--backend", "sync_interp", *bad])
+        assert info.value.code == 2
+        assert "is not" in capsys.readouterr().err
+
+
+def test_backends_lists_uninstalled_first_party(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arrayjit_backends import registry
+
+    saved = {e.name: e for e in registry.entries()}
+    registry.unregister("llvm")
+    registry.unregister("cc")
+    try:
+        assert main(["backends"]) == 0
+        out = capsys.readouterr().out
+        assert "not installed:" in out
+        assert "sync_llvm, multicore_llvm, llvm" in out and "pip install arrayjit-backend-c" in out
+        assert main(["demo", "--backend", "sync_llvm"]) == 2
+        err = capsys.readouterr().err
+        assert "sync_llvm is provided by arrayjit-backend-c, which is not installed: pip " in err
+    finally:
+        for entry in saved.values():
+            registry.register(entry)
+
+
+def test_cache_info_and_clear(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from arrayjit_backends.compile_cache import CompileCache
+
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.delenv("ARRAYJIT_NO_CACHE", raising=False)
+    cache = CompileCache()
+    cache.put("ab" + "0" * 62, b"x" * 1000)
+    cache.put("cd" + "1" * 62, b"y" * 500)
+    (tmp_path / "c" / "notes.txt").write_text("not ours")
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"compile cache: {tmp_path / 'c'} (enabled" in out
+    assert "entries: 2, size: 0.0 MB" in out
+    assert main(["cache", "clear"]) == 0
+    assert "removed 2 entries" in capsys.readouterr().out
+    assert cache.entries() == [] and (tmp_path / "c" / "notes.txt").exists()
+
+
+BENCH = {
+    "machine_info": {"cpu": {"brand_raw": "Test CPU 9000", "count": 7}},
+    "benchmarks": [
+        {
+            "group": "sum 2^10 f32",
+            "name": "a",
+            "stats": {"median": 2e-3},
+            "extra_info": {"impl": "numpy"},
+        },
+        {
+            "group": "sum 2^10 f32",
+            "name": "b",
+            "stats": {"median": 1e-3},
+            "extra_info": {"impl": "multicore_cc"},
+        },
+        {
+            "group": "compile latency (small routine)",
+            "name": "c",
+            "stats": {"median": 5e-2},
+            "extra_info": {"impl": "multicore_cc cold"},
+        },
+        {
+            "group": "compile latency (small routine)",
+            "name": "d",
+            "stats": {"median": 1e-7},
+            "extra_info": {"impl": "numpy"},
+        },
+    ],
+}
+
+
+def test_bench_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(BENCH))
+    assert main(["bench", "--from-json", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("machine: Test CPU 9000, 7 cores, ") and "GB/s" in lines[0]
+    assert "higher is faster" in lines[1]
+    cc_sum = lines[lines.index("sum 2^10 f32") + 1]
+    assert "multicore_cc" in cc_sum and cc_sum.endswith("2.00x")  # numpy 2 ms / ours 1 ms
+    start = lines.index("compile latency (small routine)")
+    assert all("x" not in line.split()[-1] for line in lines[start + 1 : start + 3])
+
+
+def test_bench_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(BENCH))
+    chart = tmp_path / "chart.svg"
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        assert main(["bench", "--from-json", str(path), "--plot", str(chart)]) == 2
+        assert "--plot needs matplotlib: pip install" in capsys.readouterr().err
+        return
+    assert main(["bench", "--from-json", str(path), "--plot", str(chart)]) == 0
+    svg = chart.read_text()
+    assert svg.lstrip().startswith("<?xml") and "sum 2^10 f32" in svg.replace("&#94;", "^")
+    assert main(["bench", "--from-json", str(path), "--plot", str(tmp_path / "c.txt")]) == 2
+    assert "must end in one of .svg, .png, .pdf" in capsys.readouterr().err
+
+
+def test_bench_plot_without_matplotlib(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an import of it fails
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps(BENCH))
+    assert main(["bench", "--from-json", str(path), "--plot", str(tmp_path / "c.svg")]) == 2
+    assert "--plot needs matplotlib: pip install 'arrayjit-backends[plot]'" in (
+        capsys.readouterr().err
+    )
+
+
+def test_slow_compile_notice_in_the_command_only(capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+    import time
+
+    from arrayjit_backends import cli
+
+    class Slow:
+        name = "slowbe"
+
+        def compile(self, comp: object, name: str = "r") -> str:
+            time.sleep(1.3)
+            return "code"
+
+    be, out = Slow(), io.StringIO()
+    cli._announce_slow_compiles(be, out)
+    assert be.compile(None, name="fused") == "code"
+    assert out.getvalue() == (
+        "arrayjit: compiling fused for slowbe (first compile of this code; cached for later "
+        "runs)...\n"
+    )
+    quick, out2 = Slow(), io.StringIO()
+    quick.compile = lambda comp, name="r": "code"  # type: ignore[method-assign]
+    cli._announce_slow_compiles(quick, out2)
+    assert quick.compile(None) == "code"
+    time.sleep(cli.SLOW_COMPILE_S + 0.2)  # the cancelled notice never comes
+    assert out2.getvalue() == ""

@@ -1,6 +1,9 @@
 """arrayjit_backend_c: the CPU backends ``cc`` (C source, system C compiler, ctypes) and ``llvm``
 (LLVM IR, llvmlite's in-process JIT, ctypes)."""
 
+import ctypes
+import functools
+
 from arrayjit_backend_c.__about__ import __version__
 from arrayjit_backend_c.compiler import find_compiler
 from arrayjit_backend_c.no_device import CcBackend
@@ -12,8 +15,26 @@ def _probe_cc() -> str | None:
     return None if find_compiler() else "no C compiler found ($CC, cc, gcc or clang on PATH)"
 
 
+# The probe compiles this and runs it: it uses the syntax the generated IR uses (opaque
+# pointers, ``noalias``), which llvmlite releases before 0.45 (LLVM 15) reject, so an llvmlite
+# too old to compile our IR is reported as unusable instead of failing on the first compile.
+PROBE_IR = """
+define i32 @aj_probe(ptr noalias %p) {
+entry:
+  %v = load i32, ptr %p
+  %r = add i32 %v, 1
+  store i32 %r, ptr %p
+  ret i32 %r
+}
+"""
+
+
+@functools.cache
 def _probe_llvm() -> str | None:
+    """None when llvmlite compiles and runs a tiny module in our IR's syntax, else why not
+    (computed once per process: it costs a few milliseconds)."""
     try:
+        import llvmlite
         import llvmlite.binding as llvm
     except ImportError as e:
         return f"llvmlite is not importable ({e})"
@@ -21,6 +42,25 @@ def _probe_llvm() -> str | None:
         llvm.check_jit_execution()
     except OSError as e:
         return f"llvmlite cannot run JIT-compiled code here ({e})"
+    from arrayjit_backend_c import llvm_backend as lb
+
+    try:
+        with lb._LLVM_LOCK:
+            target = lb.host_target()
+            engine = lb.load_object(lb.compile_object(PROBE_IR, "aj_probe", target), target)
+            address = engine.get_function_address("aj_probe")
+            cell = ctypes.c_int32(41)
+            result = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int32))(address)(
+                ctypes.byref(cell)
+            )
+            lb._close_engine(engine)
+    except Exception as e:
+        return (
+            f"llvmlite {llvmlite.__version__} cannot compile arrayjit's LLVM IR "
+            f"(needs llvmlite>=0.45): {str(e).splitlines()[0]}"
+        )
+    if result != 42 or cell.value != 42:
+        return f"llvmlite {llvmlite.__version__} miscompiled the probe module ({result})"
     return None
 
 

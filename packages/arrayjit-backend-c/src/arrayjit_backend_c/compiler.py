@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import platform
+import shlex
 import shutil
 import subprocess
 import tempfile
@@ -17,15 +18,31 @@ FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno
 
 @functools.cache
 def find_compiler() -> str | None:
-    """``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH; ``None`` if there is none."""
-    env = os.environ.get("CC")
+    """The compiler command: ``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH; ``None`` if
+    there is none.
+
+    ``$CC`` may carry arguments (``CC="gcc -fno-common"``); it is split as a POSIX shell
+    would, as make and setuptools do, and its program looked up on PATH. The result is one
+    string in shell syntax: :func:`argv` splits it again.
+    """
+    env = os.environ.get("CC", "").strip()
     if env:
-        return shutil.which(env) or None
+        try:
+            parts = shlex.split(env)
+        except ValueError:  # unbalanced quotes: no usable compiler
+            return None
+        program = shutil.which(parts[0]) if parts else None
+        return shlex.join([program, *parts[1:]]) if program else None
     for name in ("cc", "gcc", "clang"):
         path = shutil.which(name)
         if path:
             return path
     return None
+
+
+def argv(cc: str) -> list[str]:
+    """The compiler command ``cc`` (from :func:`find_compiler`) as a list of arguments."""
+    return shlex.split(cc)
 
 
 @functools.cache
@@ -34,7 +51,7 @@ def flags(cc: str) -> tuple[str, ...]:
     OpenMP shared object (clang without libomp cannot; its kernels then run on one core)."""
     probe = Path(tempfile.mkdtemp(prefix="arrayjit-omp-"))
     (probe / "p.c").write_text("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")
-    cmd = [cc, *FLAGS, "-fopenmp", str(probe / "p.c"), "-o", str(probe / "p.so")]
+    cmd = [*argv(cc), *FLAGS, "-fopenmp", str(probe / "p.c"), "-o", str(probe / "p.so")]
     ok = subprocess.run(cmd, capture_output=True, check=False).returncode == 0
     shutil.rmtree(probe, ignore_errors=True)
     return (*FLAGS, "-fopenmp") if ok else FLAGS
@@ -43,7 +60,7 @@ def flags(cc: str) -> tuple[str, ...]:
 @functools.cache
 def compiler_version(cc: str) -> str:
     """The first line of ``cc --version`` (part of the compile-cache key)."""
-    done = subprocess.run([cc, "--version"], capture_output=True, text=True, check=False)
+    done = subprocess.run([*argv(cc), "--version"], capture_output=True, text=True, check=False)
     return (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else "?"
 
 
@@ -58,12 +75,12 @@ def compile_shared_object(cc: str, source: str, name: str) -> bytes:
     src = workdir / f"{name}.c"
     lib = workdir / f"{name}.so"
     src.write_text(source)
-    cmd = [cc, *flags(cc), str(src), "-o", str(lib), "-lm"]
+    cmd = [*argv(cc), *flags(cc), str(src), "-o", str(lib), "-lm"]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise CompileError(
-            f"{Path(cc).name} failed to compile routine {name} (exit {done.returncode}): "
-            f"{' '.join(cmd)}",
+            f"{Path(argv(cc)[0]).name} failed to compile routine {name} (exit {done.returncode}): "
+            f"{shlex.join(cmd)}",
             output=done.stderr + done.stdout,
             source_path=str(src),
         )
@@ -71,15 +88,15 @@ def compile_shared_object(cc: str, source: str, name: str) -> bytes:
         data = lib.read_bytes()
     except OSError as exc:
         raise CompileError(
-            f"{Path(cc).name} exited 0 but wrote no readable library for routine {name} "
-            f"({exc}): {' '.join(cmd)}",
+            f"{Path(argv(cc)[0]).name} exited 0 but wrote no readable library for routine {name} "
+            f"({exc}): {shlex.join(cmd)}",
             output=done.stderr + done.stdout,
             source_path=str(src),
         ) from exc
     if not is_shared_object(data):
         raise CompileError(
-            f"{Path(cc).name} exited 0 but its output for routine {name} is not a shared object "
-            f"({len(data)} bytes starting {data[:8]!r}): {' '.join(cmd)}",
+            f"{Path(argv(cc)[0]).name} exited 0 but its output for routine {name} is not a "
+            f"shared object ({len(data)} bytes starting {data[:8]!r}): {shlex.join(cmd)}",
             output=done.stderr + done.stdout,
             source_path=str(src),
         )

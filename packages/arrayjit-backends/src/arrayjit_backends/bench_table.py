@@ -1,15 +1,26 @@
 """The benchmark table: pytest-benchmark JSON (from ``tox -e bench``) as one line per
-implementation and group, with its ratio to numpy measured in the same run."""
+implementation and group, with its speed relative to numpy measured in the same run (higher is
+faster), under a line naming the machine: CPU model, cores, and a memory bandwidth measured when
+the table is printed (a copy of 64 MiB with numpy)."""
 
 from __future__ import annotations
 
 import json
+import os
+import platform
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from arrayjit_tnode import UsageError
+
+NO_RATIO_GROUPS = ("compile latency",)
+"""Groups whose numpy row is not a baseline of the same work (numpy compiles nothing): their
+rows show no ratio."""
 
 
 @dataclass(frozen=True)
@@ -30,8 +41,8 @@ class Row:
         return ""
 
 
-def load_rows(path: Path) -> list[Row]:
-    """Rows of a pytest-benchmark JSON file.
+def load_data(path: Path) -> tuple[list[Row], dict[str, Any]]:
+    """Rows of a pytest-benchmark JSON file, and its ``machine_info``.
 
     Raises:
         UsageError: the file is absent or is not pytest-benchmark output.
@@ -48,7 +59,46 @@ def load_rows(path: Path) -> list[Row]:
         extra = dict(b.get("extra_info") or {})
         impl = str(extra.pop("impl", b.get("name", "?")))
         rows.append(Row(str(b.get("group") or b["name"]), impl, float(b["stats"]["median"]), extra))
-    return rows
+    return rows, dict(data.get("machine_info") or {})
+
+
+def load_rows(path: Path) -> list[Row]:
+    """Rows of a pytest-benchmark JSON file (see :func:`load_data`)."""
+    return load_data(path)[0]
+
+
+def _cpu_model() -> str:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "unknown CPU"
+
+
+def measured_bandwidth_gbs(nbytes: int = 64 << 20, repeat: int = 5) -> float:
+    """Memory bandwidth in GB/s: bytes read plus bytes written by the fastest of ``repeat``
+    numpy copies of ``nbytes``."""
+    src = np.ones(nbytes // 8)
+    dst = np.empty_like(src)
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        np.copyto(dst, src)
+        best = min(best, time.perf_counter() - start)
+    return 2 * nbytes / best / 1e9
+
+
+def machine_line(machine_info: dict[str, Any] | None = None) -> str:
+    """``machine: <CPU model>, <N> cores, <B> GB/s copy bandwidth``: the CPU as the benchmark
+    run recorded it where it did (pytest-benchmark's ``machine_info``), else this machine's;
+    the bandwidth is measured now, on this machine."""
+    cpu = (machine_info or {}).get("cpu") or {}
+    model = cpu.get("brand_raw") or _cpu_model()
+    cores = cpu.get("count") or os.cpu_count() or "?"
+    return f"machine: {model}, {cores} cores, {measured_bandwidth_gbs():.1f} GB/s copy bandwidth"
 
 
 def _fmt_time(seconds: float) -> str:
@@ -60,14 +110,18 @@ def _fmt_time(seconds: float) -> str:
 
 def render(rows: Iterable[Row]) -> str:
     """The table: per group, each implementation's median time, throughput and speed relative
-    to numpy in the same group (``2.50x`` = two and a half times as fast as numpy)."""
+    to numpy in the same group (``2.50x`` = two and a half times as fast as numpy: higher is
+    faster). Compile-latency groups show no ratio (numpy compiles nothing)."""
     groups: dict[str, list[Row]] = {}
     for r in rows:
         groups.setdefault(r.group, []).append(r)
-    lines = [f"{'group / implementation':48} {'median':>11} {'throughput':>16} {'vs numpy':>9}"]
+    header = f"{'group / implementation':48} {'median':>11} {'throughput':>16}"
+    lines = [f"{header} {'vs numpy':>9}   (numpy time / ours: higher is faster)"]
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda r: r.median_s)
         base = next((r for r in members if r.impl == "numpy"), None)
+        if group.startswith(NO_RATIO_GROUPS):
+            base = None
         lines.append(group)
         for r in members:
             ratio = f"{base.median_s / r.median_s:8.2f}x" if base else ""
@@ -75,4 +129,19 @@ def render(rows: Iterable[Row]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["Row", "load_rows", "render"]
+def ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
+    """Per group with a numpy baseline, each other implementation's speed relative to numpy
+    (numpy time / its time), as in the table."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.group, []).append(r)
+    out: dict[str, dict[str, float]] = {}
+    for group, members in sorted(groups.items()):
+        base = next((r for r in members if r.impl == "numpy"), None)
+        if base is None or group.startswith(NO_RATIO_GROUPS):
+            continue
+        out[group] = {r.impl: base.median_s / r.median_s for r in members if r.impl != "numpy"}
+    return out
+
+
+__all__ = ["Row", "load_data", "load_rows", "machine_line", "ratios", "render"]

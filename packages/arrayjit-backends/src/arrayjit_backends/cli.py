@@ -1,11 +1,17 @@
 """The ``arrayjit`` command.
 
-- ``arrayjit backends``: each registered backend, available or why not, devices, streams.
+- ``arrayjit backends``: each registered backend, available or why not, devices, streams; then
+  the first-party backends that are not installed, each with its install command.
 - ``arrayjit demo [--backend B] [--size N] [--steps K]``: an end-to-end check against numpy.
 - ``arrayjit show FILE.py``: the optimized IR of the computations a file defines: every
   module-level value that is an assignment or a computation, in definition order.
-- ``arrayjit bench [--from-json FILE]``: the benchmark table of a ``tox -e bench`` run, each
-  implementation's ratio to numpy in the same run.
+- ``arrayjit bench [--from-json FILE] [--plot FILE]``: the benchmark table of a
+  ``tox -e bench`` run, each implementation's ratio to numpy in the same run.
+- ``arrayjit cache info|clear``: where the compile cache is, its entries and size; emptying it.
+
+User errors (an unknown backend, a missing file, a bad number) are one line on stderr and exit
+status 2, never a traceback. A compile that takes longer than a second prints what it is doing
+on stderr; that notice belongs to the command only, library calls stay silent.
 """
 
 from __future__ import annotations
@@ -13,15 +19,57 @@ from __future__ import annotations
 import argparse
 import runpy
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
-from arrayjit_backends.registry import available_backends, fresh_backend
+from arrayjit_backends.registry import available_backends, entries, fresh_backend
 from arrayjit_ir import lower, optimize, pretty
 from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch
-from arrayjit_tnode import ArrayjitError
+from arrayjit_tnode import ArrayjitError, UsageError
+
+DESCRIPTION = "arrayjit: a Python array compiler. Inspect backends, run checks and benchmarks."
+EPILOG = """examples:
+  arrayjit backends                  every backend: available or why not, and what to install
+  arrayjit demo --backend sync_llvm  the end-to-end check on one backend
+  arrayjit bench --plot bench.svg    the table of `tox -e bench`, and a chart of it
+  arrayjit cache info                where the compile cache is and how big
+"""
+
+SLOW_COMPILE_S = 1.0
+"""A compile running longer than this gets a notice on stderr (PoCL builds take seconds)."""
+
+DISTRIBUTIONS = (
+    "arrayjit-tnode",
+    "arrayjit-ir",
+    "arrayjit-backends",
+    "arrayjit-backend-c",
+    "arrayjit-backend-opencl",
+    "arrayjit-backend-cuda",
+    "arrayjit-distributed",
+    "arrayjit-conformance",
+)
+
+
+def version_text() -> str:
+    """``arrayjit X.Y.Z`` and the version of every installed arrayjit distribution."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from arrayjit_backends.__about__ import __version__
+
+    found = []
+    for dist in DISTRIBUTIONS:
+        try:
+            found.append(f"{dist} {version(dist)}")
+        except PackageNotFoundError:
+            continue
+    return f"arrayjit {__version__} ({', '.join(found)})"
 
 
 def _backends() -> int:
+    from arrayjit_backends.first_party import not_installed
+
     for status in available_backends():
         if not status.available:
             hint = f" (install: {status.install_hint})" if status.install_hint else ""
@@ -34,7 +82,39 @@ def _backends() -> int:
             f"{be.suggested_num_streams(dev)} suggested stream(s); {status.description}"
         )
         be.finalize()
+    missing = not_installed({e.name for e in entries()})
+    if missing:
+        print("\nnot installed:")
+        for fp in missing:
+            print(f"{', '.join(fp.full_names):30} {fp.install}")
     return 0
+
+
+def _announce_slow_compiles(be: Any, out: Any = None) -> None:
+    """Make ``be.compile`` print a line on stderr when a compile runs past
+    :data:`SLOW_COMPILE_S` (for this command's backend instance only)."""
+    stream = out if out is not None else sys.stderr
+    original: Callable[..., Any] = be.compile
+
+    def compile_with_notice(*args: Any, **kwargs: Any) -> Any:
+        name = kwargs.get("name", "routine")
+        timer = threading.Timer(
+            SLOW_COMPILE_S,
+            lambda: print(
+                f"arrayjit: compiling {name} for {be.name} (first compile of this code; "
+                "cached for later runs)...",
+                file=stream,
+                flush=True,
+            ),
+        )
+        timer.daemon = True
+        timer.start()
+        try:
+            return original(*args, **kwargs)
+        finally:
+            timer.cancel()
+
+    be.compile = compile_with_notice
 
 
 def _demo(name: str | None, size: int | None, steps: int) -> int:
@@ -42,6 +122,7 @@ def _demo(name: str | None, size: int | None, steps: int) -> int:
 
     be = fresh_backend(name)
     be.initialize()
+    _announce_slow_compiles(be)
     n = size if size is not None else (1 << 12 if "interp" in be.name else 1 << 20)
     try:
         ok = run_demo(be, sys.stdout, n=n, steps=steps)
@@ -51,7 +132,10 @@ def _demo(name: str | None, size: int | None, steps: int) -> int:
 
 
 def _show(path: str) -> int:
-    namespace = runpy.run_path(path)
+    try:
+        namespace = runpy.run_path(path)
+    except (OSError, SyntaxError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
     found = 0
     for key, value in namespace.items():
         if isinstance(value, (Accum_op, Fetch, Block, Comp)):
@@ -65,32 +149,102 @@ def _show(path: str) -> int:
     return 0
 
 
+def _bench(from_json: str, plot: str | None) -> int:
+    from arrayjit_backends.bench_table import load_data, machine_line, render
+
+    rows, machine_info = load_data(Path(from_json))
+    print(machine_line(machine_info))
+    print(render(rows))
+    if plot is not None:
+        from arrayjit_backends.bench_plot import write_plot
+
+        write_plot(rows, Path(plot))
+        print(f"chart written to {plot}")
+    return 0
+
+
+def _cache(action: str) -> int:
+    from arrayjit_backends.compile_cache import CompileCache
+
+    cache = CompileCache()
+    files = cache.entries()
+    if action == "clear":
+        removed = cache.clear()
+        print(f"removed {removed} entries from {cache.directory}")
+        return 0
+    size = sum(f.stat().st_size for f in files)
+    state = "enabled" if cache.enabled else "disabled (ARRAYJIT_NO_CACHE)"
+    print(f"compile cache: {cache.directory} ({state}; set ARRAYJIT_CACHE_DIR to move it)")
+    print(f"entries: {len(files)}, size: {size / 1e6:.1f} MB")
+    return 0
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of ``arrayjit``."""
+    p = argparse.ArgumentParser(
+        prog="arrayjit",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--version", action="version", version=version_text())
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser(
+        "backends", help="list backends: available or why not, and what to install for the rest"
+    )
+    demo = sub.add_parser("demo", help="run a small end-to-end check against numpy")
+    demo.add_argument("--backend", default=None, help="backend name (default: the best available)")
+    demo.add_argument("--size", type=_positive, default=None, help="elements of the fused check")
+    demo.add_argument("--steps", type=_positive, default=10, help="MLP training steps (>= 1)")
+    show = sub.add_parser("show", help="print the optimized IR of a file's computations")
+    show.add_argument("file", help="a Python file defining computations at module level")
+    bench = sub.add_parser(
+        "bench", help="print the table of a benchmark run (tox -e bench); higher is faster"
+    )
+    bench.add_argument(
+        "--from-json",
+        default="bench-results/bench.json",
+        metavar="FILE",
+        help="pytest-benchmark JSON output to read (default: bench-results/bench.json, "
+        "written by tox -e bench or pytest --benchmark-json=FILE)",
+    )
+    bench.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="also write a chart of every ratio to numpy (FILE.svg or FILE.png; needs matplotlib)",
+    )
+    cache = sub.add_parser("cache", help="the compile cache: info (where, how big) or clear")
+    cache.add_argument("action", choices=["info", "clear"])
+    return p
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``arrayjit`` command; returns the exit code."""
-    parser = argparse.ArgumentParser(prog="arrayjit", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("backends", help="list registered backends")
-    demo = sub.add_parser("demo", help="run a small end-to-end check against numpy")
-    demo.add_argument("--backend", default=None, help="backend name (default: the best)")
-    demo.add_argument("--size", type=int, default=None, help="elements of the fused check")
-    demo.add_argument("--steps", type=int, default=10, help="MLP training steps")
-    show = sub.add_parser("show", help="print the optimized IR of a file's computations")
-    show.add_argument("file")
-    bench = sub.add_parser("bench", help="print the table of a benchmark run (tox -e bench)")
-    bench.add_argument("--from-json", default="bench-results/bench.json", metavar="FILE")
-    args = parser.parse_args(argv)
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command is None:
+        p.print_help()
+        return 0
     try:
         if args.command == "backends":
             return _backends()
         if args.command == "demo":
             return _demo(args.backend, args.size, args.steps)
         if args.command == "bench":
-            from pathlib import Path
-
-            from arrayjit_backends.bench_table import load_rows, render
-
-            print(render(load_rows(Path(args.from_json))))
-            return 0
+            return _bench(args.from_json, args.plot)
+        if args.command == "cache":
+            return _cache(args.action)
         return _show(args.file)
     except ArrayjitError as exc:
         print(f"arrayjit: {exc}", file=sys.stderr)

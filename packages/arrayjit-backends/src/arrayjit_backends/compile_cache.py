@@ -23,6 +23,7 @@ rebuilds it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -192,6 +193,31 @@ class CompileCache:
         except BaseException:
             Path(tmp).unlink(missing_ok=True)
             raise
+
+    def entries(self) -> list[Path]:
+        """The files of every cache entry (partial writes excluded); empty when the directory
+        does not exist."""
+        if not self.directory.is_dir():
+            return []
+        return [
+            f
+            for sub in self.directory.iterdir()
+            if sub.is_dir() and len(sub.name) == 2
+            for f in sub.iterdir()
+            if f.is_file() and f.name.startswith(sub.name) and not f.name.startswith(".tmp-")
+        ]
+
+    def clear(self) -> int:
+        """Remove every entry (and empty entry folders); returns how many entries were removed.
+        Only files with the cache's own layout are removed, so a mistaken ``ARRAYJIT_CACHE_DIR``
+        pointing at other data loses nothing else."""
+        removed = 0
+        for f in self.entries():
+            f.unlink(missing_ok=True)
+            removed += 1
+            with contextlib.suppress(OSError):  # not empty yet
+                f.parent.rmdir()
+        return removed
 
     def get_or_build(self, key: str, build: Callable[[], bytes]) -> bytes:
         """The cached artifact, building and storing it first when it is not cached."""

@@ -8,6 +8,7 @@ entry ``cc`` provides ``sync_cc`` and ``multicore_cc`` (and ``cc``, meaning its 
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from collections.abc import Callable
@@ -177,7 +178,21 @@ def resolve_name(name: str) -> BackendEntry:
     for e in entries():
         if key in e.full_names():
             return e
-    raise UsageError(f"unknown backend {name!r}; valid names: {', '.join(backend_names())}")
+    raise UsageError(unknown_name_message(name))
+
+
+def unknown_name_message(name: str) -> str:
+    """The message for a backend name that is not registered: the valid names, and the
+    install command where ``name`` is a first-party backend whose package is not installed."""
+    from arrayjit_backends.first_party import providing
+
+    message = f"unknown backend {name!r}; valid names: {', '.join(backend_names())}"
+    fp = providing(name)
+    if fp is not None:
+        message += (
+            f"; {name} is provided by {fp.distribution}, which is not installed: {fp.install}"
+        )
+    return message
 
 
 def default_backend_name() -> str:
@@ -188,10 +203,25 @@ def default_backend_name() -> str:
     if env:
         resolve_name(env)
         return env.lower()
+    reasons: list[str] = []
     for e in entries():
-        if e.probe() is None:
+        reason = e.probe()
+        if reason is None:
+            if e.name == "interp":
+                _note_interpreter_fallback("; ".join(reasons) or "none is installed")
             return e.full_names()[0]
+        reasons.append(f"{e.name}: {reason}")
     raise UsageError("no arrayjit backend is available; install arrayjit-backend-c")
+
+
+@functools.cache
+def _note_interpreter_fallback(reasons: str) -> None:
+    # Once per process and reason: the default silently being 1000x slower would mislead.
+    logger.warning(
+        "no compiler backend is usable here (%s); the default backend is the reference "
+        "interpreter, which is exact but slow",
+        reasons,
+    )
 
 
 def fresh_backend(name: str | None = None) -> BackendInterface:

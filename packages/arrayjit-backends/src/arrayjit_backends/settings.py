@@ -1,14 +1,18 @@
 """Settings: arguments first, else ``ARRAYJIT_*`` environment variables, else defaults.
 
 Every setting the project reads is declared here. An ``ARRAYJIT_*`` variable that names no
-setting is an error listing the valid ones (a typo such as ``ARRAYJIT_NO_CAHCE`` must not be
-silently ignored); :func:`check_environment` raises it and :func:`fresh_backend
+setting is a warning with the closest valid name (a typo such as ``ARRAYJIT_NO_CAHCE`` must not
+pass silently, and a variable of a newer release must not break this one);
+:func:`check_environment` warns and :func:`fresh_backend
 <arrayjit_backends.registry.fresh_backend>` calls it.
 """
 
 from __future__ import annotations
 
+import difflib
 import os
+import warnings
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,14 +52,25 @@ SETTINGS: dict[str, Setting] = {
 }
 
 
-def check_environment(environ: dict[str, str] | None = None) -> None:
-    """Raise :class:`UsageError` for an ``ARRAYJIT_*`` variable that names no setting."""
+def check_environment(environ: Mapping[str, str] | None = None) -> list[str]:
+    """Warn (:class:`UserWarning`) about each ``ARRAYJIT_*`` variable that names no setting,
+    with the closest valid name when there is one; returns the unknown names.
+
+    A warning, not an error: a variable meant for a newer release must not break an older one
+    (numba and CuPy ignore unknown names), while a typo such as ``ARRAYJIT_NO_CAHCE`` is still
+    reported.
+    """
     env = os.environ if environ is None else environ
     unknown = sorted(k for k in env if k.startswith("ARRAYJIT_") and k not in SETTINGS)
-    if unknown:
-        raise UsageError(
-            f"unknown setting {', '.join(unknown)}; valid settings: {', '.join(sorted(SETTINGS))}"
+    for name in unknown:
+        close = difflib.get_close_matches(name, SETTINGS, n=1)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        warnings.warn(
+            f"unknown setting {name} ignored{hint} (valid settings: {', '.join(sorted(SETTINGS))})",
+            UserWarning,
+            stacklevel=3,
         )
+    return unknown
 
 
 def get(name: str, argument: str | None = None) -> str:

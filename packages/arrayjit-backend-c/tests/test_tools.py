@@ -1,0 +1,90 @@
+"""How the CPU backends find their tools: ``$CC`` with arguments (split as a shell would) and
+the llvm availability probe, which compiles and runs a tiny module in our IR's syntax."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import arrayjit_backend_c
+from arrayjit_backend_c import compiler
+from arrayjit_backends import fresh_backend
+from arrayjit_ir import ir
+from arrayjit_tnode import CompileError, Tnode
+
+
+@pytest.fixture
+def uncached_compiler():  # type: ignore[no-untyped-def]
+    compiler.find_compiler.cache_clear()
+    yield
+    compiler.find_compiler.cache_clear()
+
+
+def test_cc_with_arguments_is_split_and_used(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uncached_compiler: None
+) -> None:
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    assert gcc is not None
+    # The macro only exists if the quoted argument reached the compiler whole: without it the
+    # source does not compile.
+    monkeypatch.setenv("CC", f"{Path(gcc).name} -DAJ_PROBE='\"quoted arg\"'")
+    cc = compiler.find_compiler()
+    assert cc is not None
+    assert compiler.argv(cc) == [gcc, '-DAJ_PROBE="quoted arg"']
+    src = "#include <string.h>\nint f(void) { return (int)strlen(AJ_PROBE); }\n"
+    data = compiler.compile_shared_object(cc, src, "probe_macro")
+    assert data[:4] == b"\x7fELF"
+    # The whole backend runs with it, and computes.
+    monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
+    be = fresh_backend("sync_cc")
+    be.initialize()
+    try:
+        x = Tnode.create((8,), label="x", hosted=True)
+        y = Tnode.create((8,), label="y", hosted=True)
+        values = np.arange(8, dtype=np.float32) - 3
+        x.set_values(values)
+        ctx = be.make_context(be.new_stream(be.get_device(0)))
+        routine = be.link(ctx, be.compile(ir.unop(y, "neg", x), name="cc_args"))
+        routine()
+        be.to_host(routine.context, y)
+        np.testing.assert_array_equal(y.get_values(), -values)
+    finally:
+        be.finalize()
+
+
+def test_cc_program_not_found_is_no_compiler(
+    monkeypatch: pytest.MonkeyPatch, uncached_compiler: None
+) -> None:
+    monkeypatch.setenv("CC", "no-such-cc-xyz -O2")
+    assert compiler.find_compiler() is None
+    monkeypatch.setenv("CC", "gcc 'unbalanced")
+    compiler.find_compiler.cache_clear()
+    assert compiler.find_compiler() is None
+
+
+def test_compile_error_names_the_program(
+    monkeypatch: pytest.MonkeyPatch, uncached_compiler: None
+) -> None:
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    assert gcc is not None
+    monkeypatch.setenv("CC", f"{gcc} -fno-common")
+    cc = compiler.find_compiler()
+    assert cc is not None
+    with pytest.raises(CompileError, match=rf"^{Path(gcc).name} failed to compile routine bad"):
+        compiler.compile_shared_object(cc, "int f( {", "bad")
+
+
+def test_llvm_probe_runs_a_module() -> None:
+    assert arrayjit_backend_c._probe_llvm.__wrapped__() is None
+
+
+def test_llvm_probe_reports_ir_it_cannot_compile(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Stands for an llvmlite too old for the IR's syntax: the probe says so instead of
+    # listing llvm as available.
+    monkeypatch.setattr(arrayjit_backend_c, "PROBE_IR", "define i32 @aj_probe(qtr %p) {}")
+    reason = arrayjit_backend_c._probe_llvm.__wrapped__()
+    assert reason is not None
+    assert "cannot compile arrayjit's LLVM IR (needs llvmlite>=0.45)" in reason
