@@ -13,11 +13,13 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from hypothesis import HealthCheck, assume, given, settings
+import pytest
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from arrayjit_conformance.harness import check_program, check_split_program
 from arrayjit_conformance.programs import BIG_VALUE_LIMIT, Program, is_tame, programs
+from arrayjit_tnode import MemoryModeError
 
 CI_EXAMPLES = 25
 
@@ -37,7 +39,14 @@ def program_settings(ci_examples: int = CI_EXAMPLES, fuzz_share: int = 1) -> set
     fuzz = int(os.environ.get("ARRAYJIT_FUZZ_EXAMPLES", "0") or 0)
     if fuzz:
         return settings(max_examples=max(fuzz // fuzz_share, 1), derandomize=False, **common)
-    return settings(max_examples=ci_examples, derandomize=True, database=None, **common)
+    # CI reports a failing program as drawn: shrinking it is the fuzz run's work.
+    return settings(
+        max_examples=ci_examples,
+        derandomize=True,
+        database=None,
+        phases=[Phase.explicit, Phase.generate],
+        **common,
+    )
 
 
 @program_settings()
@@ -56,6 +65,13 @@ def test_random_big_programs(backend: Any, program: Program) -> None:
     check_program(backend, program, interpreters=False)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    raises=MemoryModeError,
+    reason="optimizer bug: optimize_batch gives a node written and read by one routine and read "
+    "by another Local, then Materialized (test_regressions."
+    "test_node_read_in_both_routines_of_a_batch)",
+)
 @program_settings(ci_examples=6, fuzz_share=4)
 @given(program=programs(), data=st.data())
 def test_random_programs_split_in_two_routines(backend: Any, program: Program, data: Any) -> None:
