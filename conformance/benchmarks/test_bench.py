@@ -21,6 +21,7 @@ import pytest
 from arrayjit_backends import MergeMode, fresh_backend
 from arrayjit_conformance.harness import hosted, new_context
 from arrayjit_conformance.plugin import fresh_or_skip
+from arrayjit_conformance.workloads import mlp_step_numpy, mlp_training_step, row_centring
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 from arrayjit_tnode import memory_mode as mm
@@ -198,6 +199,82 @@ def test_matmul_numpy(benchmark: Any, n: int) -> None:
     x, w = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     benchmark.extra_info["flops"] = 2 * n**3
     _measure(benchmark, lambda: x @ w, "numpy", rounds=5)
+
+
+# ---- whole programs: row centring, one-routine MLP training step ----
+
+CENTRING_N = 1024
+MLP_BENCH_DIMS = (256, 784, 128, 10)
+
+
+def test_row_centring(benchmark: Any, backend: Any) -> None:
+    """``y = x - rowmean(x)``: the row sums must be computed once per row, not per cell."""
+    n = CENTRING_N
+    benchmark.group = f"row centring {n}x{n} f32"
+    built = row_centring(n, n, seed=7)
+    built.set_host_values()
+    routine = backend.link(new_context(backend), backend.compile(built.comp, name="centre"))
+    _measure(benchmark, _runner(backend, routine), backend.name)
+    y = built.tns["y"]
+    backend.to_host(routine.context, y)
+    x = built.values["x"]
+    np.testing.assert_allclose(y.get_values(), x - x.mean(1, keepdims=True), rtol=1e-4, atol=1e-4)
+
+
+def test_row_centring_numpy(benchmark: Any) -> None:
+    n = CENTRING_N
+    benchmark.group = f"row centring {n}x{n} f32"
+    x = RNG.uniform(-2, 2, (n, n)).astype(np.float32)
+    _measure(benchmark, lambda: x - x.mean(1, keepdims=True), "numpy")
+
+
+def _mlp_group() -> str:
+    b, i, h, o = MLP_BENCH_DIMS
+    return f"MLP training step (one routine) batch {b}, {i}-{h}-{o} f32"
+
+
+def test_mlp_training_step(benchmark: Any, backend: Any) -> None:
+    """Forward, MSE loss, backward and the in-place SGD update of a 784-128-10 MLP in one
+    routine; the first step is checked against numpy before timing."""
+    benchmark.group = _mlp_group()
+    built = mlp_training_step("mse", MLP_BENCH_DIMS, lr=0.01)
+    built.set_host_values()
+    routine = backend.link(new_context(backend), backend.compile(built.comp, name="train"))
+    run = _runner(backend, routine)
+    run()
+    want = mlp_step_numpy("mse")(dict(built.values))
+    for name in ("loss", "w2", "b1"):
+        backend.to_host(routine.context, built.tns[name])
+        np.testing.assert_allclose(
+            built.tns[name].get_values(), want[name], rtol=2e-3, atol=2e-4, err_msg=name
+        )
+    _measure(benchmark, run, backend.name, rounds=5)
+
+
+def test_mlp_training_step_numpy(benchmark: Any) -> None:
+    benchmark.group = _mlp_group()
+    b, i, h, o = MLP_BENCH_DIMS
+    rng = np.random.default_rng(8)
+    x, t = (rng.uniform(-1, 1, s).astype(np.float32) for s in ((b, i), (b, o)))
+    w1 = (rng.uniform(-1.2, 1.2, (i, h)) / np.sqrt(i)).astype(np.float32)
+    w2 = (rng.uniform(-1.2, 1.2, (h, o)) / np.sqrt(h)).astype(np.float32)
+    b1, b2 = np.zeros(h, np.float32), np.zeros(o, np.float32)
+    lr, loss = np.float32(0.01), np.zeros((), np.float32)
+
+    def step() -> None:
+        z = x @ w1 + b1
+        hh = np.maximum(z, 0)
+        d = hh @ w2 + b2 - t
+        loss[()] = 0.5 * (d * d).sum() / b
+        dy = d / np.float32(b)
+        dz = np.where(z > 0, dy @ w2.T, np.float32(0))
+        # In place, as the routine does.
+        np.subtract(w2, lr * (hh.T @ dy), out=w2)
+        np.subtract(b2, lr * dy.sum(0), out=b2)
+        np.subtract(w1, lr * (x.T @ dz), out=w1)
+        np.subtract(b1, lr * dz.sum(0), out=b1)
+
+    _measure(benchmark, step, "numpy", rounds=5)
 
 
 # ---- transfers ----

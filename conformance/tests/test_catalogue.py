@@ -1,6 +1,7 @@
 """The computation catalogue: every op, reductions, matmul, broadcasting, accumulation, fetch ops,
-node kinds, static bindings and padding, each compared with the reference interpreter (and with
-numpy where numpy says the same thing)."""
+node kinds, static bindings and padding, each compared with the oracle, the reference interpreter
+over the unoptimized lowered code (``run_against_interpreter`` also checks the interpreter over
+the optimized code against it), and with numpy where numpy says the same thing."""
 
 from __future__ import annotations
 

@@ -43,6 +43,11 @@ SETTINGS: dict[str, Setting] = {
         Setting("ARRAYJIT_DEBUG_DIR", "write each compiled routine's IR and source here"),
         Setting("ARRAYJIT_REGEN_GOLDEN", "1 rewrites the IR golden files (tests)", "0"),
         Setting("ARRAYJIT_BENCH_QUICK", "1 runs only the smallest benchmark sizes", "0"),
+        Setting(
+            "ARRAYJIT_FUZZ_EXAMPLES",
+            "random programs per backend in the conformance suite (0: a fixed-seed few)",
+            "0",
+        ),
     )
 }
 
