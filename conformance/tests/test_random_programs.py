@@ -13,13 +13,11 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 from arrayjit_conformance.harness import check_program, check_split_program
 from arrayjit_conformance.programs import BIG_VALUE_LIMIT, Program, is_tame, programs
-from arrayjit_tnode import MemoryModeError
 
 CI_EXAMPLES = 25
 
@@ -65,13 +63,6 @@ def test_random_big_programs(backend: Any, program: Program) -> None:
     check_program(backend, program, interpreters=False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=MemoryModeError,
-    reason="optimizer bug: optimize_batch gives a node written and read by one routine and read "
-    "by another Local, then Materialized (test_regressions."
-    "test_node_read_in_both_routines_of_a_batch)",
-)
 @program_settings(ci_examples=6, fuzz_share=4)
 @given(program=programs(), data=st.data())
 def test_random_programs_split_in_two_routines(backend: Any, program: Program, data: Any) -> None:

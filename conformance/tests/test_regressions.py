@@ -18,7 +18,7 @@ from arrayjit_conformance.harness import (
 )
 from arrayjit_conformance.programs import Node, Program, Stmt
 from arrayjit_ir import ir
-from arrayjit_tnode import MemoryModeError, Tnode
+from arrayjit_tnode import Tnode
 
 RNG = np.random.default_rng(13)
 
@@ -249,12 +249,6 @@ def test_empty_accumulation_leaves_other_nodes_intact(backend: Any) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=MemoryModeError,
-    reason="optimizer bug: optimize_batch gives a node written and read by one routine and read "
-    "by another Local, then Materialized (MemoryModeError)",
-)
 def test_node_read_in_both_routines_of_a_batch(backend: Any) -> None:
     """Found by the split random programs: a node written and read by the first of two
     routines compiled together, and read by the second, must be kept between them
@@ -278,12 +272,6 @@ def test_node_read_in_both_routines_of_a_batch(backend: Any) -> None:
 # ---- precision of inlined nodes (found by the random programs) ----
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="optimizer bug: an inlined node whose local scope is simplified away loses the "
-    "conversion to its own precision",
-)
 def test_where_on_an_inlined_integer_constant(backend: Any) -> None:
     """``c = -0.25`` stored in int32 is 0, so ``where(c, a, b)`` is ``b``: the inlined constant
     must be converted to the node's precision before the condition tests it."""
@@ -299,12 +287,6 @@ def test_where_on_an_inlined_integer_constant(backend: Any) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="optimizer bug: an inlined node whose local scope is simplified away loses the "
-    "conversion to its own precision",
-)
 def test_inlined_integer_constant_in_a_float_expression(backend: Any) -> None:
     """``c = 2.75`` stored in int32 is 2: ``y = x + c`` adds 2."""
     c = Tnode.create((), prec="int32", label="c")
@@ -314,20 +296,15 @@ def test_inlined_integer_constant_in_a_float_expression(backend: Any) -> None:
     _check(backend, comp, {x: vx}, {y: vx + 2}, "double")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="optimizer bug: an inlined node whose local scope is simplified away loses the "
-    "conversion to its own precision",
-)
 def test_inlined_single_node_rounds_in_a_double_expression(backend: Any) -> None:
-    """``t`` (single) ``= x * x``; ``y`` (double) ``= t - x``: ``t`` holds the product rounded
-    to single, wherever it is computed."""
+    """``t`` (single) ``= x * x``; ``y`` (double) ``= t - x``: ``t`` holds the single product of
+    single operands, wherever it is computed."""
     x, y = hosted((1,), "x", "double"), hosted((1,), "y", "double")
     t = Tnode.create((1,), prec="single", label="t")
     comp = ir.block(ir.binop(t, "mul", x, x), ir.binop(y, "sub", t, x))
     vx = np.array([1 / 3])
-    want = np.float64(np.float32(vx * vx)) - vx
+    x32 = vx.astype(np.float32)  # t's expression runs in single: its leaves convert first
+    want = (x32 * x32).astype(np.float64) - vx
     [(got, ref)] = run_against_interpreter(backend, comp, {x: vx}, [y])
     np.testing.assert_allclose(ref, want, rtol=1e-15, err_msg="oracle vs numpy")
     np.testing.assert_allclose(got, want, rtol=1e-15, err_msg=f"{backend.name} vs numpy")
