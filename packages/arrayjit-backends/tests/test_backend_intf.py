@@ -51,7 +51,12 @@ def test_mypy_strict_catches_a_misspelt_method_and_only_that(tmp_path: Path) -> 
     args = ["--strict", "--config-file", str(ROOT / "pyproject.toml"), "--no-error-summary"]
     args += ["--cache-dir", str(tmp_path / ".mypy"), str(tmp_path / "typo.py")]
     out, err, status = mypy_api.run([*args, str(tmp_path / "correct.py")])
-    errors = [line for line in (out + err).splitlines() if ": error:" in line]
+    # Only the user's files count: --strict also reports the library's own looser spots.
+    errors = [
+        line
+        for line in (out + err).splitlines()
+        if ": error:" in line and line.startswith(str(tmp_path))
+    ]
     assert status == 1, out + err
     assert len(errors) == 1, errors
     assert "typo.py:8" in errors[0] and '"BackendInterface" has no attribute "compiel"' in errors[0]
