@@ -114,6 +114,14 @@ class ClQueue(ImmediateQueue):
         self.queue.finish()
         self._in_flight.clear()
 
+    def hold(self, seconds: float) -> None:
+        self._check()
+        gate = cl.UserEvent(self.queue.context)
+        cl.enqueue_barrier(self.queue, wait_for=[gate])
+        timer = threading.Timer(seconds, gate.set_status, (cl.command_execution_status.COMPLETE,))
+        timer.daemon = True
+        timer.start()
+
     def debug_info(self) -> dict[str, Any]:
         info = super().debug_info()
         info["transfers_in_flight"] = len(self._in_flight)

@@ -124,6 +124,12 @@ class Stream:
             self.merge_capacity = tn.size_in_bytes
         return (self._merge_mem, 0)
 
+    def hold(self, seconds: float) -> None:
+        """Test hook: delay this stream's next task by ``seconds`` without blocking the caller
+        (a no-op on ``sync_`` streams, whose tasks run at once on the caller's thread). Tests
+        use it to force a schedule in which one stream lags behind the others."""
+        self.queue.hold(seconds)
+
     def __repr__(self) -> str:
         return f"<Stream {self.name}>"
 

@@ -120,6 +120,14 @@ class StreamQueue(abc.ABC):
         """Stop accepting work (and stop the worker, if any) once the queue drains."""
         self.closed = True
 
+    def hold(self, seconds: float) -> None:
+        """Test hook: delay this stream's next task by ``seconds`` without blocking the caller
+        (where the stream runs asynchronously), so that tests can force a schedule in which
+        this stream lags behind the others. A synchronous stream has nothing to delay: a hold
+        is a no-op there (its tasks run at once on the caller's thread, so no other stream can
+        overtake them)."""
+        self._check()
+
     def debug_info(self) -> dict[str, object]:
         """State for debugging."""
         return {
@@ -326,6 +334,9 @@ class ThreadQueue(StreamQueue):
 
     def is_idle(self) -> bool:
         return self._state.finished >= self._state.scheduled
+
+    def hold(self, seconds: float) -> None:
+        self.schedule(lambda: time.sleep(seconds))
 
     def close(self) -> None:
         super().close()
