@@ -639,10 +639,24 @@ class Tnode:
                 hook.transfer()
 
     def do_write(self) -> None:
-        """Wait until no device is still reading the host array."""
+        """Wait until no transfer still reads the host array (the write hook) or is about to
+        overwrite it (the read hook: a copy to the host requested earlier), so that what the
+        caller writes next is not overwritten by an older value. The read hook is then spent:
+        the host array holds the caller's values, and a copy that failed, which can never
+        land, is no reason for later reads to raise (its stream reports the failure)."""
         hook, self._prepare_write = self._prepare_write, None
         if hook is not None and not hook.is_done():
             hook.sync()
+        read, self._prepare_read = self._prepare_read, None
+        if read is None:
+            return
+        try:
+            if not read.is_done():
+                read.sync()
+        except Exception:  # noqa: BLE001 - a failed copy never lands: nothing to wait for
+            return
+        if read.transfer is not None:
+            read.transfer()
 
     # ---- host values ----
 
