@@ -48,6 +48,12 @@ def _copy_of(backend: Any, ctx: Any, src: Tnode, name: str) -> tuple[Any, Tnode]
     return backend.link(ctx, backend.compile(ir.unop(out, "identity", src), name=name)), out
 
 
+def _fill(backend: Any, stream: Any, tn: Tnode, v: float, name: str) -> Any:
+    """A routine on a new context of ``stream`` setting every element of ``tn`` to ``v``."""
+    code = backend.compile(ir.fetch(tn, ir.Constant(v)), name=name)
+    return backend.link(backend.make_context(stream), code)
+
+
 def _read(backend: Any, routine: Any, out: Tnode) -> np.ndarray:
     routine()
     assert backend.to_host(routine.context, out)
@@ -137,8 +143,8 @@ def test_later_to_host_is_not_overwritten_by_an_earlier_one(backend: Any) -> Non
     the host array ends with B's value, requested last."""
     sa, sb = _streams(backend, 2)
     y = hosted((N,), "y")
-    wa = backend.link(backend.make_context(sa), backend.compile(ir.fetch(y, ir.Constant(1.0)), "wa"))
-    wb = backend.link(backend.make_context(sb), backend.compile(ir.fetch(y, ir.Constant(2.0)), "wb"))
+    wa = _fill(backend, sa, y, 1.0, "wa")
+    wb = _fill(backend, sb, y, 2.0, "wb")
     sa.hold(HOLD)
     wa()
     assert backend.to_host(wa.context, y)
@@ -197,7 +203,7 @@ def test_two_nodes_each_keep_their_last_transfer(backend: Any) -> None:
 def test_set_values_after_a_pending_to_host_wins(backend: Any) -> None:
     (sa,) = _streams(backend, 1)
     y = hosted((N,), "y")
-    wa = backend.link(backend.make_context(sa), backend.compile(ir.fetch(y, ir.Constant(1.0)), "wa"))
+    wa = _fill(backend, sa, y, 1.0, "wa")
     sa.hold(HOLD)
     wa()
     assert backend.to_host(wa.context, y)
@@ -211,7 +217,7 @@ def test_upload_on_another_stream_sees_a_pending_to_host(backend: Any) -> None:
     the upload reads the host array after the download landed."""
     sa, sb = _streams(backend, 2)
     y = hosted((N,), "y")
-    wa = backend.link(backend.make_context(sa), backend.compile(ir.fetch(y, ir.Constant(1.0)), "wa"))
+    wa = _fill(backend, sa, y, 1.0, "wa")
     rb, out = _copy_of(backend, backend.make_context(sb), y, "rb")
     sa.hold(HOLD)
     wa()
@@ -226,7 +232,7 @@ def test_download_on_another_stream_waits_for_a_pending_upload(backend: Any) -> 
     sa, sb = _streams(backend, 2)
     y = hosted((N,), "y")
     ra, out = _copy_of(backend, backend.make_context(sa), y, "ra")
-    wb = backend.link(backend.make_context(sb), backend.compile(ir.fetch(y, ir.Constant(2.0)), "wb"))
+    wb = _fill(backend, sb, y, 2.0, "wb")
     y.set_values(_full(5.0))
     sa.hold(HOLD)
     assert backend.from_host(ra.context, y)

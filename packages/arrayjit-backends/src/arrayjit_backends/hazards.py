@@ -99,7 +99,9 @@ class BufferHazards:
     def viewers(self, key: Key) -> list[tuple[Stream, Tnode]]:
         """Streams whose merge buffer reads ``key`` directly (they need their own copy before
         ``key`` changes)."""
-        return [(s, tn) for s, (tn, k) in self.views.items() if k == key]
+        if not self.views:
+            return []
+        return [(s, tn) for s, (tn, k) in list(self.views.items()) if k == key]
 
     def forget_pools(self, pools: frozenset[int]) -> None:
         """Forget the buffers of released pools."""

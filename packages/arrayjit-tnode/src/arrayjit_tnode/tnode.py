@@ -653,7 +653,7 @@ class Tnode:
         try:
             if not read.is_done():
                 read.sync()
-        except Exception:  # noqa: BLE001 - a failed copy never lands: nothing to wait for
+        except Exception:  # a failed copy never lands: nothing more to wait for
             return
         if read.transfer is not None:
             read.transfer()
