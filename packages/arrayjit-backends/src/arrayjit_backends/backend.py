@@ -579,9 +579,10 @@ class Backend:
         ``stream``): merge buffers reading that buffer directly get their own copy of the
         value they were sent, then the write waits for other streams' readers and writer."""
         table = stream.device.hazards
-        for viewer, tn in table.viewers(key):
-            self._merge_copy(viewer, tn, key[1], stream.device)
-            table.drop_view(viewer)
+        if table.views:
+            for viewer, tn in table.viewers(key):
+                self._merge_copy(viewer, tn, key[1], stream.device)
+                table.drop_view(viewer)
         table.order_write(stream, key)
 
     def _merge_copy(self, stream: Stream, tn: Tnode, loc: BufferLoc, src_dev: Device) -> Event:

@@ -64,15 +64,18 @@ class BufferHazards:
     def order_read(self, stream: Stream, key: Key) -> None:
         """Make ``stream``'s next task wait for another stream's pending write of ``key``."""
         w = self.writers.get(key)
-        if w is not None:
+        if w is not None and w[0] is not stream:  # a stream runs in order
             order_after(stream, *w)
 
     def order_write(self, stream: Stream, key: Key) -> None:
         """Make ``stream``'s next task wait for other streams' pending reads and write of
         ``key``."""
         self.order_read(stream, key)
-        for other, event in list(self.readers.get(key, {}).items()):
-            order_after(stream, other, event)
+        readers = self.readers.get(key)
+        if readers:
+            for other, event in list(readers.items()):
+                if other is not stream:
+                    order_after(stream, other, event)
 
     def record(
         self, stream: Stream, event: Event, reads: Iterable[Key] = (), writes: Iterable[Key] = ()
@@ -127,16 +130,20 @@ class _HostState:
     """Pending copies into the host array, in request order."""
 
 
-_states: weakref.WeakKeyDictionary[Tnode, _HostState] = weakref.WeakKeyDictionary()
+_states: dict[int, _HostState] = {}
+"""By node id (ids are never reused); an entry goes when its node is collected."""
 _states_lock = threading.Lock()
 
 
 def _state(tn: Tnode) -> _HostState:
-    with _states_lock:
-        st = _states.get(tn)
-        if st is None:
-            st = _states[tn] = _HostState()
-        return st
+    st = _states.get(tn.id)  # routines look this up at every run: no lock on the fast path
+    if st is None:
+        with _states_lock:
+            st = _states.get(tn.id)
+            if st is None:
+                st = _states[tn.id] = _HostState()
+                weakref.finalize(tn, _states.pop, tn.id, None)
+    return st
 
 
 def is_fresh(tn: Tnode, device_id: int, loc: BufferLoc) -> bool:
@@ -158,9 +165,12 @@ def mark_fresh(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
 def mark_only_fresh(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
     """The buffer holds the node's latest value and no other buffer does: a routine wrote it,
     or it was just copied to the host (other buffers may hold older values)."""
-    _state(tn).fresh = {(device_id, loc)}
-    tn.devices_not_lagging_host.clear()
-    tn.devices_not_lagging_host.add(device_id)
+    st, key, devices = _state(tn), (device_id, loc), tn.devices_not_lagging_host
+    if len(st.fresh) != 1 or key not in st.fresh:  # a routine run again: nothing changes
+        st.fresh = {key}
+    if len(devices) != 1 or device_id not in devices:
+        devices.clear()
+        devices.add(device_id)
 
 
 def mark_stale(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
