@@ -135,6 +135,29 @@ def test_value_computed_on_one_stream_reaches_another_through_the_host(backend: 
     np.testing.assert_array_equal(_read(backend, r2, y2), _full(18.0))
 
 
+def test_device_to_device_passes_freshness_along(backend: Any) -> None:
+    """``device_to_device(No)`` of a hosted node: the destination buffer holds the latest value
+    exactly when the source did (then ``from_host`` leaves it alone, as it leaves the source);
+    a copy from a stale buffer leaves the destination stale (``from_host`` refreshes it)."""
+    s1, s2 = _streams(backend, 2)
+    a = hosted((N,), "a")
+    a.set_values(_full(9.0))
+    bump = backend.link(
+        backend.make_context(s1), backend.compile(ir.binop(a, "add", a, a), name="bump")
+    )
+    r2, y2 = _copy_of(backend, backend.make_context(s2), a, "r2")
+    s1.hold(HOLD)
+    bump()  # stream 1's buffer: 18, the node's latest value
+    assert backend.device_to_device(a, MergeMode.No, r2.context, bump.context)
+    assert backend.from_host(r2.context, a)
+    np.testing.assert_array_equal(_read(backend, r2, y2), _full(18.0))
+    a.set_values(_full(3.0))  # the host is newest: both buffers are stale
+    assert backend.device_to_device(a, MergeMode.No, r2.context, bump.context)
+    np.testing.assert_array_equal(_read(backend, r2, y2), _full(18.0))
+    assert backend.from_host(r2.context, a)
+    np.testing.assert_array_equal(_read(backend, r2, y2), _full(3.0))
+
+
 # ---- 2. a host array overwritten by an older transfer ----
 
 
@@ -332,6 +355,24 @@ def test_streaming_merge_to_two_consumers_on_three_streams(backend: Any) -> None
     p1()
     backend.to_host(u1.context, o1)
     np.testing.assert_array_equal(o1.get_values(), _full(5.0))
+
+
+def test_streaming_merge_of_a_hosted_source_refreshed_from_the_host(backend: Any) -> None:
+    """The source buffer is overwritten by ``from_host`` (a write like any other) while the
+    destination's merge buffer still views it."""
+    src, dst = _streams(backend, 2)
+    h = hosted((N,), "h")
+    h.set_values(_full(1.0))
+    keep = backend.link(
+        backend.make_context(src), backend.compile(ir.binop(h, "mul", h, h), name="keep")
+    )
+    use, out = _consumer(backend, dst, h, "use")
+    keep()  # 1 * 1: the source holds 1
+    assert backend.device_to_device(h, MergeMode.Streaming, use.context, keep.context)
+    dst.hold(HOLD)
+    h.set_values(_full(6.0))
+    assert backend.from_host(keep.context, h)
+    np.testing.assert_array_equal(_read(backend, use, out), _full(1.0))
 
 
 def test_streaming_merge_on_the_source_stream(backend: Any) -> None:
