@@ -799,6 +799,26 @@ class Tnode:
         size = f"{self.size_in_bytes} bytes" if self.dims_known else "? bytes"
         return f"#{self.id} {self.debug_name} [{mode}] {dims or 'scalar'} {self._prec} {size}"
 
+    @property
+    def debug_memory_mode(self) -> str:
+        """The mode and its provenance as text: ``Virtual/29``, or ``undecided``."""
+        if self.memory_mode is None:
+            return "undecided"
+        return f"{self.memory_mode}/{self.memory_mode_provenance}"
+
+    def log_debug_info(self, level: int = logging.DEBUG) -> None:
+        """Log, at ``level`` on this module's logger, the header, the sharing, the devices not
+        lagging the host and the backend annotations (nothing if the logger is off for it)."""
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                "%s; sharing %s; devices not lagging host %s; backend info %s",
+                self.header(),
+                self.sharing.value,
+                sorted(self.devices_not_lagging_host),
+                self.backend_info,
+            )
+
     def __repr__(self) -> str:
         return f"<Tnode {self.debug_label} {self.dims if self.dims_known else '(lazy)'}>"
 
