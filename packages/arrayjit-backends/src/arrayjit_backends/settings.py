@@ -127,8 +127,8 @@ def log_level(argument: str | int | None = None) -> int | None:
     Raises:
         UsageError: the value is neither; the message lists the valid names.
     """
-    if isinstance(argument, int) and not isinstance(argument, bool):
-        value: str = str(argument)
+    if isinstance(argument, int):
+        value = str(argument)
     else:
         value = get("ARRAYJIT_LOG_LEVEL", argument).strip()
     if not value:
@@ -179,9 +179,9 @@ def apply_environment() -> None:
 
 __all__ = [
     "PACKAGE_LOGGERS",
-    "apply_environment",
     "SETTINGS",
     "Setting",
+    "apply_environment",
     "check_environment",
     "configure_logging",
     "debug_dir",

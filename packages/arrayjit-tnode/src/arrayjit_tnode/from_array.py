@@ -33,7 +33,9 @@ def _as_array(what: str, label: str | Sequence[str], values: object) -> np.ndarr
     return values
 
 
-def _prec_of(what: str, label: str | Sequence[str], arr: np.ndarray, prec: Prec | str | None) -> Prec:
+def _prec_of(
+    what: str, label: str | Sequence[str], arr: np.ndarray, prec: Prec | str | None
+) -> Prec:
     """The node's precision: ``prec`` if given (the array's dtype must be its host dtype), else
     the one whose host dtype is the array's."""
     if prec is None:
@@ -153,9 +155,9 @@ def create_with_reshape(
         prec: the precision (default: the one whose host dtype is ``base.dtype``).
 
     Raises:
-        UsageError: ``base`` is not a numpy array or has the wrong number of elements, or a
-            shared reshape would copy (a non-contiguous base), or ``from_padded`` without padding, or
-            the dtype is no precision's host dtype (or not ``prec``'s), or (with
+        UsageError: ``base`` is not a numpy array or has the wrong number of elements, a
+            shared reshape would copy (a non-contiguous base), ``from_padded`` comes without
+            padding, the dtype is no precision's host dtype (or not ``prec``'s), or (with
             ``from_padded``) the margins do not hold ``padding.value``.
     """
     arr = _as_array("create_with_reshape", label, base)
@@ -175,7 +177,9 @@ def create_with_reshape(
         )
     view = arr.reshape(shape)
     shared = from_padded or padding is None
-    if shared and arr.size and not np.shares_memory(view, arr):  # numpy copied: the data would not be shared
+    if (
+        shared and arr.size and not np.shares_memory(view, arr)
+    ):  # numpy copied: the data would not be shared
         raise UsageError(
             f"create_with_reshape: node {tn.debug_label}: the base (shape {list(arr.shape)}, "
             f"strides {list(arr.strides)}) cannot be reshaped to {list(shape)} without a copy; "
