@@ -142,3 +142,19 @@ def test_debug_memory_mode_and_log_debug_info(caplog: pytest.LogCaptureFixture) 
     assert rec.getMessage() == (
         f"{tn.header()}; sharing Unset; devices not lagging host []; backend info {{}}"
     )
+
+
+def test_accessible_headers(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    from arrayjit_tnode.tnode import log_accessible_headers, print_accessible_headers
+
+    a = Tnode.create((2,), label="hdr_a", hosted=True)
+    b = Tnode.create((3,), label="hdr_b")
+    print_accessible_headers(lambda tn: tn.label[:1] == ["hdr_a"] or tn.label[:1] == ["hdr_b"])
+    assert capsys.readouterr().out.splitlines() == [a.header(), b.header()]
+    print_accessible_headers(lambda tn: tn.is_hosted() and tn.label[:1] == ["hdr_a"])
+    assert capsys.readouterr().out == a.header() + "\n"
+    with caplog.at_level(logging.DEBUG, logger="arrayjit_tnode"):
+        log_accessible_headers(lambda tn: tn.label[:1] == ["hdr_b"])
+    assert [r.getMessage() for r in caplog.records] == [b.header()]

@@ -14,11 +14,12 @@ import logging
 import math
 import operator
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, TextIO
 
 import numpy as np
 
@@ -114,6 +115,27 @@ def registered_nodes() -> list[Tnode]:
 
 all_nodes = registered_nodes
 """Alias of :func:`registered_nodes`."""
+
+
+def print_accessible_headers(
+    pred: Callable[[Tnode], bool] | None = None, file: TextIO | None = None
+) -> None:
+    """Print the :meth:`Tnode.header` of every live node (by id) for which ``pred`` holds
+    (default: all) to ``file`` (default: standard output): what is in memory, while debugging."""
+    for tn in registered_nodes():
+        if pred is None or pred(tn):
+            print(tn.header(), file=file if file is not None else sys.stdout)
+
+
+def log_accessible_headers(
+    pred: Callable[[Tnode], bool] | None = None, level: int = logging.DEBUG
+) -> None:
+    """Log, at ``level``, the header of every live node for which ``pred`` holds, one record
+    each (nothing when the logger is off for ``level``)."""
+    if logger.isEnabledFor(level):
+        for tn in registered_nodes():
+            if pred is None or pred(tn):
+                logger.log(level, "%s", tn.header())
 
 
 class Tnode:
@@ -837,5 +859,7 @@ __all__ = [
     "Tnode",
     "all_nodes",
     "find",
+    "log_accessible_headers",
+    "print_accessible_headers",
     "registered_nodes",
 ]
