@@ -1,18 +1,11 @@
 """Nodes over existing arrays: create_with_reshape and create_from_padded, checked against
 numpy's own reshape and slicing of the same data."""
 
-import logging
-
 import ml_dtypes
 import numpy as np
 import pytest
 
-from arrayjit_tnode import (
-    Tnode,
-    UsageError,
-    create_from_padded,
-    create_with_reshape,
-)
+from arrayjit_tnode import UsageError, create_from_padded, create_with_reshape
 from arrayjit_tnode import memory_mode as mm
 from arrayjit_tnode import precision as P
 from arrayjit_tnode.tnode import Padding
@@ -126,35 +119,3 @@ def test_from_padded_checks_margins_and_shapes() -> None:
         create_from_padded(np.zeros((2, 3), np.uint32), None, prec="uint4x32")
     lanes = create_from_padded(np.arange(12, dtype=np.uint32).reshape(3, 4), None, prec="uint4x32")
     assert lanes.dims == (3,)
-
-
-def test_debug_memory_mode_and_log_debug_info(caplog: pytest.LogCaptureFixture) -> None:
-    tn = Tnode.create((2,), label="d")
-    assert tn.debug_memory_mode == "undecided"
-    tn.update_memory_mode(mm.Virtual(), 29)
-    assert tn.debug_memory_mode == "Virtual/29"
-    tn.log_debug_info()  # the logger is off for DEBUG by default: nothing
-    assert not caplog.records
-    with caplog.at_level(logging.DEBUG, logger="arrayjit_tnode"):
-        tn.log_debug_info()
-    (rec,) = caplog.records
-    assert rec.name == "arrayjit_tnode.tnode" and rec.levelno == logging.DEBUG
-    assert rec.getMessage() == (
-        f"{tn.header()}; sharing Unset; devices not lagging host []; backend info {{}}"
-    )
-
-
-def test_accessible_headers(
-    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
-) -> None:
-    from arrayjit_tnode.tnode import log_accessible_headers, print_accessible_headers
-
-    a = Tnode.create((2,), label="hdr_a", hosted=True)
-    b = Tnode.create((3,), label="hdr_b")
-    print_accessible_headers(lambda tn: tn.label[:1] == ["hdr_a"] or tn.label[:1] == ["hdr_b"])
-    assert capsys.readouterr().out.splitlines() == [a.header(), b.header()]
-    print_accessible_headers(lambda tn: tn.is_hosted() and tn.label[:1] == ["hdr_a"])
-    assert capsys.readouterr().out == a.header() + "\n"
-    with caplog.at_level(logging.DEBUG, logger="arrayjit_tnode"):
-        log_accessible_headers(lambda tn: tn.label[:1] == ["hdr_b"])
-    assert [r.getMessage() for r in caplog.records] == [b.header()]
