@@ -170,3 +170,19 @@ def test_reshaped_and_padded_nodes_compute_like_numpy() -> None:
     y.array[...] = result[y]
     want = base.reshape(4, 3).astype(np.float64) @ w.get_values().astype(np.float64)
     np.testing.assert_allclose(y.get_values(), want, rtol=1e-5)
+
+
+def test_effectively_constant_is_not_inlined(caplog: pytest.LogCaptureFixture) -> None:
+    from arrayjit_tnode import memory_mode as mm
+
+    a, y = node((4,), "a", hosted=True), node((4,), "y", hosted=True)
+    k = node((4,), "k", memory_mode=(mm.Effectively_constant(), 5))
+    comp = ir.block(ir.fetch(k, ir.Constant(3.0)), ir.binop(y, "mul", a, k))
+    with caplog.at_level(logging.DEBUG, logger="arrayjit_ir"):
+        optimize(lower(comp), name="const")
+    assert decisions(caplog, "const")["k"] == (
+        "On_device(Unset)/1040: not virtual: it was Effectively_constant/5 before this routine; "
+        "On_device: materialized, and no host array was asked for"
+    )
+    av = RNG.standard_normal(4)
+    np.testing.assert_allclose(run(comp, {a: av}, [y])[y], av.astype(np.float32) * 3, rtol=1e-6)

@@ -232,10 +232,12 @@ def _explain(
     shared: set[Tnode],
     merge_nodes: list[Tnode],
     reads: int,
+    before: str,
     prior: mm.MemoryMode | None,
 ) -> str:
     """Why ``tn`` settled to its mode in this routine, in words (for the debug log);
-    ``prior`` is its mode before it was settled to a leaf."""
+    ``before`` is its mode (as text) when the routine came, ``prior`` its mode just before it
+    was settled to a leaf."""
     if tn in why:
         reason = why[tn]
     elif tn in shared:
@@ -251,7 +253,7 @@ def _explain(
     elif tn in merge_nodes:
         reason = "not virtual: its merge buffer is read"
     else:
-        reason = f"not virtual: a decision made before this routine ({tn.memory_mode})"
+        reason = f"not virtual: it was {before} before this routine"
     mode = tn.memory_mode
     if isinstance(prior, (mm.Never_virtual, mm.Device_only)) and isinstance(mode, mm.Local):
         reason += f"; Local: {tn.size_in_bytes} bytes fit the {STACK_THRESHOLD_BYTES}-byte stack"
@@ -305,6 +307,7 @@ def optimize(
         raise UsageError(f"routine {name}: reads the merge buffer of several nodes: {labels}")
 
     traced = _trace(stmts)
+    before = {tn: tn.debug_memory_mode for tn in traced}
     shared_set = set(shared)
     for tn in shared_set & set(traced):
         tn.update_memory_mode(mm.Materialized(), PROV_SHARED)
@@ -347,7 +350,9 @@ def optimize(
                 name,
                 tn.debug_label,
                 tn.debug_memory_mode,
-                _explain(tn, t, why, shared_set, merge_nodes, counts.get(tn, 0), prior[tn]),
+                _explain(
+                    tn, t, why, shared_set, merge_nodes, counts.get(tn, 0), before[tn], prior[tn]
+                ),
             )
 
     code = hoist_across_statements(
