@@ -307,7 +307,8 @@ def optimize(
         raise UsageError(f"routine {name}: reads the merge buffer of several nodes: {labels}")
 
     traced = _trace(stmts)
-    before = {tn: tn.debug_memory_mode for tn in traced}
+    logging_decisions = logger.isEnabledFor(logging.DEBUG)
+    before = {tn: tn.debug_memory_mode for tn in traced} if logging_decisions else {}
     shared_set = set(shared)
     for tn in shared_set & set(traced):
         tn.update_memory_mode(mm.Materialized(), PROV_SHARED)
@@ -343,7 +344,7 @@ def optimize(
             tn.update_memory_mode(mm.Materialized(), PROV_INPUT)
         prior[tn] = tn.memory_mode
         tn.default_to_most_local(PROV_SETTLE)
-    if logger.isEnabledFor(logging.DEBUG):
+    if logging_decisions:
         for tn, t in sorted(traced.items()):
             logger.debug(
                 "routine %s: node %s is %s: %s",
