@@ -47,6 +47,10 @@ def test_with_reshape_refuses_wrong_sizes_and_copies() -> None:
         create_with_reshape(transposed, (12,))
     with pytest.raises(UsageError, match=r"expects a numpy array, got list"):
         create_with_reshape([1.0, 2.0], (2,), label="l")  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"padding must be a Padding or None, got tuple"):
+        create_with_reshape(np.zeros(4, np.float32), (2,), padding=((1, 1),))  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"padding must be a Padding or None, got list"):
+        create_from_padded(np.zeros(4, np.float32), [(1, 1)])  # type: ignore[arg-type]
     with pytest.raises(UsageError, match=r"from_padded=True needs the padding"):
         create_with_reshape(np.zeros(4, np.float32), (4,), from_padded=True)
 

@@ -33,6 +33,13 @@ def _as_array(what: str, label: str | Sequence[str], values: object) -> np.ndarr
     return values
 
 
+def _check_padding(what: str, label: str | Sequence[str], padding: object) -> None:
+    if padding is not None and not isinstance(padding, Padding):
+        raise UsageError(
+            f"{what} {label!r}: padding must be a Padding or None, got {type(padding).__name__}"
+        )
+
+
 def _prec_of(
     what: str, label: str | Sequence[str], arr: np.ndarray, prec: Prec | str | None
 ) -> Prec:
@@ -92,11 +99,12 @@ def create_from_padded(
         prec: the precision (default: the one whose host dtype is ``array.dtype``).
 
     Raises:
-        UsageError: ``array`` is not a numpy array, its dtype is no precision's host dtype (or
-            not ``prec``'s), the margins do not fit the shape, or they do not hold
-            ``padding.value`` (when it is not ``None``).
+        UsageError: ``array`` is not a numpy array, ``padding`` not a :class:`Padding`, the
+            dtype is no precision's host dtype (or not ``prec``'s), the margins do not fit the
+            shape, or they do not hold ``padding.value`` (when it is not ``None``).
     """
     arr = _as_array("create_from_padded", label, array)
+    _check_padding("create_from_padded", label, padding)
     p = _prec_of("create_from_padded", label, arr, prec)
     dims = arr.shape[:-1] if p is Prec.uint4x32 else arr.shape
     if p is Prec.uint4x32 and (arr.ndim == 0 or arr.shape[-1] != 4):
@@ -155,12 +163,14 @@ def create_with_reshape(
         prec: the precision (default: the one whose host dtype is ``base.dtype``).
 
     Raises:
-        UsageError: ``base`` is not a numpy array or has the wrong number of elements, a
+        UsageError: ``base`` is not a numpy array or has the wrong number of elements,
+            ``padding`` is not a :class:`Padding`, a
             shared reshape would copy (a non-contiguous base), ``from_padded`` comes without
             padding, the dtype is no precision's host dtype (or not ``prec``'s), or (with
             ``from_padded``) the margins do not hold ``padding.value``.
     """
     arr = _as_array("create_with_reshape", label, base)
+    _check_padding("create_with_reshape", label, padding)
     p = _prec_of("create_with_reshape", label, arr, prec)
     if from_padded and padding is None:
         raise UsageError(
