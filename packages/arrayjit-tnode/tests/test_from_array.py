@@ -43,8 +43,10 @@ def test_with_reshape_refuses_wrong_sizes_and_copies() -> None:
     with pytest.raises(UsageError, match=r"the base has 6 elements \(shape \[2, 3\]\), the dims"):
         create_with_reshape(np.zeros((2, 3), np.float32), (4, 2), label="w")
     transposed = np.zeros((3, 4), np.float32).T
-    with pytest.raises(UsageError, match=r"cannot be reshaped to \[12\] without a copy"):
+    with pytest.raises(UsageError, match=r"is not C-contiguous, so the node cannot share it"):
         create_with_reshape(transposed, (12,))
+    with pytest.raises(UsageError, match=r"is not C-contiguous, so the node cannot share it"):
+        create_with_reshape(np.zeros(8, np.float32)[::2], (2, 2))  # a view would not be one block
     with pytest.raises(UsageError, match=r"expects a numpy array, got list"):
         create_with_reshape([1.0, 2.0], (2,), label="l")  # type: ignore[arg-type]
     with pytest.raises(UsageError, match=r"padding must be a Padding or None, got tuple"):
@@ -121,5 +123,7 @@ def test_from_padded_checks_margins_and_shapes() -> None:
         create_from_padded(np.zeros(2, np.float32), Padding(((2, 1),), 0.0))
     with pytest.raises(UsageError, match=r"uint4x32 array needs a trailing axis of 4 lanes"):
         create_from_padded(np.zeros((2, 3), np.uint32), None, prec="uint4x32")
+    with pytest.raises(UsageError, match=r"is not C-contiguous: backends copy host arrays"):
+        create_from_padded(np.zeros((3, 2), np.float32).T, None)
     lanes = create_from_padded(np.arange(12, dtype=np.uint32).reshape(3, 4), None, prec="uint4x32")
     assert lanes.dims == (3,)

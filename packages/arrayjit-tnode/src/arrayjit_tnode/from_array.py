@@ -99,9 +99,10 @@ def create_from_padded(
         prec: the precision (default: the one whose host dtype is ``array.dtype``).
 
     Raises:
-        UsageError: ``array`` is not a numpy array, ``padding`` not a :class:`Padding`, the
-            dtype is no precision's host dtype (or not ``prec``'s), the margins do not fit the
-            shape, or they do not hold ``padding.value`` (when it is not ``None``).
+        UsageError: ``array`` is not a numpy array or not C-contiguous, ``padding`` not a
+            :class:`Padding`, the dtype is no precision's host dtype (or not ``prec``'s), the
+            margins do not fit the shape, or they do not hold ``padding.value`` (when it is
+            not ``None``).
     """
     arr = _as_array("create_from_padded", label, array)
     _check_padding("create_from_padded", label, padding)
@@ -126,6 +127,12 @@ def create_from_padded(
             )
     else:
         logical = tuple(dims)
+    if not arr.flags.c_contiguous:
+        raise UsageError(
+            f"create_from_padded {label!r}: the array (shape {list(arr.shape)}, strides "
+            f"{list(arr.strides)}) is not C-contiguous: backends copy host arrays as one block; "
+            f"pass np.ascontiguousarray(array), a copy"
+        )
     tn = Tnode.create(logical, prec=p, label=label, hosted=True, padding=padding)
     _check_margins("create_from_padded", tn, arr)
     tn.array = arr
@@ -146,8 +153,8 @@ def create_with_reshape(
     Without padding, the host array is ``base`` reshaped to ``dims`` (``base`` must have as many
     elements). With ``from_padded=True``, ``base`` already holds the margins: it has as many
     elements as the *padded* dims and is reshaped to them (its margins must hold the padding
-    value). In both cases the reshape must be a view (``base`` contiguous enough for numpy to
-    reshape it without copying), so the node and ``base`` share their data.
+    value). In both cases ``base`` must be C-contiguous (backends copy a host array as one
+    block), and the node's host array is a view of it: the node and ``base`` share their data.
 
     With padding and ``from_padded=False``, ``base`` holds only the logical values: the host
     array is a new padded array (margins set to the padding value, or 0 when ``None``) whose
@@ -164,10 +171,10 @@ def create_with_reshape(
 
     Raises:
         UsageError: ``base`` is not a numpy array or has the wrong number of elements,
-            ``padding`` is not a :class:`Padding`, a
-            shared reshape would copy (a non-contiguous base), ``from_padded`` comes without
-            padding, the dtype is no precision's host dtype (or not ``prec``'s), or (with
-            ``from_padded``) the margins do not hold ``padding.value``.
+            ``padding`` is not a :class:`Padding`, a base to share is not C-contiguous,
+            ``from_padded`` comes without padding, the dtype is no precision's host dtype (or
+            not ``prec``'s), or (with ``from_padded``) the margins do not hold
+            ``padding.value``.
     """
     arr = _as_array("create_with_reshape", label, base)
     _check_padding("create_with_reshape", label, padding)
@@ -185,16 +192,15 @@ def create_with_reshape(
             f"create_with_reshape: node {tn.debug_label}: the base has {arr.size} elements "
             f"(shape {list(arr.shape)}), the {which} {list(target)} need {math.prod(shape)}"
         )
-    view = arr.reshape(shape)
     shared = from_padded or padding is None
-    if (
-        shared and arr.size and not np.shares_memory(view, arr)
-    ):  # numpy copied: the data would not be shared
+    if shared and not arr.flags.c_contiguous:
+        # A view of it would not be one block: backends copy host arrays as one block.
         raise UsageError(
             f"create_with_reshape: node {tn.debug_label}: the base (shape {list(arr.shape)}, "
-            f"strides {list(arr.strides)}) cannot be reshaped to {list(shape)} without a copy; "
-            f"pass a contiguous array"
+            f"strides {list(arr.strides)}) is not C-contiguous, so the node cannot share it; "
+            f"pass np.ascontiguousarray(base), a copy"
         )
+    view = arr.reshape(shape)
     if shared:
         _check_margins("create_with_reshape", tn, view)
         tn.array = view
