@@ -12,7 +12,15 @@ from arrayjit_tnode.errors import (
 )
 from arrayjit_tnode.from_array import create_from_padded, create_with_reshape
 from arrayjit_tnode.precision import Prec
-from arrayjit_tnode.tnode import Padding, Tnode, all_nodes, find, registered_nodes
+from arrayjit_tnode.tnode import (
+    Padding,
+    Tnode,
+    all_nodes,
+    find,
+    log_accessible_headers,
+    print_accessible_headers,
+    registered_nodes,
+)
 
 __all__ = [
     "ArrayjitError",
@@ -31,7 +39,9 @@ __all__ = [
     "errors",
     "find",
     "from_array",
+    "log_accessible_headers",
     "memory_mode",
     "precision",
+    "print_accessible_headers",
     "registered_nodes",
 ]
