@@ -13,12 +13,14 @@
 
 User errors (an unknown backend, a missing file, a bad number) are one line on stderr and exit
 status 2, never a traceback. A compile that takes longer than a second prints what it is doing
-on stderr; that notice belongs to the command only, library calls stay silent.
+on stderr; that notice belongs to the command only, library calls stay silent. With
+``ARRAYJIT_LOG_LEVEL`` set, the command prints the arrayjit loggers' records on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import runpy
 import sys
 import threading
@@ -26,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from arrayjit_backends import settings
 from arrayjit_backends.registry import available_backends, entries, fresh_backend
 from arrayjit_ir import lower, optimize, pretty
 from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch
@@ -260,6 +263,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.print_help()
         return 0
     try:
+        if settings.configure_logging() is not None:
+            # An application may install a handler (the library never does): the levels alone
+            # would show nothing below WARNING.
+            logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
         if args.command == "backends":
             return _backends()
         if args.command == "demo":
