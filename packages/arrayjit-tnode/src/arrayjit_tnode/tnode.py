@@ -14,11 +14,12 @@ import logging
 import math
 import operator
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, TextIO
 
 import numpy as np
 
@@ -114,6 +115,27 @@ def registered_nodes() -> list[Tnode]:
 
 all_nodes = registered_nodes
 """Alias of :func:`registered_nodes`."""
+
+
+def print_accessible_headers(
+    pred: Callable[[Tnode], bool] | None = None, file: TextIO | None = None
+) -> None:
+    """Print the :meth:`Tnode.header` of every live node (by id) for which ``pred`` holds
+    (default: all) to ``file`` (default: standard output): what is in memory, while debugging."""
+    for tn in registered_nodes():
+        if pred is None or pred(tn):
+            print(tn.header(), file=file if file is not None else sys.stdout)
+
+
+def log_accessible_headers(
+    pred: Callable[[Tnode], bool] | None = None, level: int = logging.DEBUG
+) -> None:
+    """Log, at ``level``, the header of every live node for which ``pred`` holds, one record
+    each (nothing when the logger is off for ``level``)."""
+    if logger.isEnabledFor(level):
+        for tn in registered_nodes():
+            if pred is None or pred(tn):
+                logger.log(level, "%s", tn.header())
 
 
 class Tnode:
@@ -813,6 +835,26 @@ class Tnode:
         size = f"{self.size_in_bytes} bytes" if self.dims_known else "? bytes"
         return f"#{self.id} {self.debug_name} [{mode}] {dims or 'scalar'} {self._prec} {size}"
 
+    @property
+    def debug_memory_mode(self) -> str:
+        """The mode and its provenance as text: ``Virtual/29``, or ``undecided``."""
+        if self.memory_mode is None:
+            return "undecided"
+        return f"{self.memory_mode}/{self.memory_mode_provenance}"
+
+    def log_debug_info(self, level: int = logging.DEBUG) -> None:
+        """Log, at ``level`` on this module's logger, the header, the sharing, the devices not
+        lagging the host and the backend annotations (nothing if the logger is off for it)."""
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                "%s; sharing %s; devices not lagging host %s; backend info %s",
+                self.header(),
+                self.sharing.value,
+                sorted(self.devices_not_lagging_host),
+                self.backend_info,
+            )
+
     def __repr__(self) -> str:
         return f"<Tnode {self.debug_label} {self.dims if self.dims_known else '(lazy)'}>"
 
@@ -831,5 +873,7 @@ __all__ = [
     "Tnode",
     "all_nodes",
     "find",
+    "log_accessible_headers",
+    "print_accessible_headers",
     "registered_nodes",
 ]
