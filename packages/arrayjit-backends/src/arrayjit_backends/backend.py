@@ -24,7 +24,7 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -43,7 +43,8 @@ from arrayjit_ir import lower, optimize, optimize_batch, pretty
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, Tnode, UsageError
+from arrayjit_tnode import MemoryModeError, Prec, StreamError, Tnode, UsageError
+from arrayjit_tnode import memory_mode as mm
 
 _device_ids = itertools.count()
 _ids_lock = threading.Lock()
@@ -440,38 +441,69 @@ class Backend:
         opt = optimize(llc, name=name, static_symbols=tuple(bindings))
         opt = with_static_ranges(opt, llc, tuple(bindings))
         self._check_precs(opt)
+        check_host_memory_types(opt)
         kind = self.runtime.code_kind()
         code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes, kind)
         self._write_debug(code)
         return code
 
+    @overload
     def compile_batch(
         self,
         comps: Sequence[Comp | Assignment],
         names: Sequence[str],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code]: ...
+    @overload
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment | None],
+        names: Sequence[str | None],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code | None]: ...
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment | None],
+        names: Sequence[str | None],
         bindings: Sequence[StaticSymbol] = (),
-    ) -> list[Code]:
+    ) -> list[Code] | list[Code | None]:
         """Compile several computations that will run in one context lineage: nodes several of
-        them touch are never virtual or local."""
+        them touch are never virtual or local.
+
+        As in the seed, entries are optional: a ``None`` computation gives a ``None`` code at
+        its position (its name may be ``None`` too), so a batch keeps the positions of a
+        caller's table; :meth:`link_batch` passes ``None`` codes through as ``None`` routines.
+
+        Raises:
+            UsageError: ``comps`` and ``names`` differ in length, a computation has no name,
+                or any error of :meth:`compile`.
+            MemoryModeError: a computation writes a hosted node that must not change on
+                devices (see :func:`check_host_memory_types`).
+        """
         self._check_live()
         if len(comps) != len(names):
             raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
-        for comp, name in zip(comps, names):
+        present = [k for k, comp in enumerate(comps) if comp is not None]
+        for k in present:
+            comp, name = comps[k], names[k]
+            if name is None:
+                raise UsageError(f"compile_batch: entry {k} has a computation but no name")
             check_compile_args(comp, name, bindings)
-        cs = [Comp.of(c) for c in comps]
+        cs = [Comp.of(comps[k]) for k in present]  # type: ignore[arg-type]
         llcs = [lower(c) for c in cs]
-        opts = optimize_batch(llcs, list(names), tuple(bindings))
+        given = [names[k] for k in present]
+        opts = optimize_batch(llcs, given, tuple(bindings))  # type: ignore[arg-type]
         opts = [with_static_ranges(o, llc, tuple(bindings)) for o, llc in zip(opts, llcs)]
         for o in opts:
             self._check_precs(o)
-        natives = self.runtime.compile_batch(opts)
+            check_host_memory_types(o)
+        natives = self.runtime.compile_batch(opts) if opts else []
         kind = self.runtime.code_kind()
-        codes = [
-            Code(n, o, nat, c.embedded_nodes, kind)
-            for n, o, nat, c in zip(names, opts, natives, cs)
-        ]
-        for code in codes:
+        codes: list[Code | None] = [None] * len(comps)
+        for k, o, nat, c in zip(present, opts, natives, cs):
+            code = Code(o.name, o, nat, c.embedded_nodes, kind)
             self._write_debug(code)
+            codes[k] = code
         return codes
 
     def _write_debug(self, code: Code) -> None:
@@ -526,11 +558,22 @@ class Backend:
         )
         return Routine(self, child, code, run)
 
-    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]:
+    @overload
+    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]: ...
+    @overload
+    def link_batch(self, ctx: Context, codes: Sequence[Code | None]) -> list[Routine | None]: ...
+    def link_batch(
+        self, ctx: Context, codes: Sequence[Code | None]
+    ) -> list[Routine] | list[Routine | None]:
         """Link several codes in a chain: each routine's context is the child of the previous
-        one's, so later routines see earlier routines' buffers."""
-        routines = []
+        one's, so later routines see earlier routines' buffers. A ``None`` code (an absent
+        entry of :meth:`compile_batch`) gives a ``None`` routine and leaves the chain as it
+        is."""
+        routines: list[Routine | None] = []
         for code in codes:
+            if code is None:
+                routines.append(None)
+                continue
             r = self.link(ctx, code)
             routines.append(r)
             ctx = r.context
@@ -747,6 +790,25 @@ class Backend:
         """Whether ``stream`` has no queued or running work."""
         return stream.queue.is_idle()
 
+    def synchronize(self, device: Device) -> None:
+        """Block until every stream of ``device`` is idle (seed 004's device-wide
+        ``synchronize``). Every stream is waited for even when one has failed.
+
+        Raises:
+            UsageError: ``device`` is not a device of this backend.
+            StreamError: a stream of the device failed (the first such error; the others are
+                raised again by their streams' next calls).
+        """
+        self._check_device(device)
+        first: BaseException | None = None
+        for stream in list(device.streams):
+            try:
+                stream.queue.await_idle()
+            except StreamError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
     # ---- tasks of other packages (arrayjit-distributed's collectives) ----
 
     def schedule_task(
@@ -825,6 +887,43 @@ class Backend:
         return f"<Backend {self.name}>"
 
 
+PROV_WRITTEN_ON_DEVICE = 60
+"""Provenance of the ``Hosted(Changed_on_devices)`` refinement a routine writing a hosted node
+makes (see :func:`check_host_memory_types`)."""
+
+
+def check_host_memory_types(opt: Optimized) -> None:
+    """Enforce the seed's host memory types on the hosted nodes a routine writes.
+
+    ``Constant`` never changes after initialization and ``Volatile`` changes only on the host
+    (reaching devices by ``from_host``, then maybe ``device_to_device``): a routine writing
+    either is refused. Any other hosted node a routine writes changes on devices, so its type is
+    refined to ``Changed_on_devices`` (keeping its sharing), as the seed's lattice says.
+
+    Raises:
+        MemoryModeError: the routine writes a ``Hosted(Constant)`` or ``Hosted(Volatile)`` node
+            (the message names the node and the routine).
+    """
+    for tn in opt.outputs:
+        mode = tn.memory_mode
+        if not isinstance(mode, mm.Hosted):
+            continue
+        if isinstance(mode.memory_type, (mm.Constant, mm.Volatile)):
+            meaning = (
+                "never changes after initialization"
+                if isinstance(mode.memory_type, mm.Constant)
+                else "changes only on the host (reaching devices by from_host)"
+            )
+            raise MemoryModeError(
+                f"routine {opt.name} writes node {tn.debug_label}, whose memory mode {mode} "
+                f"(provenance {tn.memory_mode_provenance}) says it {meaning}"
+            )
+        try:
+            tn.update_memory_mode(mm.Hosted(mm.Changed_on_devices()), PROV_WRITTEN_ON_DEVICE)
+        except MemoryModeError as exc:
+            raise MemoryModeError(f"routine {opt.name} writes node {tn.debug_label}: {exc}") from None
+
+
 def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
     """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
     return Backend(CpuDevices(full_name, scheduler_prefix, no_device))
@@ -841,5 +940,6 @@ __all__ = [
     "MergeMode",
     "Routine",
     "Stream",
+    "check_host_memory_types",
     "make_cpu_backend",
 ]

@@ -1,0 +1,105 @@
+"""Seed features of the backend interface that the other modules do not cover: optional entries
+of ``compile_batch``, the host memory types a routine must honour, device-wide
+``synchronize``, contexts made from given buffers and buffer reuse, device facts
+(``Device.info``), memory accounting as an upper bound, and ``use_host_memory``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_backends import MemoryModeError, MergeMode, UsageError
+from arrayjit_conformance.harness import hosted, new_context
+from arrayjit_ir import ir
+from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import memory_mode as mm
+
+# ---- compile_batch with absent entries ----------------------------------------------------------
+
+
+def test_compile_batch_absent_entries_give_absent_routines(backend: Any) -> None:
+    a, h, y = hosted((4,), "a"), Tnode.create((4,), label="h"), hosted((4,), "y")
+    a.set_values(np.arange(4.0))
+    first, second = ir.unop(h, "neg", a), ir.binop(y, "add", h, a)
+    codes = backend.compile_batch([None, first, None, second], [None, "neg", "x", "add"])
+    assert codes[0] is None and codes[2] is None
+    assert codes[1].name == "neg" and codes[3].name == "add"
+    routines = backend.link_batch(new_context(backend), codes)
+    assert routines[0] is None and routines[2] is None
+    r1, r3 = routines[1], routines[3]
+    assert r3.context.parent is r1.context  # absent entries leave the chain as it is
+    r1()
+    r3()
+    backend.to_host(r3.context, y)
+    np.testing.assert_array_equal(y.get_values(), np.zeros(4))  # -a + a
+    assert backend.compile_batch([None], [None]) == [None]
+    assert backend.link_batch(new_context(backend), [None, None]) == [None, None]
+
+
+def test_compile_batch_entry_without_name_is_refused(backend: Any) -> None:
+    a, y = hosted((2,), "a"), hosted((2,), "y")
+    with pytest.raises(UsageError, match="entry 1 has a computation but no name"):
+        backend.compile_batch([None, ir.unop(y, "neg", a)], ["x", None])
+
+
+# ---- host memory types -------------------------------------------------------------------------
+
+
+def test_routine_writing_hosted_constant_is_refused(backend: Any) -> None:
+    c = hosted((3,), "c", memory_mode=(mm.Hosted(mm.Constant()), 7))
+    a = hosted((3,), "a")
+    with pytest.raises(MemoryModeError, match=r"routine bad writes node c#\d+.*Constant"):
+        backend.compile(ir.unop(c, "neg", a), name="bad")
+    with pytest.raises(MemoryModeError, match=r"routine bad2 writes node c#\d+"):
+        backend.compile_batch([ir.unop(a, "neg", a), ir.unop(c, "neg", a)], ["ok", "bad2"])
+    # Reading a constant is what constants are for; it stays Hosted(Constant).
+    c.set_values(np.array([1.0, 2.0, 3.0]))
+    r = backend.link(new_context(backend), backend.compile(ir.unop(a, "neg", c), name="read"))
+    r()
+    backend.to_host(r.context, a)
+    np.testing.assert_array_equal(a.get_values(), [-1.0, -2.0, -3.0])
+    assert c.memory_mode == mm.Hosted(mm.Constant())
+
+
+def test_routine_writing_volatile_is_refused(backend: Any) -> None:
+    v = hosted((3,), "v", memory_mode=(mm.Hosted(mm.Volatile()), 8))
+    a = hosted((3,), "a")
+    with pytest.raises(MemoryModeError, match=r"routine upd writes node v#\d+.*Volatile"):
+        backend.compile(ir.unop(v, "neg", a), name="upd")
+
+
+def test_written_hosted_node_becomes_changed_on_devices(backend: Any) -> None:
+    a, y = hosted((3,), "a"), hosted((3,), "y")
+    backend.compile(ir.unop(y, "neg", a), name="neg")
+    assert y.memory_mode == mm.Hosted(mm.Changed_on_devices())
+    assert a.memory_mode == mm.Hosted()  # only read: still undecided
+    y2 = hosted((3,), "y2", memory_mode=(mm.Hosted(mm.Nonconstant()), 9))
+    y2.update_memory_sharing(mm.Sharing.Per_stream, 9)
+    backend.compile(ir.unop(y2, "neg", a), name="neg2")
+    assert y2.memory_mode == mm.Hosted(mm.Changed_on_devices(mm.Sharing.Per_stream))
+
+
+# ---- device-wide synchronize -------------------------------------------------------------------
+
+
+def test_synchronize_waits_for_every_stream_of_the_device(backend: Any) -> None:
+    dev = backend.get_device(0)
+    n = 1 << 12
+    outs = []
+    for k in range(3):
+        stream = backend.new_stream(dev)
+        a, y = hosted((n,), f"a{k}"), hosted((n,), f"y{k}")
+        a.set_values(np.full(n, float(k)))
+        r = backend.link(backend.make_context(stream), backend.compile(ir.unop(y, "neg", a)))
+        stream.hold(0.05)
+        r()
+        backend.to_host(r.context, y)
+        outs.append((stream, y, k))
+    backend.synchronize(dev)
+    for stream, y, k in outs:
+        assert backend.is_idle(stream)
+        np.testing.assert_array_equal(y.get_values(), np.full(n, -float(k)))
+    with pytest.raises(UsageError, match="expected a Device"):
+        backend.synchronize("device 0")
