@@ -103,3 +103,27 @@ def test_synchronize_waits_for_every_stream_of_the_device(backend: Any) -> None:
         np.testing.assert_array_equal(y.get_values(), np.full(n, -float(k)))
     with pytest.raises(UsageError, match="expected a Device"):
         backend.synchronize("device 0")
+
+
+# ---- device facts (seed 004's Device_info) -----------------------------------------------------
+
+
+def test_device_info_names_the_limits(backend: Any) -> None:
+    for k in range(backend.num_devices()):
+        info = backend.get_device(k).info
+        assert backend.get_device(k).info is info  # asked of the driver once
+        assert info.ordinal == k and isinstance(info.name, str) and info.name
+        assert info.kind in ("cpu", "gpu", "accelerator", "unknown")
+        assert info.supported_precs >= backend.capabilities.supported_precs
+        assert info.supports_dtype(Prec.single)
+        assert all(info.supports_dtype(p) == (p in info.supported_precs) for p in Prec)
+        assert info.compute_units >= 1 and info.global_memory > 0
+        assert info.max_workgroup_total >= 1 and info.max_shared_memory >= 0
+        assert len(info.max_workgroup_size) >= 1 and min(info.max_workgroup_size) >= 1
+        if backend.capabilities.unified_memory:  # CPU backends: one work item, no group memory
+            assert info.kind == "cpu" and info.unified_memory
+            assert info.max_shared_memory == 0 and info.max_workgroup_total == 1
+            assert info.float4_type is None and info.barrier == ""
+        else:  # device backends render work-group code
+            assert info.max_shared_memory > 0 and info.max_workgroup_total > 1
+            assert info.float4_type == "float4" and info.barrier and info.smem_prefix

@@ -35,7 +35,7 @@ import pyopencl as cl
 from arrayjit_backend_opencl.render import OpenclSyntax
 from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
+from arrayjit_backends.device_impl import Buf, DeviceBackend, DeviceInfo, ImmediateQueue
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
@@ -201,6 +201,38 @@ class OpenclDevices(DeviceBackend):
             "compute_units": d.max_compute_units,
             "max_work_group_size": d.max_work_group_size,
         }
+
+    def info(self, ordinal: int) -> DeviceInfo:
+        d = self.devices[ordinal]
+        kinds = cl.device_type
+        kind = (
+            "gpu"
+            if d.type & kinds.GPU
+            else "cpu"
+            if d.type & kinds.CPU
+            else "accelerator"
+            if d.type & kinds.ACCELERATOR
+            else "unknown"
+        )
+        try:  # deprecated since OpenCL 2.0; some drivers no longer answer
+            unified = bool(d.host_unified_memory)
+        except cl.Error:
+            unified = False
+        return DeviceInfo(
+            name=d.name,
+            ordinal=ordinal,
+            kind=kind,
+            unified_memory=unified,
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=int(d.max_compute_units),
+            global_memory=int(d.global_mem_size),
+            max_shared_memory=int(d.local_mem_size),
+            max_workgroup_size=tuple(int(n) for n in d.max_work_item_sizes),
+            max_workgroup_total=int(d.max_work_group_size),
+            float4_type="float4",
+            smem_prefix=OpenclSyntax.local_qualifier,
+            barrier=OpenclSyntax.barrier,
+        )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
         return ClQueue(name, cl.CommandQueue(self.context, self.devices[ordinal]))

@@ -21,7 +21,7 @@ from arrayjit_backends.backend import (
 )
 from arrayjit_backends.backend_impl import NoDeviceBackend
 from arrayjit_backends.backend_intf import BackendInterface
-from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, ImmediateQueue
+from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, DeviceInfo, ImmediateQueue
 from arrayjit_backends.missing import MissingBackend
 from arrayjit_backends.registry import (
     BackendEntry,
@@ -57,6 +57,7 @@ __all__ = [
     "CpuDevices",
     "Device",
     "DeviceBackend",
+    "DeviceInfo",
     "ImmediateQueue",
     "MemoryModeError",
     "MergeMode",

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import itertools
 import threading
 import weakref
@@ -36,7 +37,7 @@ from arrayjit_backends.bindings import (
     check_compile_args,
     with_static_ranges,
 )
-from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
+from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend, DeviceInfo
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
 from arrayjit_ir import lower, optimize, optimize_batch, pretty
@@ -96,6 +97,13 @@ class Device:
         self.readers: dict[tuple[int, BufferLoc], dict[Stream, Event]] = {}
         self.shared: dict[Tnode, BufferLoc] = {}
         self.streams: list[Stream] = []
+
+    @functools.cached_property
+    def info(self) -> DeviceInfo:
+        """What the device is and its limits (seed 004's ``Device_info``): name, kind,
+        precisions, unified memory, compute units, memory, ``max_shared_memory``,
+        ``max_workgroup_size`` (per dimension) and the renderer's strings."""
+        return self.backend.runtime.info(self.ordinal)
 
     def __repr__(self) -> str:
         return f"<Device {self.backend.name}:{self.ordinal} id={self.id}>"

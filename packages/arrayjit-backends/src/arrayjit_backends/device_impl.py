@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import abc
 import os
+import platform
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -38,6 +40,63 @@ Buf = tuple[Any, int]
 CONFIGS = ("only_devices_parallel", "for_parallel_copying", "most_parallel_streams")
 """Values of :class:`~arrayjit_backends.backend.Config`, as passed to
 :meth:`DeviceBackend.suggested_num_streams`."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a device is and what kernels may use on it: seed 004's ``Device_info``.
+
+    Read it as ``backend.get_device(k).info``. Limits a device does not have are 0 (a CPU
+    backend has no work-group shared memory); limits unknown to a third-party backend that
+    keeps :meth:`DeviceBackend.info`'s default are 0 too, so code that sizes launches from them
+    must treat 0 as "no such resource".
+    """
+
+    name: str
+    """The driver's name of the device (the CPU model for CPU backends)."""
+    ordinal: int
+    kind: str
+    """``"cpu"``, ``"gpu"``, ``"accelerator"`` or ``"unknown"``."""
+    unified_memory: bool
+    """Whether the device shares the host's memory (as its driver says; which backends run
+    routines on host arrays directly is ``Capabilities.use_host_memory``)."""
+    supported_precs: frozenset[Prec]
+    compute_units: int
+    """Cores (CPU), compute units (OpenCL) or multiprocessors (CUDA)."""
+    global_memory: int
+    """Bytes of device memory (host memory for CPU backends)."""
+    max_shared_memory: int
+    """Bytes of memory one work group (CUDA block) can share (seed: ``max_shared_memory``)."""
+    max_workgroup_size: tuple[int, ...]
+    """Most work items of one group along each launch dimension (seed:
+    ``max_workgroup_size``, an array)."""
+    max_workgroup_total: int
+    """Most work items of one group in all (OpenCL ``max_work_group_size``, CUDA
+    ``MAX_THREADS_PER_BLOCK``)."""
+    float4_type: str | None = None
+    """The renderer's 4-float vector type, if its language has one (seed:
+    ``renderer_float4_str``)."""
+    smem_prefix: str = ""
+    """The qualifier of work-group shared arrays (seed: ``renderer_smem_prefix``)."""
+    barrier: str = ""
+    """The statement that synchronizes a work group (seed: ``renderer_barrier_str``)."""
+
+    def supports_dtype(self, prec: Prec) -> bool:
+        """Whether the device computes with ``prec`` (seed: ``supports_dtype``)."""
+        return prec in self.supported_precs
+
+
+def cpu_name() -> str:
+    """The host CPU's model name (Linux ``/proc/cpuinfo``), else the machine type."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "cpu model", "Processor") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.machine() or "host CPU"
 
 
 class DeviceBackend(abc.ABC):
@@ -71,6 +130,22 @@ class DeviceBackend(abc.ABC):
     def device_info(self, ordinal: int) -> dict[str, Any]:
         """Facts about a device for debug output."""
         return {"ordinal": ordinal}
+
+    def info(self, ordinal: int) -> DeviceInfo:
+        """Device ``ordinal``'s :class:`DeviceInfo`. Backends override it with the driver's
+        values; this default knows only the name, precisions and memory kind (limits 0)."""
+        return DeviceInfo(
+            name=f"{self.name}:{ordinal}",
+            ordinal=ordinal,
+            kind="unknown",
+            unified_memory=self.unified_memory,
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=0,
+            global_memory=0,
+            max_shared_memory=0,
+            max_workgroup_size=(),
+            max_workgroup_total=0,
+        )
 
     @abc.abstractmethod
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
@@ -245,6 +320,26 @@ class CpuDevices(DeviceBackend):
     def device_info(self, ordinal: int) -> dict[str, Any]:
         return {"ordinal": ordinal, "kind": "host CPU", "cpus": os.cpu_count()}
 
+    def info(self, ordinal: int) -> DeviceInfo:
+        # A routine runs as one native call on its stream's thread: a launch is one work item
+        # with no work-group memory (loops may still use the cores through OpenMP, in cc).
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            memory = 0
+        return DeviceInfo(
+            name=cpu_name(),
+            ordinal=ordinal,
+            kind="cpu",
+            unified_memory=True,
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=os.cpu_count() or 1,
+            global_memory=memory,
+            max_shared_memory=0,
+            max_workgroup_size=(1,),
+            max_workgroup_total=1,
+        )
+
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
         return SCHEDULERS[self.scheduler](name)
 
@@ -300,4 +395,13 @@ class CpuDevices(DeviceBackend):
         return {"scheduler": self.scheduler, **self.compiler.describe()}
 
 
-__all__ = ["CONFIGS", "Buf", "CpuDevices", "DeviceBackend", "ImmediateQueue", "Mem"]
+__all__ = [
+    "CONFIGS",
+    "Buf",
+    "CpuDevices",
+    "DeviceBackend",
+    "DeviceInfo",
+    "ImmediateQueue",
+    "Mem",
+    "cpu_name",
+]
