@@ -127,3 +127,103 @@ def test_device_info_names_the_limits(backend: Any) -> None:
         else:  # device backends render work-group code
             assert info.max_shared_memory > 0 and info.max_workgroup_total > 1
             assert info.float4_type == "float4" and info.barrier and info.smem_prefix
+
+
+# ---- contexts from given buffers, buffer reuse -------------------------------------------------
+
+
+def test_alloc_buffer_reuse_and_accounting(backend: Any) -> None:
+    dev = backend.get_device(0)
+    stream = backend.new_stream(dev)
+    before = backend.get_used_memory(dev)
+    b = backend.alloc_buffer(256, stream)
+    assert b.size_in_bytes == 256 and b.device is dev
+    assert backend.get_used_memory(dev) >= before + 256
+    assert backend.alloc_buffer(100, stream, old_buffer=b) is b  # large enough: reused
+    bigger = backend.alloc_buffer(1024, stream, old_buffer=b)
+    assert bigger is not b and bigger.size_in_bytes == 1024
+    z = backend.alloc_zero_init_array(Prec.double, (3, 4), stream)
+    assert z.size_in_bytes == 96
+    for bad in (-1, 2.5, "8"):
+        with pytest.raises(UsageError, match="alloc_buffer: size_in_bytes"):
+            backend.alloc_buffer(bad, stream)
+    with pytest.raises(UsageError, match="old_buffer must be a Buffer"):
+        backend.alloc_buffer(8, stream, old_buffer=object())
+
+
+def test_context_from_given_buffers(backend: Any) -> None:
+    n = 64
+    dev = backend.get_device(0)
+    s1, s2 = backend.new_stream(dev), backend.new_stream(dev)
+    y = hosted((n,), "y")
+    # y's buffer is given, larger than needed; a fresh buffer is zero-filled.
+    buf = backend.alloc_buffer(8 * n, s1)
+    ctx1 = backend.make_context(s1, ctx_arrays={y: buf})
+    assert list(ctx1.buffers) == [y] and ctx1.parent is None
+    probe = hosted((n,), "probe")
+    r0 = backend.link(ctx1, backend.compile(ir.unop(probe, "identity", y), name="probe"))
+    r0()
+    backend.to_host(r0.context, probe)
+    np.testing.assert_array_equal(probe.get_values(), np.zeros(n))
+    a, h = hosted((n,), "a"), Tnode.create((n,), label="h")
+    a.set_values(np.arange(n, dtype=np.float64))
+    h.update_memory_mode(mm.On_device(), 1)
+    w = backend.link(ctx1, backend.compile(ir.unop(h, "neg", a), name="w"))
+    # A context on another stream reading w's buffer of h: ordered after w's write.
+    ctx2 = backend.make_context(s2, ctx_arrays={h: w.context.ctx_arrays[h]})
+    r = backend.link(ctx2, backend.compile(ir.binop(y, "mul", h, h), name="sq"))
+    s1.hold(0.05)
+    w()
+    r()
+    backend.to_host(r.context, y)
+    np.testing.assert_array_equal(y.get_values(), np.arange(n, dtype=np.float64) ** 2)
+
+
+def test_make_child_with_given_buffers_replaces_them(backend: Any) -> None:
+    stream = backend.new_stream(backend.get_device(0))
+    a, y = hosted((4,), "a"), hosted((4,), "y")
+    a.set_values(np.arange(4.0))
+    r = backend.link(backend.make_context(stream), backend.compile(ir.unop(y, "neg", a)))
+    parent = r.context
+    assert backend.make_child(parent).buffers == parent.buffers
+    child = backend.make_child(parent, ctx_arrays={y: parent.ctx_arrays[y]})
+    assert child.parent is parent and list(child.buffers) == [y]
+    assert child.buffers[y] == parent.buffers[y]
+
+
+def test_given_buffers_are_checked(backend: Any) -> None:
+    stream = backend.new_stream(backend.get_device(0))
+    y = hosted((16,), "y", "double")
+    small = backend.alloc_buffer(64, stream)
+    with pytest.raises(UsageError, match=r"make_context: node y#\d+ needs 128 bytes, its buffer"):
+        backend.make_context(stream, ctx_arrays={y: small})
+    with pytest.raises(UsageError, match="must map Tnodes to Buffers"):
+        backend.make_context(stream, ctx_arrays={y: 0})
+    with pytest.raises(UsageError, match="must map nodes to Buffers"):
+        backend.make_child(backend.make_context(stream), ctx_arrays=[y])
+    # A byte node's buffer at an odd offset cannot hold a double node.
+    b1, b2 = hosted((17,), "b1", "byte"), hosted((17,), "b2", "byte")
+    r = backend.link(
+        backend.make_context(stream), backend.compile(ir.unop(b2, "identity", b1), name="bb")
+    )
+    odd = [buf for buf in r.context.ctx_arrays.values() if buf.loc.offset % 8]
+    assert odd  # two 17-byte buffers packed in one pool: the second starts at an odd offset
+    one = Tnode.create((2,), prec="double", label="one", hosted=True)
+    with pytest.raises(UsageError, match="not a multiple of its element size 8"):
+        backend.make_context(stream, ctx_arrays={one: odd[0]})
+    other = fresh_or_skip_same(backend)
+    if other is not None:
+        try:
+            foreign = other.alloc_buffer(128, other.new_stream(other.get_device(0)))
+            with pytest.raises(UsageError, match="not on the stream's device"):
+                backend.make_context(stream, ctx_arrays={y: foreign})
+        finally:
+            other.finalize()
+
+
+def fresh_or_skip_same(backend: Any) -> Any:
+    """Another instance of the same backend (its devices are other devices), or None."""
+    from arrayjit_backends import fresh_backend
+
+    other = fresh_backend(backend.name)
+    return None if other.num_devices() == 0 else other

@@ -9,6 +9,7 @@ Backends are found through the ``arrayjit.backends`` entry points.
 from arrayjit_backends.__about__ import __version__
 from arrayjit_backends.backend import (
     Backend,
+    Buffer,
     Capabilities,
     Code,
     Config,
@@ -49,6 +50,7 @@ __all__ = [
     "BackendInterface",
     "BackendMissingError",
     "BackendStatus",
+    "Buffer",
     "Capabilities",
     "Code",
     "CompileError",

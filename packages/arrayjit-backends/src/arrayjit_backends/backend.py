@@ -143,6 +143,26 @@ class Stream:
         return f"<Stream {self.name}>"
 
 
+class Buffer:
+    """A buffer of device memory held by the user (the seed's ``buffer``: a pointer and its
+    size): made by :meth:`Backend.alloc_buffer`, or taken from a context's
+    :attr:`Context.ctx_arrays`, and given to :meth:`Backend.make_context` or
+    :meth:`Backend.make_child` as ``ctx_arrays``. The memory stays allocated while a
+    ``Buffer`` or a context using it lives (there is no explicit free: it could leave a
+    context pointing at released memory)."""
+
+    __slots__ = ("__weakref__", "_owner", "device", "loc", "size_in_bytes")
+
+    def __init__(self, device: Device, loc: BufferLoc, size_in_bytes: int, owner: Any) -> None:
+        self.device = device
+        self.loc = loc
+        self.size_in_bytes = size_in_bytes
+        self._owner = owner  # what keeps the memory alive (a context), or None: the buffer
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.size_in_bytes} bytes on {self.device!r} at {tuple(self.loc)}>"
+
+
 class Context:
     """Maps nodes to buffers on one stream. Contexts are persistent: linking twice from one
     parent gives two independent children. Pools a context added are freed when it (and every
@@ -155,13 +175,24 @@ class Context:
         parent: Context | None,
         buffers: Mapping[Tnode, BufferLoc],
         own_pools: Sequence[int] = (),
+        given: Sequence[Buffer] = (),
     ) -> None:
         self.backend = backend
         self.stream = stream
         self.parent = parent
         self.buffers: Mapping[Tnode, BufferLoc] = MappingProxyType(dict(buffers))
+        self._given = tuple(given)  # buffers passed as ctx_arrays stay allocated with us
         if own_pools:
             weakref.finalize(self, _free_pools, stream.device, frozenset(own_pools))
+
+    @property
+    def ctx_arrays(self) -> dict[Tnode, Buffer]:
+        """The context's buffers as :class:`Buffer` values (the seed's ``ctx_arrays``), to
+        give to another context on the same device; each keeps this context's memory
+        allocated."""
+        return {
+            tn: Buffer(self.device, loc, tn.size_in_bytes, self) for tn, loc in self.buffers.items()
+        }
 
     @property
     def device(self) -> Device:
@@ -417,15 +448,120 @@ class Backend:
 
     # ---- contexts ----
 
-    def make_context(self, stream: Stream) -> Context:
-        """A context on ``stream`` without a parent."""
-        self._check_device(stream.device)
-        return Context(self, stream, None, {})
+    def make_context(
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None = None
+    ) -> Context:
+        """A context on ``stream`` without a parent, holding ``ctx_arrays`` (none by default).
 
-    def make_child(self, ctx: Context) -> Context:
-        """A context with ``ctx``'s stream and buffers, and ``ctx`` as its parent."""
+        A given buffer is the node's buffer as it is: nothing is uploaded into it, not even
+        for a hosted node (call :meth:`from_host`); synchronization is tracked per node and
+        buffer, so contexts sharing a buffer on different streams are ordered as usual.
+
+        Raises:
+            UsageError: ``stream`` is not a stream of this backend, or a given buffer is not a
+                :class:`Buffer` of the stream's device, is smaller than its node, or is not
+                aligned to the node's element size.
+        """
+        self._check_stream(stream, "make_context")
+        locs, given = self._given_buffers(stream, ctx_arrays, "make_context")
+        return Context(self, stream, None, locs, given=given)
+
+    def make_child(self, ctx: Context, ctx_arrays: Mapping[Tnode, Buffer] | None = None) -> Context:
+        """A context with ``ctx``'s stream and ``ctx`` as its parent; its buffers are
+        ``ctx_arrays`` when given (replacing the parent's, as in the seed), else the parent's.
+
+        Raises:
+            UsageError: as :meth:`make_context`.
+        """
         self._check_context(ctx, "make_child")
-        return Context(self, ctx.stream, ctx, ctx.buffers)
+        if ctx_arrays is None:
+            return Context(self, ctx.stream, ctx, ctx.buffers)
+        locs, given = self._given_buffers(ctx.stream, ctx_arrays, "make_child")
+        return Context(self, ctx.stream, ctx, locs, given=given)
+
+    def _check_stream(self, stream: Stream, what: str) -> None:
+        if not isinstance(stream, Stream):
+            raise UsageError(
+                f"{what}: expected a Stream of backend {self.name}, got {stream!r} "
+                f"({type(stream).__name__})"
+            )
+        self._check_device(stream.device)
+
+    def _given_buffers(
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None, what: str
+    ) -> tuple[dict[Tnode, BufferLoc], list[Buffer]]:
+        if ctx_arrays is None:
+            return {}, []
+        if not isinstance(ctx_arrays, Mapping):
+            raise UsageError(
+                f"{what}: ctx_arrays must map nodes to Buffers, got {type(ctx_arrays).__name__}"
+            )
+        locs: dict[Tnode, BufferLoc] = {}
+        for tn, buf in ctx_arrays.items():
+            if not isinstance(tn, Tnode) or not isinstance(buf, Buffer):
+                raise UsageError(
+                    f"{what}: ctx_arrays must map Tnodes to Buffers (from alloc_buffer or a "
+                    f"context's ctx_arrays), got {tn!r}: {buf!r}"
+                )
+            if buf.device is not stream.device:
+                raise UsageError(
+                    f"{what}: the buffer of node {tn.debug_label} is on {buf.device!r}, not on "
+                    f"the stream's device {stream.device!r} ({stream.name})"
+                )
+            if buf.size_in_bytes < tn.size_in_bytes:
+                raise UsageError(
+                    f"{what}: node {tn.debug_label} needs {tn.size_in_bytes} bytes, its buffer "
+                    f"has {buf.size_in_bytes} ({stream.name})"
+                )
+            if buf.loc.offset % max(tn.prec.byte_size, 1):
+                raise UsageError(
+                    f"{what}: the buffer of node {tn.debug_label} starts at byte offset "
+                    f"{buf.loc.offset}, not a multiple of its element size {tn.prec.byte_size}"
+                )
+            locs[tn] = buf.loc
+        return locs, list(ctx_arrays.values())
+
+    def alloc_buffer(
+        self, size_in_bytes: int, stream: Stream, old_buffer: Buffer | None = None
+    ) -> Buffer:
+        """A buffer of at least ``size_in_bytes`` on ``stream``'s device: ``old_buffer``
+        itself when it is on that device and large enough (its contents kept), else a new,
+        zero-filled one (the old one is then released once nothing uses it). Counted by
+        :meth:`get_used_memory` while it lives.
+
+        Raises:
+            UsageError: ``size_in_bytes`` is not a non-negative integer, ``stream`` is not a
+                stream of this backend, or ``old_buffer`` is not a :class:`Buffer`.
+        """
+        self._check_stream(stream, "alloc_buffer")
+        if isinstance(size_in_bytes, bool) or not isinstance(size_in_bytes, (int, np.integer)):
+            raise UsageError(
+                f"alloc_buffer: size_in_bytes must be an integer, got {size_in_bytes!r}"
+            )
+        if size_in_bytes < 0:
+            raise UsageError(f"alloc_buffer: size_in_bytes must be >= 0, got {size_in_bytes}")
+        dev = stream.device
+        if old_buffer is not None:
+            if not isinstance(old_buffer, Buffer):
+                raise UsageError(f"alloc_buffer: old_buffer must be a Buffer, got {old_buffer!r}")
+            if old_buffer.device is dev and old_buffer.size_in_bytes >= size_in_bytes:
+                return old_buffer
+        pool = dev.slab.alloc_pool(int(size_in_bytes))
+        buf = Buffer(dev, BufferLoc(pool, 0), int(size_in_bytes), None)
+        weakref.finalize(buf, _free_pools, dev, frozenset([pool]))
+        return buf
+
+    def alloc_zero_init_array(self, prec: Prec, dims: Sequence[int], stream: Stream) -> Buffer:
+        """A new zero-filled buffer for an array of ``prec`` and ``dims`` (the seed's
+        ``alloc_zero_init_array``).
+
+        Raises:
+            UsageError: as :meth:`alloc_buffer`, or ``prec`` is not a precision.
+        """
+        if not isinstance(prec, Prec):
+            raise UsageError(f"alloc_zero_init_array: prec must be a Prec, got {prec!r}")
+        nbytes = prec.byte_size * int(np.prod([int(d) for d in dims], dtype=np.int64))
+        return self.alloc_buffer(nbytes, stream)
 
     # ---- compiling and linking ----
 
@@ -929,7 +1065,9 @@ def check_host_memory_types(opt: Optimized) -> None:
         try:
             tn.update_memory_mode(mm.Hosted(mm.Changed_on_devices()), PROV_WRITTEN_ON_DEVICE)
         except MemoryModeError as exc:
-            raise MemoryModeError(f"routine {opt.name} writes node {tn.debug_label}: {exc}") from None
+            raise MemoryModeError(
+                f"routine {opt.name} writes node {tn.debug_label}: {exc}"
+            ) from None
 
 
 def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
@@ -939,6 +1077,7 @@ def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceB
 
 __all__ = [
     "Backend",
+    "Buffer",
     "Bindings",
     "Capabilities",
     "Code",

@@ -13,11 +13,12 @@ of this module. A misspelt method on a backend is then a type error, not a runti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
     from arrayjit_backends.backend import (
+        Buffer,
         Capabilities,
         Code,
         Config,
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     from arrayjit_backends.scheduler import Event
     from arrayjit_ir.assignments import Assignment, Comp
     from arrayjit_ir.indexing import StaticSymbol
-    from arrayjit_tnode import Tnode
+    from arrayjit_tnode import Prec, Tnode
 
 
 class BackendInterface(Protocol):
@@ -54,8 +55,16 @@ class BackendInterface(Protocol):
     def suggested_num_streams(self, device: Device) -> int: ...
     def new_stream(self, device: Device) -> Stream: ...
     def get_name(self, stream: Stream) -> str: ...
-    def make_context(self, stream: Stream) -> Context: ...
-    def make_child(self, ctx: Context) -> Context: ...
+    def make_context(
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None = ...
+    ) -> Context: ...
+    def make_child(
+        self, ctx: Context, ctx_arrays: Mapping[Tnode, Buffer] | None = ...
+    ) -> Context: ...
+    def alloc_buffer(
+        self, size_in_bytes: int, stream: Stream, old_buffer: Buffer | None = ...
+    ) -> Buffer: ...
+    def alloc_zero_init_array(self, prec: Prec, dims: Sequence[int], stream: Stream) -> Buffer: ...
 
     # ---- compiling and linking ----
     def compile(
