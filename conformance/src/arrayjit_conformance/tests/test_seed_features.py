@@ -227,3 +227,85 @@ def fresh_or_skip_same(backend: Any) -> Any:
 
     other = fresh_backend(backend.name)
     return None if other.num_devices() == 0 else other
+
+
+# ---- use_host_memory ---------------------------------------------------------------------------
+
+
+def require_host_memory(backend: Any) -> None:
+    """Skip unless the backend computes on host arrays directly; check that it says so."""
+    if not backend.capabilities.use_host_memory:
+        with pytest.raises(UsageError, match="cannot compute on host arrays directly"):
+            backend.use_host_memory(hosted((1,), "h"))
+        pytest.skip(f"backend {backend.name} has no use_host_memory (not unified memory)")
+
+
+def test_use_host_memory_copies_nothing(backend: Any) -> None:
+    require_host_memory(backend)
+    n = 32
+    a, y = hosted((n,), "a"), hosted((n,), "y")
+    backend.use_host_memory(a)
+    backend.use_host_memory(y)
+    a.set_values(np.arange(n, dtype=np.float64))
+    copies = backend.copies
+    r = backend.link(new_context(backend), backend.compile(ir.unop(y, "neg", a), name="neg"))
+    r()
+    np.testing.assert_array_equal(y.get_values(), -np.arange(n))  # no to_host needed
+    assert backend.to_host(r.context, y) and backend.from_host(r.context, a)
+    a.set_values(np.ones(n))  # no from_host needed either
+    r()
+    np.testing.assert_array_equal(y.get_values(), -np.ones(n))
+    assert backend.copies == copies
+    assert backend.get_used_memory(r.context.device) < 2 * 4 * n  # the host arrays are not counted
+
+
+def test_use_host_memory_keeps_host_access_ordered(backend: Any) -> None:
+    require_host_memory(backend)
+    n = 1 << 12
+    a, y = hosted((n,), "a"), hosted((n,), "y")
+    backend.use_host_memory(a)
+    backend.use_host_memory(y)
+    a.set_values(np.full(n, 2.0))
+    ctx = new_context(backend)
+    r = backend.link(ctx, backend.compile(ir.unop(y, "neg", a), name="neg"))
+    ctx.stream.hold(0.1)
+    r()
+    a.set_values(np.full(n, 5.0))  # waits until the routine has read a
+    np.testing.assert_array_equal(y.get_values(), np.full(n, -2.0))  # waits for the write
+    # Another stream reading y is ordered after the writer, as for any buffer.
+    z = hosted((n,), "z")
+    ctx2 = new_context(backend)
+    rz = backend.link(ctx2, backend.compile(ir.binop(z, "add", y, a), name="add"))
+    ctx.stream.hold(0.1)
+    r()
+    rz()
+    backend.to_host(rz.context, z)
+    np.testing.assert_array_equal(z.get_values(), np.zeros(n))  # -5 + 5
+
+
+def test_use_host_memory_is_declared_before_linking(backend: Any) -> None:
+    require_host_memory(backend)
+    a, y = hosted((4,), "a"), hosted((4,), "y")
+    backend.link(new_context(backend), backend.compile(ir.unop(y, "neg", a), name="neg"))
+    with pytest.raises(UsageError, match=r"node a#\d+ already has a buffer on backend"):
+        backend.use_host_memory(a)
+    with pytest.raises(UsageError, match=r"node d#\d+ is not hosted"):
+        backend.use_host_memory(Tnode.create((4,), label="d"))
+    p = hosted((4,), "p")
+    p.update_memory_sharing(mm.Sharing.Per_stream, 3)
+    with pytest.raises(UsageError, match="Per_stream"):
+        backend.use_host_memory(p)
+
+
+def test_use_host_memory_with_device_to_device(backend: Any) -> None:
+    require_host_memory(backend)
+    n = 16
+    a, y = hosted((n,), "a"), hosted((n,), "y")
+    backend.use_host_memory(y)
+    a.set_values(np.arange(n, dtype=np.float64))
+    r1 = backend.link(new_context(backend), backend.compile(ir.unop(y, "neg", a), name="n1"))
+    r2 = backend.link(new_context(backend), backend.compile(ir.unop(y, "exp", a), name="n2"))
+    r1()
+    # Both contexts hold the one host array: a copy between them is a no-op, and y is r1's.
+    assert backend.device_to_device(y, MergeMode.No, r2.context, r1.context)
+    np.testing.assert_array_equal(y.get_values(), -np.arange(n))

@@ -78,6 +78,9 @@ class Capabilities:
     max_devices: int
     multiple_streams: bool
     unified_memory: bool
+    use_host_memory: bool = False
+    """Whether :meth:`Backend.use_host_memory` is available: routines can run on the host
+    arrays of hosted nodes directly (the seed's ``use_host_memory``, only on unified memory)."""
 
 
 class Device:
@@ -96,6 +99,8 @@ class Device:
         self.writers: dict[tuple[int, BufferLoc], tuple[Stream, Event]] = {}
         self.readers: dict[tuple[int, BufferLoc], dict[Stream, Event]] = {}
         self.shared: dict[Tnode, BufferLoc] = {}
+        self.host_memory: dict[Tnode, BufferLoc] = {}
+        """Buffers that are nodes' host arrays (:meth:`Backend.use_host_memory`)."""
         self.streams: list[Stream] = []
 
     @functools.cached_property
@@ -262,6 +267,13 @@ class Routine:
         ]
         self._writes = [(tn, (tn.id, locs[tn])) for tn in self.outputs]
         self._hosted_outputs = [tn for tn in self.outputs if tn.is_hosted()]
+        host_memory = context.device.host_memory
+        self._on_host = [
+            (tn, (tn.id, loc))
+            for tn, loc in locs.items()
+            if host_memory.get(tn) == loc and tn in opt.context_nodes
+        ]
+        """Nodes whose buffer is their host array (``use_host_memory``)."""
 
     def schedule(self) -> None:
         """Schedule one run on the context's stream (what calling the routine does).
@@ -301,6 +313,8 @@ class Routine:
         for tn in self._hosted_outputs:
             tn.devices_not_lagging_host.clear()
             tn.devices_not_lagging_host.add(dev.id)
+        for tn, key in self._on_host:
+            Backend._guard_host_array(dev, tn, key)
 
     __call__ = schedule
 
@@ -340,7 +354,12 @@ class Backend:
             max_devices=len(self._devices),
             multiple_streams=True,
             unified_memory=runtime.unified_memory,
+            use_host_memory=runtime.unified_memory,
         )
+        self._host_memory_nodes: weakref.WeakSet[Tnode] = weakref.WeakSet()
+        """Nodes declared by :meth:`use_host_memory`."""
+        self._placed: weakref.WeakSet[Tnode] = weakref.WeakSet()
+        """Nodes that got a buffer from this backend (too late to declare them)."""
         self._stream_ids = itertools.count()
         self.copies = 0
         """Host<->device and device<->device copies scheduled so far (for tests and debugging)."""
@@ -519,6 +538,7 @@ class Backend:
                     f"{buf.loc.offset}, not a multiple of its element size {tn.prec.byte_size}"
                 )
             locs[tn] = buf.loc
+        self._placed.update(locs)
         return locs, list(ctx_arrays.values())
 
     def alloc_buffer(
@@ -736,6 +756,11 @@ class Backend:
                     f"routine of this context, or make it hosted"
                 )
         buffers = dict(ctx.buffers)
+        on_host = [tn for tn in new if tn in self._host_memory_nodes]
+        for tn in on_host:
+            buffers[tn] = self._host_memory_loc(dev, tn, f"link {code.name}")
+        self._placed.update(new)
+        new = [tn for tn in new if tn not in self._host_memory_nodes]
         shared = [tn for tn in new if tn.potentially_cross_stream()]
         private = [tn for tn in new if not tn.potentially_cross_stream()]
         pools: list[int] = []
@@ -763,6 +788,95 @@ class Backend:
         if pools is not None:
             pools.extend(ids)
         return [BufferLoc(ids[seg], off) for seg, off in plan.placements]
+
+    # ---- host memory (the seed's use_host_memory) ----
+
+    def use_host_memory(self, tn: Tnode) -> None:
+        """Declare that routines of this backend compute on ``tn``'s host array directly: its
+        buffer in every context is the host array itself, so nothing is copied in or out
+        (``from_host`` and ``to_host`` copy nothing and return True). Ordering is kept as for
+        any buffer: ``get_values()`` waits for the routines writing the node, ``set_values()``
+        for those reading or writing it, and other streams wait as usual. Routines keep
+        computing on the array that was the host array when the node was first linked.
+
+        Raises:
+            UsageError: the backend cannot (``capabilities.use_host_memory`` is False: its
+                device memory is not host memory), ``tn`` is not hosted, its sharing is
+                ``Per_stream`` (one host array cannot be a buffer per stream), or it already
+                has a buffer from this backend (declare before linking).
+        """
+        self._check_live()
+        if not isinstance(tn, Tnode):
+            raise UsageError(f"use_host_memory: expected a Tnode, got {tn!r}")
+        if not self.capabilities.use_host_memory:
+            raise UsageError(
+                f"use_host_memory: backend {self.name} cannot compute on host arrays directly "
+                f"(its device memory is not host memory); node {tn.debug_label} is copied by "
+                f"from_host and to_host"
+            )
+        if not tn.is_hosted():
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} is not hosted (memory mode "
+                f"{tn.memory_mode}); create it with hosted=True"
+            )
+        if tn.sharing is mm.Sharing.Per_stream:
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} has sharing Per_stream, but its one "
+                f"host array cannot be a buffer per stream"
+            )
+        if tn in self._placed and tn not in self._host_memory_nodes:
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} already has a buffer on backend "
+                f"{self.name}; declare it before linking a routine that uses it"
+            )
+        self._host_memory_nodes.add(tn)
+
+    def _host_memory_loc(self, dev: Device, tn: Tnode, what: str) -> BufferLoc:
+        loc = dev.host_memory.get(tn)
+        if loc is not None:
+            return loc
+        if tn.sharing is mm.Sharing.Per_stream:
+            raise UsageError(
+                f"{what}: node {tn.debug_label} was declared use_host_memory but now has "
+                f"sharing Per_stream (backend {self.name})"
+            )
+        arr = self._check_host_array(tn, what)
+        mem = self.runtime.host_buffer(dev.ordinal, arr)
+        if mem is None:
+            raise UsageError(
+                f"{what}: device {dev.ordinal} of backend {self.name} cannot compute on the "
+                f"host array of node {tn.debug_label}"
+            )
+        with dev.lock:
+            loc = dev.host_memory.get(tn)
+            if loc is None:
+                loc = dev.host_memory[tn] = BufferLoc(dev.slab.adopt_pool(mem), 0)
+        tn.devices_not_lagging_host.add(dev.id)
+        return loc
+
+    @staticmethod
+    def _on_host(ctx: Context, tn: Tnode) -> bool:
+        """Whether ``tn``'s buffer in ``ctx`` is its host array."""
+        loc = ctx.device.host_memory.get(tn)
+        return loc is not None and ctx.buffers.get(tn) == loc
+
+    @staticmethod
+    def _guard_host_array(dev: Device, tn: Tnode, key: tuple[int, BufferLoc]) -> None:
+        """Make host access to a buffer that is ``tn``'s host array wait for the device:
+        ``get_values`` for its last writer, ``set_values`` for every pending user."""
+        writer = dev.writers.get(key)
+        users = [e for e in dev.readers.get(key, {}).values() if not e.is_done()]
+        if writer is not None and not writer[1].is_done():
+            event = writer[1]
+            users.append(event)
+            tn.prepare_read(event.succeeded, event.sync)  # a failed writer raises, never stale
+        if users:
+
+            def wait_all() -> None:
+                for e in users:
+                    e.wait()
+
+            tn.prepare_write(lambda: all(e.is_done() for e in users), wait_all)
 
     # ---- transfers ----
 
@@ -825,6 +939,9 @@ class Backend:
         self._check_host_array(tn, "from_host")
         if ctx.device.id in tn.devices_not_lagging_host:
             return True
+        if self._on_host(ctx, tn):  # the buffer is the host array: nothing to copy
+            tn.devices_not_lagging_host.add(ctx.device.id)
+            return True
         self._upload(ctx, tn)
         return True
 
@@ -841,6 +958,9 @@ class Backend:
         arr = self._check_host_array(tn, "to_host")
         stream, dev = ctx.stream, ctx.device
         key = (tn.id, ctx.buffers[tn])
+        if self._on_host(ctx, tn):  # the buffer is the host array: get_values waits for it
+            self._guard_host_array(dev, tn, key)
+            return True
         self._wait_writer(stream, dev, key)
         tn.do_write()  # a pending upload still reading the host array finishes first
         buf, runtime, queue = ctx.buf(tn), self.runtime, stream.queue
@@ -903,6 +1023,10 @@ class Backend:
                 queue.schedule(stream_merge)
             event = queue.all_work()
         src.device.readers.setdefault(src_key, {})[stream] = event
+        if self._on_host(src, tn):
+            self._guard_host_array(src.device, tn, src_key)
+        if into_merge_buffer is MergeMode.No and self._on_host(dst, tn):
+            self._guard_host_array(dst.device, tn, (tn.id, dst.buffers[tn]))
         return True
 
     # ---- events ----
@@ -1001,6 +1125,9 @@ class Backend:
             if tn.is_hosted():
                 tn.devices_not_lagging_host.clear()
                 tn.devices_not_lagging_host.add(dev.id)
+        for tn in {*reads, *writes}:
+            if self._on_host(ctx, tn):
+                self._guard_host_array(dev, tn, (tn.id, ctx.buffers[tn]))
         return event
 
     # ---- memory and debugging ----
@@ -1077,8 +1204,8 @@ def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceB
 
 __all__ = [
     "Backend",
-    "Buffer",
     "Bindings",
+    "Buffer",
     "Capabilities",
     "Code",
     "Config",

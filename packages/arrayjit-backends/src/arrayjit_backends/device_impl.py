@@ -166,6 +166,13 @@ class DeviceBackend(abc.ABC):
     def free(self, ordinal: int, mem: Mem) -> None:  # noqa: B027 (a no-op is a valid default)
         """Release an allocation (the default leaves it to garbage collection)."""
 
+    def host_buffer(self, ordinal: int, array: np.ndarray) -> Mem | None:
+        """A memory handle that *is* the C-contiguous host ``array`` (its bytes, not a copy),
+        for backends whose device memory is host memory; ``None`` (the default) where device
+        ``ordinal`` cannot compute on host memory directly. ``Backend.use_host_memory``
+        relies on it; it is freed with :meth:`free`, which must leave it alone."""
+        return None
+
     @abc.abstractmethod
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         """Copy the C-contiguous host array ``src`` into ``dst``; ``src`` stays valid until the
@@ -345,6 +352,10 @@ class CpuDevices(DeviceBackend):
 
     def alloc(self, ordinal: int, nbytes: int) -> np.ndarray:
         return aligned_bytes(max(nbytes, 1))
+
+    def host_buffer(self, ordinal: int, array: np.ndarray) -> np.ndarray:
+        # The bytes of the host array itself: typed views of it are the array's memory.
+        return array.reshape(-1).view(np.uint8)
 
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         mem, off = dst
