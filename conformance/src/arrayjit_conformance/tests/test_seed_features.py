@@ -309,3 +309,31 @@ def test_use_host_memory_with_device_to_device(backend: Any) -> None:
     # Both contexts hold the one host array: a copy between them is a no-op, and y is r1's.
     assert backend.device_to_device(y, MergeMode.No, r2.context, r1.context)
     np.testing.assert_array_equal(y.get_values(), -np.arange(n))
+
+
+# ---- get_used_memory: an upper bound ------------------------------------------------------------
+
+
+def test_used_memory_counts_every_buffer_and_kernel_scratch(backend: Any) -> None:
+    import gc
+
+    n = 1 << 14
+    dev = backend.get_device(0)
+    x, s = hosted((n,), "x"), hosted((), "s")
+    x.set_values(np.ones(n))
+    code = backend.compile(ir.accum(s, "add", x, op="identity", spec="i->"), name="total")
+    gc.collect()
+    before = backend.get_used_memory(dev)
+    r = backend.link(new_context(backend), code)
+    r()
+    backend.to_host(r.context, s)
+    assert s.get_values() == n
+    # Device programs keep reduction partials in scratch memory outside the contexts.
+    rendered = getattr(code.native, "rendered", None)
+    scratch = sum(nbytes for _, nbytes in rendered.scratch) if rendered is not None else 0
+    assert scratch > 0 or rendered is None
+    used = backend.get_used_memory(dev)
+    assert used - before >= x.size_in_bytes + s.size_in_bytes + scratch
+    del r
+    gc.collect()
+    assert backend.get_used_memory(dev) <= before

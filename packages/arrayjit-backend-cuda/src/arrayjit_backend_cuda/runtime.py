@@ -28,7 +28,13 @@ import pycuda.driver as cuda
 from arrayjit_backend_cuda.render import CudaSyntax, compile_to, nvcc_path, nvcc_version
 from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import Buf, DeviceBackend, DeviceInfo, ImmediateQueue
+from arrayjit_backends.device_impl import (
+    Buf,
+    DeviceBackend,
+    DeviceInfo,
+    ImmediateQueue,
+    ScratchAccount,
+)
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
@@ -131,6 +137,7 @@ class CudaDevices(DeviceBackend):
         self.nvcc_version = nvcc_version(self.nvcc)
         self.cache = CompileCache()
         self.renderer = CudaSyntax(group_size=BLOCK)
+        self.scratch_account = ScratchAccount()
         self._local = threading.local()
 
     @contextlib.contextmanager
@@ -314,7 +321,12 @@ class CudaDevices(DeviceBackend):
                 function(*args, block=block, grid=grid, stream=stream)
 
         run.keep_alive = (scratch, c)  # type: ignore[attr-defined]
+        held = sum(max(n, 1) for _, n in rendered.scratch)
+        self.scratch_account.hold(run, ordinal, held)  # freed with the run
         return run
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        return self.scratch_account.bytes(ordinal)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "nvcc": self.nvcc, "nvcc_version": self.nvcc_version}

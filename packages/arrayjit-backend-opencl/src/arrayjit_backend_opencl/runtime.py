@@ -35,7 +35,13 @@ import pyopencl as cl
 from arrayjit_backend_opencl.render import OpenclSyntax
 from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import Buf, DeviceBackend, DeviceInfo, ImmediateQueue
+from arrayjit_backends.device_impl import (
+    Buf,
+    DeviceBackend,
+    DeviceInfo,
+    ImmediateQueue,
+    ScratchAccount,
+)
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
@@ -160,6 +166,7 @@ class OpenclDevices(DeviceBackend):
         self._alloc_queues = [cl.CommandQueue(self.context, d) for d in self.devices]
         self._lock = threading.Lock()
         self.cache = CompileCache()
+        self.scratch_account = ScratchAccount()
         dev0 = self.devices[0]
         self.renderer = OpenclSyntax(
             group_size=min(256, min(d.max_work_group_size for d in self.devices)),
@@ -375,7 +382,12 @@ class OpenclDevices(DeviceBackend):
                 cl.enqueue_nd_range_kernel(q, kernel, global_size, local_size)
 
         run.keep_alive = (scratch, dummy, c)  # type: ignore[attr-defined]
+        held = sum(max(n, 1) for _, n in rendered.scratch) + (0 if scratch else 1)
+        self.scratch_account.hold(run, ordinal, held)  # freed with the run
         return run
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        return self.scratch_account.bytes(ordinal)
 
     def describe(self) -> dict[str, Any]:
         return {

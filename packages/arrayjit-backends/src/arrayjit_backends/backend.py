@@ -1133,8 +1133,15 @@ class Backend:
     # ---- memory and debugging ----
 
     def get_used_memory(self, device: Device) -> int:
-        """Bytes of live buffers on ``device`` (pools and merge buffers)."""
-        return device.slab.used_bytes + sum(s.merge_capacity for s in device.streams)
+        """Bytes of live buffers on ``device``: pools, buffers from :meth:`alloc_buffer`,
+        merge buffers and the runtime's kernel scratch (an upper bound of the memory used
+        for arrays, as the seed asks; host arrays used by :meth:`use_host_memory` are the
+        user's and not counted)."""
+        return (
+            device.slab.used_bytes
+            + sum(s.merge_capacity for s in device.streams)
+            + self.runtime.scratch_bytes(device.ordinal)
+        )
 
     def get_debug_info(self, stream: Stream) -> dict[str, Any]:
         """Per-stream state."""

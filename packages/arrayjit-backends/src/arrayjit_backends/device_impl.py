@@ -16,6 +16,8 @@ from __future__ import annotations
 import abc
 import os
 import platform
+import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -99,6 +101,32 @@ def cpu_name() -> str:
     return platform.machine() or "host CPU"
 
 
+class ScratchAccount:
+    """Bytes of device memory a runtime holds outside the slab (kernel scratch: reduction
+    partials, local nodes that outlive one kernel), per device, for as long as the run that
+    uses them lives; :meth:`DeviceBackend.scratch_bytes` reports it so that
+    ``get_used_memory`` stays an upper bound."""
+
+    def __init__(self) -> None:
+        self._bytes: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def hold(self, owner: object, ordinal: int, nbytes: int) -> None:
+        """Count ``nbytes`` on device ``ordinal`` until ``owner`` is garbage collected."""
+        if nbytes <= 0:
+            return
+        self._add(ordinal, nbytes)
+        weakref.finalize(owner, self._add, ordinal, -nbytes)
+
+    def _add(self, ordinal: int, nbytes: int) -> None:
+        with self._lock:
+            self._bytes[ordinal] = self._bytes.get(ordinal, 0) + nbytes
+
+    def bytes(self, ordinal: int) -> int:
+        """Bytes held on device ``ordinal`` now."""
+        return self._bytes.get(ordinal, 0)
+
+
 class DeviceBackend(abc.ABC):
     """What a device backend implements (seed 002's ``Lowered_backend``).
 
@@ -165,6 +193,11 @@ class DeviceBackend(abc.ABC):
 
     def free(self, ordinal: int, mem: Mem) -> None:  # noqa: B027 (a no-op is a valid default)
         """Release an allocation (the default leaves it to garbage collection)."""
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        """Bytes of device memory held outside the slab on device ``ordinal`` (kernel scratch
+        of linked routines; see :class:`ScratchAccount`); 0 by default."""
+        return 0
 
     def host_buffer(self, ordinal: int, array: np.ndarray) -> Mem | None:
         """A memory handle that *is* the C-contiguous host ``array`` (its bytes, not a copy),
@@ -414,5 +447,6 @@ __all__ = [
     "DeviceInfo",
     "ImmediateQueue",
     "Mem",
+    "ScratchAccount",
     "cpu_name",
 ]
