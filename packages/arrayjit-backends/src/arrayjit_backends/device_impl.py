@@ -427,6 +427,9 @@ class CpuDevices(DeviceBackend):
 
         return self.compiler.link(code, views, merge_view)
 
+    def scratch_bytes(self, ordinal: int) -> int:
+        return self.compiler.scratch_bytes()
+
     def code_kind(self) -> str:
         # Native CPU code runs on host memory under any scheduler: cc code links into any cc
         # backend, never into llvm or interp.
