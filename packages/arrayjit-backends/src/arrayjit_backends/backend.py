@@ -269,9 +269,9 @@ class Routine:
         self._hosted_outputs = [tn for tn in self.outputs if tn.is_hosted()]
         host_memory = context.device.host_memory
         self._on_host = [
-            (tn, (tn.id, loc))
-            for tn, loc in locs.items()
-            if host_memory.get(tn) == loc and tn in opt.context_nodes
+            (tn, (tn.id, locs[tn]))
+            for tn in opt.context_nodes
+            if host_memory and host_memory.get(tn) == locs[tn]
         ]
         """Nodes whose buffer is their host array (``use_host_memory``)."""
 
@@ -472,9 +472,10 @@ class Backend:
     ) -> Context:
         """A context on ``stream`` without a parent, holding ``ctx_arrays`` (none by default).
 
-        A given buffer is the node's buffer as it is: nothing is uploaded into it, not even
-        for a hosted node (call :meth:`from_host`); synchronization is tracked per node and
-        buffer, so contexts sharing a buffer on different streams are ordered as usual.
+        A given buffer is the node's buffer as it is (what the context it came from left in
+        it, or zeros for a fresh one): linking uploads nothing into it, not even for a hosted
+        node. Synchronization is tracked per node and buffer, so contexts sharing a buffer on
+        different streams are ordered as usual.
 
         Raises:
             UsageError: ``stream`` is not a stream of this backend, or a given buffer is not a
@@ -596,6 +597,8 @@ class Backend:
         Raises:
             UsageError: unbound static symbols, a precision the backend does not support, or
                 other invalid computations.
+            MemoryModeError: the computation writes a ``Hosted(Constant)`` or
+                ``Hosted(Volatile)`` node (see :func:`check_host_memory_types`).
             CompileError: the native compiler failed.
         """
         self._check_live()
