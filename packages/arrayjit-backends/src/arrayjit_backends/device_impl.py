@@ -250,6 +250,14 @@ class DeviceBackend(abc.ABC):
         when a run starts, where the stream's merge buffer is (or ``None``); it holds
         ``merge_node`` (the routine's ``optimized.merge_node``). The result is called from a
         task of ``queue`` with the static-index values.
+
+        Launching is the run's business (seed 004's ``get_kernel`` and ``launch_kernel`` live
+        here): the generic layer never sees kernels. The shared GPU renderer gives each kernel
+        a one-dimensional global size and a group size (:class:`~arrayjit_backends.
+        gpu_syntax.GpuKernel`), flattening parallel loop nests of any depth into one index
+        space; a backend that wants multi-dimensional launches can shape them from
+        :attr:`DeviceInfo.max_workgroup_size`. Kernel scratch allocated here must be reported
+        by :meth:`scratch_bytes`.
         """
 
     def code_kind(self) -> str:
