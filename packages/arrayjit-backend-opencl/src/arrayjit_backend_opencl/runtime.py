@@ -356,7 +356,8 @@ class OpenclDevices(DeviceBackend):
         for kernel in kernels:
             for pos, arg in enumerate(fixed):
                 kernel.set_arg(pos, arg)
-        dummy = scratch[0] if scratch else self.alloc(ordinal, 1)
+        # An empty merge buffer still needs a buffer argument; only then is one allocated.
+        dummy = scratch[0] if scratch else self.alloc(ordinal, 1) if has_merge else None
         launches = [
             (
                 kernel,
@@ -382,7 +383,7 @@ class OpenclDevices(DeviceBackend):
                 cl.enqueue_nd_range_kernel(q, kernel, global_size, local_size)
 
         run.keep_alive = (scratch, dummy, c)  # type: ignore[attr-defined]
-        held = sum(max(n, 1) for _, n in rendered.scratch) + (0 if scratch else 1)
+        held = sum(max(n, 1) for _, n in rendered.scratch) + (1 if has_merge and not scratch else 0)
         self.scratch_account.hold(run, ordinal, held)  # freed with the run
         return run
 
