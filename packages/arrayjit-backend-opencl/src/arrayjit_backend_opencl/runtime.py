@@ -35,7 +35,13 @@ import pyopencl as cl
 from arrayjit_backend_opencl.render import OpenclSyntax
 from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
+from arrayjit_backends.device_impl import (
+    Buf,
+    DeviceBackend,
+    DeviceInfo,
+    ImmediateQueue,
+    ScratchAccount,
+)
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
@@ -160,6 +166,7 @@ class OpenclDevices(DeviceBackend):
         self._alloc_queues = [cl.CommandQueue(self.context, d) for d in self.devices]
         self._lock = threading.Lock()
         self.cache = CompileCache()
+        self.scratch_account = ScratchAccount()
         dev0 = self.devices[0]
         self.renderer = OpenclSyntax(
             group_size=min(256, min(d.max_work_group_size for d in self.devices)),
@@ -201,6 +208,38 @@ class OpenclDevices(DeviceBackend):
             "compute_units": d.max_compute_units,
             "max_work_group_size": d.max_work_group_size,
         }
+
+    def info(self, ordinal: int) -> DeviceInfo:
+        d = self.devices[ordinal]
+        kinds = cl.device_type
+        kind = (
+            "gpu"
+            if d.type & kinds.GPU
+            else "cpu"
+            if d.type & kinds.CPU
+            else "accelerator"
+            if d.type & kinds.ACCELERATOR
+            else "unknown"
+        )
+        try:  # deprecated since OpenCL 2.0; some drivers no longer answer
+            unified = bool(d.host_unified_memory)
+        except cl.Error:
+            unified = False
+        return DeviceInfo(
+            name=d.name,
+            ordinal=ordinal,
+            kind=kind,
+            unified_memory=unified,
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=int(d.max_compute_units),
+            global_memory=int(d.global_mem_size),
+            max_shared_memory=int(d.local_mem_size),
+            max_workgroup_size=tuple(int(n) for n in d.max_work_item_sizes),
+            max_workgroup_total=int(d.max_work_group_size),
+            float4_type="float4",
+            smem_prefix=OpenclSyntax.local_qualifier,
+            barrier=OpenclSyntax.barrier,
+        )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
         return ClQueue(name, cl.CommandQueue(self.context, self.devices[ordinal]))
@@ -317,7 +356,8 @@ class OpenclDevices(DeviceBackend):
         for kernel in kernels:
             for pos, arg in enumerate(fixed):
                 kernel.set_arg(pos, arg)
-        dummy = scratch[0] if scratch else self.alloc(ordinal, 1)
+        # An empty merge buffer still needs a buffer argument; only then is one allocated.
+        dummy = scratch[0] if scratch else self.alloc(ordinal, 1) if has_merge else None
         launches = [
             (
                 kernel,
@@ -343,7 +383,12 @@ class OpenclDevices(DeviceBackend):
                 cl.enqueue_nd_range_kernel(q, kernel, global_size, local_size)
 
         run.keep_alive = (scratch, dummy, c)  # type: ignore[attr-defined]
+        held = sum(max(n, 1) for _, n in rendered.scratch) + (1 if has_merge and not scratch else 0)
+        self.scratch_account.hold(run, ordinal, held)  # freed with the run
         return run
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        return self.scratch_account.bytes(ordinal)
 
     def describe(self) -> dict[str, Any]:
         return {

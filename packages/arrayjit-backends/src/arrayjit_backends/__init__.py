@@ -9,6 +9,7 @@ Backends are found through the ``arrayjit.backends`` entry points.
 from arrayjit_backends.__about__ import __version__
 from arrayjit_backends.backend import (
     Backend,
+    Buffer,
     Capabilities,
     Code,
     Config,
@@ -21,7 +22,7 @@ from arrayjit_backends.backend import (
 )
 from arrayjit_backends.backend_impl import NoDeviceBackend
 from arrayjit_backends.backend_intf import BackendInterface
-from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, ImmediateQueue
+from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, DeviceInfo, ImmediateQueue
 from arrayjit_backends.missing import MissingBackend
 from arrayjit_backends.registry import (
     BackendEntry,
@@ -49,6 +50,7 @@ __all__ = [
     "BackendInterface",
     "BackendMissingError",
     "BackendStatus",
+    "Buffer",
     "Capabilities",
     "Code",
     "CompileError",
@@ -57,6 +59,7 @@ __all__ = [
     "CpuDevices",
     "Device",
     "DeviceBackend",
+    "DeviceInfo",
     "ImmediateQueue",
     "MemoryModeError",
     "MergeMode",

@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import functools
 import itertools
 import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -38,7 +39,7 @@ from arrayjit_backends.bindings import (
     check_compile_args,
     with_static_ranges,
 )
-from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
+from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend, DeviceInfo
 from arrayjit_backends.hazards import BufferHazards, Key
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
@@ -46,7 +47,8 @@ from arrayjit_ir import lower, optimize, optimize_batch, pretty
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, Tnode, UsageError
+from arrayjit_tnode import MemoryModeError, Prec, StreamError, Tnode, UsageError
+from arrayjit_tnode import memory_mode as mm
 
 _device_ids = itertools.count()
 _ids_lock = threading.Lock()
@@ -79,6 +81,9 @@ class Capabilities:
     max_devices: int
     multiple_streams: bool
     unified_memory: bool
+    use_host_memory: bool = False
+    """Whether :meth:`Backend.use_host_memory` is available: routines can run on the host
+    arrays of hosted nodes directly (the seed's ``use_host_memory``, only on unified memory)."""
 
 
 class Device:
@@ -97,7 +102,16 @@ class Device:
         self.hazards = BufferHazards()
         """Writers, readers and merge-buffer views of this device's buffers."""
         self.shared: dict[Tnode, BufferLoc] = {}
+        self.host_memory: dict[Tnode, BufferLoc] = {}
+        """Buffers that are nodes' host arrays (:meth:`Backend.use_host_memory`)."""
         self.streams: list[Stream] = []
+
+    @functools.cached_property
+    def info(self) -> DeviceInfo:
+        """What the device is and its limits (seed 004's ``Device_info``): name, kind,
+        precisions, unified memory, compute units, memory, ``max_shared_memory``,
+        ``max_workgroup_size`` (per dimension) and the renderer's strings."""
+        return self.backend.runtime.info(self.ordinal)
 
     def __repr__(self) -> str:
         return f"<Device {self.backend.name}:{self.ordinal} id={self.id}>"
@@ -137,6 +151,26 @@ class Stream:
         return f"<Stream {self.name}>"
 
 
+class Buffer:
+    """A buffer of device memory held by the user (the seed's ``buffer``: a pointer and its
+    size): made by :meth:`Backend.alloc_buffer`, or taken from a context's
+    :attr:`Context.ctx_arrays`, and given to :meth:`Backend.make_context` or
+    :meth:`Backend.make_child` as ``ctx_arrays``. The memory stays allocated while a
+    ``Buffer`` or a context using it lives (there is no explicit free: it could leave a
+    context pointing at released memory)."""
+
+    __slots__ = ("__weakref__", "_owner", "device", "loc", "size_in_bytes")
+
+    def __init__(self, device: Device, loc: BufferLoc, size_in_bytes: int, owner: Any) -> None:
+        self.device = device
+        self.loc = loc
+        self.size_in_bytes = size_in_bytes
+        self._owner = owner  # what keeps the memory alive (a context), or None: the buffer
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.size_in_bytes} bytes on {self.device!r} at {tuple(self.loc)}>"
+
+
 class Context:
     """Maps nodes to buffers on one stream. Contexts are persistent: linking twice from one
     parent gives two independent children. Pools a context added are freed when it (and every
@@ -149,13 +183,24 @@ class Context:
         parent: Context | None,
         buffers: Mapping[Tnode, BufferLoc],
         own_pools: Sequence[int] = (),
+        given: Sequence[Buffer] = (),
     ) -> None:
         self.backend = backend
         self.stream = stream
         self.parent = parent
         self.buffers: Mapping[Tnode, BufferLoc] = MappingProxyType(dict(buffers))
+        self._given = tuple(given)  # buffers passed as ctx_arrays stay allocated with us
         if own_pools:
             weakref.finalize(self, _free_pools, stream.device, frozenset(own_pools))
+
+    @property
+    def ctx_arrays(self) -> dict[Tnode, Buffer]:
+        """The context's buffers as :class:`Buffer` values (the seed's ``ctx_arrays``), to
+        give to another context on the same device; each keeps this context's memory
+        allocated."""
+        return {
+            tn: Buffer(self.device, loc, tn.size_in_bytes, self) for tn, loc in self.buffers.items()
+        }
 
     @property
     def device(self) -> Device:
@@ -222,6 +267,14 @@ class Routine:
         ]
         self._writes: list[Key] = [(tn.id, locs[tn]) for tn in self.outputs]
         self._hosted_outputs = [(tn, locs[tn]) for tn in self.outputs if tn.is_hosted()]
+        host_memory = context.device.host_memory
+        self._on_host = [
+            (tn, tn in self.outputs)
+            for tn in opt.context_nodes
+            if host_memory and host_memory.get(tn) == locs[tn]
+        ]
+        """Nodes whose buffer is their host array (``use_host_memory``), and whether the
+        routine writes them."""
 
     def schedule(self) -> None:
         """Schedule one run on the context's stream (what calling the routine does).
@@ -254,7 +307,10 @@ class Routine:
         run = self._run
         queue.schedule(lambda: run(values))
         if self._writes or reads:
-            table.record(stream, queue.all_work(), reads, self._writes)
+            event = queue.all_work()
+            table.record(stream, event, reads, self._writes)
+            for tn, writes in self._on_host:
+                hazards.record_host_access(tn, stream, event, writes=writes)
         for tn, loc in self._hosted_outputs:
             hazards.mark_only_fresh(tn, dev.id, loc)
 
@@ -296,7 +352,12 @@ class Backend:
             max_devices=len(self._devices),
             multiple_streams=True,
             unified_memory=runtime.unified_memory,
+            use_host_memory=runtime.unified_memory,
         )
+        self._host_memory_nodes: weakref.WeakSet[Tnode] = weakref.WeakSet()
+        """Nodes declared by :meth:`use_host_memory`."""
+        self._placed: weakref.WeakSet[Tnode] = weakref.WeakSet()
+        """Nodes that got a buffer from this backend (too late to declare them)."""
         self._stream_ids = itertools.count()
         self.copies = 0
         """Host<->device and device<->device copies scheduled so far (for tests and debugging)."""
@@ -404,15 +465,122 @@ class Backend:
 
     # ---- contexts ----
 
-    def make_context(self, stream: Stream) -> Context:
-        """A context on ``stream`` without a parent."""
-        self._check_device(stream.device)
-        return Context(self, stream, None, {})
+    def make_context(
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None = None
+    ) -> Context:
+        """A context on ``stream`` without a parent, holding ``ctx_arrays`` (none by default).
 
-    def make_child(self, ctx: Context) -> Context:
-        """A context with ``ctx``'s stream and buffers, and ``ctx`` as its parent."""
+        A given buffer is the node's buffer as it is (what the context it came from left in
+        it, or zeros for a fresh one): linking uploads nothing into it, not even for a hosted
+        node. Synchronization is tracked per node and buffer, so contexts sharing a buffer on
+        different streams are ordered as usual.
+
+        Raises:
+            UsageError: ``stream`` is not a stream of this backend, or a given buffer is not a
+                :class:`Buffer` of the stream's device, is smaller than its node, or is not
+                aligned to the node's element size.
+        """
+        self._check_stream(stream, "make_context")
+        locs, given = self._given_buffers(stream, ctx_arrays, "make_context")
+        return Context(self, stream, None, locs, given=given)
+
+    def make_child(self, ctx: Context, ctx_arrays: Mapping[Tnode, Buffer] | None = None) -> Context:
+        """A context with ``ctx``'s stream and ``ctx`` as its parent; its buffers are
+        ``ctx_arrays`` when given (replacing the parent's, as in the seed), else the parent's.
+
+        Raises:
+            UsageError: as :meth:`make_context`.
+        """
         self._check_context(ctx, "make_child")
-        return Context(self, ctx.stream, ctx, ctx.buffers)
+        if ctx_arrays is None:
+            return Context(self, ctx.stream, ctx, ctx.buffers)
+        locs, given = self._given_buffers(ctx.stream, ctx_arrays, "make_child")
+        return Context(self, ctx.stream, ctx, locs, given=given)
+
+    def _check_stream(self, stream: Stream, what: str) -> None:
+        if not isinstance(stream, Stream):
+            raise UsageError(
+                f"{what}: expected a Stream of backend {self.name}, got {stream!r} "
+                f"({type(stream).__name__})"
+            )
+        self._check_device(stream.device)
+
+    def _given_buffers(
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None, what: str
+    ) -> tuple[dict[Tnode, BufferLoc], list[Buffer]]:
+        if ctx_arrays is None:
+            return {}, []
+        if not isinstance(ctx_arrays, Mapping):
+            raise UsageError(
+                f"{what}: ctx_arrays must map nodes to Buffers, got {type(ctx_arrays).__name__}"
+            )
+        locs: dict[Tnode, BufferLoc] = {}
+        for tn, buf in ctx_arrays.items():
+            if not isinstance(tn, Tnode) or not isinstance(buf, Buffer):
+                raise UsageError(
+                    f"{what}: ctx_arrays must map Tnodes to Buffers (from alloc_buffer or a "
+                    f"context's ctx_arrays), got {tn!r}: {buf!r}"
+                )
+            if buf.device is not stream.device:
+                raise UsageError(
+                    f"{what}: the buffer of node {tn.debug_label} is on {buf.device!r}, not on "
+                    f"the stream's device {stream.device!r} ({stream.name})"
+                )
+            if buf.size_in_bytes < tn.size_in_bytes:
+                raise UsageError(
+                    f"{what}: node {tn.debug_label} needs {tn.size_in_bytes} bytes, its buffer "
+                    f"has {buf.size_in_bytes} ({stream.name})"
+                )
+            if buf.loc.offset % max(tn.prec.byte_size, 1):
+                raise UsageError(
+                    f"{what}: the buffer of node {tn.debug_label} starts at byte offset "
+                    f"{buf.loc.offset}, not a multiple of its element size {tn.prec.byte_size}"
+                )
+            locs[tn] = buf.loc
+        self._placed.update(locs)
+        return locs, list(ctx_arrays.values())
+
+    def alloc_buffer(
+        self, size_in_bytes: int, stream: Stream, old_buffer: Buffer | None = None
+    ) -> Buffer:
+        """A buffer of at least ``size_in_bytes`` on ``stream``'s device: ``old_buffer``
+        itself when it is on that device and large enough (its contents kept), else a new,
+        zero-filled one (the old one is then released once nothing uses it). Counted by
+        :meth:`get_used_memory` while it lives.
+
+        Raises:
+            UsageError: ``size_in_bytes`` is not a non-negative integer, ``stream`` is not a
+                stream of this backend, or ``old_buffer`` is not a :class:`Buffer`.
+        """
+        self._check_stream(stream, "alloc_buffer")
+        if isinstance(size_in_bytes, bool) or not isinstance(size_in_bytes, (int, np.integer)):
+            raise UsageError(
+                f"alloc_buffer: size_in_bytes must be an integer, got {size_in_bytes!r}"
+            )
+        if size_in_bytes < 0:
+            raise UsageError(f"alloc_buffer: size_in_bytes must be >= 0, got {size_in_bytes}")
+        dev = stream.device
+        if old_buffer is not None:
+            if not isinstance(old_buffer, Buffer):
+                raise UsageError(f"alloc_buffer: old_buffer must be a Buffer, got {old_buffer!r}")
+            if old_buffer.device is dev and old_buffer.size_in_bytes >= size_in_bytes:
+                return old_buffer
+        pool = dev.slab.alloc_pool(int(size_in_bytes))
+        buf = Buffer(dev, BufferLoc(pool, 0), int(size_in_bytes), None)
+        weakref.finalize(buf, _free_pools, dev, frozenset([pool]))
+        return buf
+
+    def alloc_zero_init_array(self, prec: Prec, dims: Sequence[int], stream: Stream) -> Buffer:
+        """A new zero-filled buffer for an array of ``prec`` and ``dims`` (the seed's
+        ``alloc_zero_init_array``).
+
+        Raises:
+            UsageError: as :meth:`alloc_buffer`, or ``prec`` is not a precision.
+        """
+        if not isinstance(prec, Prec):
+            raise UsageError(f"alloc_zero_init_array: prec must be a Prec, got {prec!r}")
+        nbytes = prec.byte_size * int(np.prod([int(d) for d in dims], dtype=np.int64))
+        return self.alloc_buffer(nbytes, stream)
 
     # ---- compiling and linking ----
 
@@ -427,6 +595,8 @@ class Backend:
         Raises:
             UsageError: unbound static symbols, a precision the backend does not support, or
                 other invalid computations.
+            MemoryModeError: the computation writes a ``Hosted(Constant)`` or
+                ``Hosted(Volatile)`` node (see :func:`check_host_memory_types`).
             CompileError: the native compiler failed.
         """
         self._check_live()
@@ -436,38 +606,69 @@ class Backend:
         opt = optimize(llc, name=name, static_symbols=tuple(bindings))
         opt = with_static_ranges(opt, llc, tuple(bindings))
         self._check_precs(opt)
+        check_host_memory_types(opt)
         kind = self.runtime.code_kind()
         code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes, kind)
         self._write_debug(code)
         return code
 
+    @overload
     def compile_batch(
         self,
         comps: Sequence[Comp | Assignment],
         names: Sequence[str],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code]: ...
+    @overload
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment | None],
+        names: Sequence[str | None],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code | None]: ...
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment | None],
+        names: Sequence[str | None],
         bindings: Sequence[StaticSymbol] = (),
-    ) -> list[Code]:
+    ) -> list[Code] | list[Code | None]:
         """Compile several computations that will run in one context lineage: nodes several of
-        them touch are never virtual or local."""
+        them touch are never virtual or local.
+
+        As in the seed, entries are optional: a ``None`` computation gives a ``None`` code at
+        its position (its name may be ``None`` too), so a batch keeps the positions of a
+        caller's table; :meth:`link_batch` passes ``None`` codes through as ``None`` routines.
+
+        Raises:
+            UsageError: ``comps`` and ``names`` differ in length, a computation has no name,
+                or any error of :meth:`compile`.
+            MemoryModeError: a computation writes a hosted node that must not change on
+                devices (see :func:`check_host_memory_types`).
+        """
         self._check_live()
         if len(comps) != len(names):
             raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
-        for comp, name in zip(comps, names):
+        present = [k for k, comp in enumerate(comps) if comp is not None]
+        for k in present:
+            comp, name = comps[k], names[k]
+            if name is None:
+                raise UsageError(f"compile_batch: entry {k} has a computation but no name")
             check_compile_args(comp, name, bindings)
-        cs = [Comp.of(c) for c in comps]
+        cs = [Comp.of(comps[k]) for k in present]  # type: ignore[arg-type]
         llcs = [lower(c) for c in cs]
-        opts = optimize_batch(llcs, list(names), tuple(bindings))
+        given = [names[k] for k in present]
+        opts = optimize_batch(llcs, given, tuple(bindings))  # type: ignore[arg-type]
         opts = [with_static_ranges(o, llc, tuple(bindings)) for o, llc in zip(opts, llcs)]
         for o in opts:
             self._check_precs(o)
-        natives = self.runtime.compile_batch(opts)
+            check_host_memory_types(o)
+        natives = self.runtime.compile_batch(opts) if opts else []
         kind = self.runtime.code_kind()
-        codes = [
-            Code(n, o, nat, c.embedded_nodes, kind)
-            for n, o, nat, c in zip(names, opts, natives, cs)
-        ]
-        for code in codes:
+        codes: list[Code | None] = [None] * len(comps)
+        for k, o, nat, c in zip(present, opts, natives, cs):
+            code = Code(o.name, o, nat, c.embedded_nodes, kind)
             self._write_debug(code)
+            codes[k] = code
         return codes
 
     def _write_debug(self, code: Code) -> None:
@@ -522,11 +723,22 @@ class Backend:
         )
         return Routine(self, child, code, run)
 
-    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]:
+    @overload
+    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]: ...
+    @overload
+    def link_batch(self, ctx: Context, codes: Sequence[Code | None]) -> list[Routine | None]: ...
+    def link_batch(
+        self, ctx: Context, codes: Sequence[Code | None]
+    ) -> list[Routine] | list[Routine | None]:
         """Link several codes in a chain: each routine's context is the child of the previous
-        one's, so later routines see earlier routines' buffers."""
-        routines = []
+        one's, so later routines see earlier routines' buffers. A ``None`` code (an absent
+        entry of :meth:`compile_batch`) gives a ``None`` routine and leaves the chain as it
+        is."""
+        routines: list[Routine | None] = []
         for code in codes:
+            if code is None:
+                routines.append(None)
+                continue
             r = self.link(ctx, code)
             routines.append(r)
             ctx = r.context
@@ -545,6 +757,11 @@ class Backend:
                     f"routine of this context, or make it hosted"
                 )
         buffers = dict(ctx.buffers)
+        on_host = [tn for tn in new if tn in self._host_memory_nodes]
+        for tn in on_host:
+            buffers[tn] = self._host_memory_loc(dev, tn, f"link {code.name}")
+        self._placed.update(new)
+        new = [tn for tn in new if tn not in self._host_memory_nodes]
         shared = [tn for tn in new if tn.potentially_cross_stream()]
         private = [tn for tn in new if not tn.potentially_cross_stream()]
         pools: list[int] = []
@@ -571,6 +788,77 @@ class Backend:
         if pools is not None:
             pools.extend(ids)
         return [BufferLoc(ids[seg], off) for seg, off in plan.placements]
+
+    # ---- host memory (the seed's use_host_memory) ----
+
+    def use_host_memory(self, tn: Tnode) -> None:
+        """Declare that routines of this backend compute on ``tn``'s host array directly: its
+        buffer in every context is the host array itself, so nothing is copied in or out
+        (``from_host`` and ``to_host`` copy nothing and return True). Ordering is kept as for
+        any buffer: ``get_values()`` waits for the routines writing the node, ``set_values()``
+        for those reading or writing it, and other streams wait as usual. Routines keep
+        computing on the array that was the host array when the node was first linked.
+
+        Raises:
+            UsageError: the backend cannot (``capabilities.use_host_memory`` is False: its
+                device memory is not host memory), ``tn`` is not hosted, its sharing is
+                ``Per_stream`` (one host array cannot be a buffer per stream), or it already
+                has a buffer from this backend (declare before linking).
+        """
+        self._check_live()
+        if not isinstance(tn, Tnode):
+            raise UsageError(f"use_host_memory: expected a Tnode, got {tn!r}")
+        if not self.capabilities.use_host_memory:
+            raise UsageError(
+                f"use_host_memory: backend {self.name} cannot compute on host arrays directly "
+                f"(its device memory is not host memory); node {tn.debug_label} is copied by "
+                f"from_host and to_host"
+            )
+        if not tn.is_hosted():
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} is not hosted (memory mode "
+                f"{tn.memory_mode}); create it with hosted=True"
+            )
+        if tn.sharing is mm.Sharing.Per_stream:
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} has sharing Per_stream, but its one "
+                f"host array cannot be a buffer per stream"
+            )
+        if tn in self._placed and tn not in self._host_memory_nodes:
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} already has a buffer on backend "
+                f"{self.name}; declare it before linking a routine that uses it"
+            )
+        self._host_memory_nodes.add(tn)
+
+    def _host_memory_loc(self, dev: Device, tn: Tnode, what: str) -> BufferLoc:
+        loc = dev.host_memory.get(tn)
+        if loc is not None:
+            return loc
+        if tn.sharing is mm.Sharing.Per_stream:
+            raise UsageError(
+                f"{what}: node {tn.debug_label} was declared use_host_memory but now has "
+                f"sharing Per_stream (backend {self.name})"
+            )
+        arr = self._check_host_array(tn, what)
+        mem = self.runtime.host_buffer(dev.ordinal, arr)
+        if mem is None:
+            raise UsageError(
+                f"{what}: device {dev.ordinal} of backend {self.name} cannot compute on the "
+                f"host array of node {tn.debug_label}"
+            )
+        with dev.lock:
+            loc = dev.host_memory.get(tn)
+            if loc is None:
+                loc = dev.host_memory[tn] = BufferLoc(dev.slab.adopt_pool(mem), 0)
+        hazards.mark_fresh(tn, dev.id, loc)
+        return loc
+
+    @staticmethod
+    def _on_host(ctx: Context, tn: Tnode) -> bool:
+        """Whether ``tn``'s buffer in ``ctx`` is its host array."""
+        loc = ctx.device.host_memory.get(tn)
+        return loc is not None and ctx.buffers.get(tn) == loc
 
     # ---- transfers ----
 
@@ -653,6 +941,9 @@ class Backend:
         self._check_host_array(tn, "from_host")
         if hazards.is_fresh(tn, ctx.device.id, ctx.buffers[tn]):
             return True
+        if self._on_host(ctx, tn):  # the buffer is the host array: nothing to copy
+            hazards.mark_fresh(tn, ctx.device.id, ctx.buffers[tn])
+            return True
         self._upload(ctx, tn)
         return True
 
@@ -668,6 +959,8 @@ class Backend:
             return False
         arr = self._check_host_array(tn, "to_host")
         stream, dev, loc = ctx.stream, ctx.device, ctx.buffers[tn]
+        if self._on_host(ctx, tn):  # the buffer is the host array: get_values waits for it
+            return True
         key = (tn.id, loc)
         dev.hazards.order_read(stream, key)
         hazards.order_download(tn, stream)  # transfers of the host array land in request order
@@ -714,6 +1007,10 @@ class Backend:
             event = queue.all_work()
             dst.device.hazards.record(stream, event, writes=[dst_key])
             src_dev.hazards.record(stream, event, reads=[src_key])
+            if self._on_host(src, tn):
+                hazards.record_host_access(tn, stream, event, writes=False)
+            if self._on_host(dst, tn):
+                hazards.record_host_access(tn, stream, event, writes=True)
             if tn.is_hosted():  # the destination now holds what the source held
                 if hazards.is_fresh(tn, src_dev.id, src_loc):
                     hazards.mark_fresh(tn, dst.device.id, dst_loc)
@@ -722,8 +1019,15 @@ class Backend:
             return True
         stream.merge_node = tn
         dst.device.hazards.drop_view(stream)
-        if into_merge_buffer is MergeMode.Copy or dst.device is not src_dev:
-            self._merge_copy(stream, tn, src_loc, src_dev)
+        # A host array (use_host_memory) can change under a view: its merge is a copy.
+        if (
+            into_merge_buffer is MergeMode.Copy
+            or dst.device is not src_dev
+            or self._on_host(src, tn)
+        ):
+            event = self._merge_copy(stream, tn, src_loc, src_dev)
+            if self._on_host(src, tn):
+                hazards.record_host_access(tn, stream, event, writes=False)
             return True
         # Streaming: the merge buffer is the source's buffer. Routines reading it count as
         # readers of that buffer, and a write to it first gives the merge buffer a copy.
@@ -766,6 +1070,25 @@ class Backend:
     def is_idle(self, stream: Stream) -> bool:
         """Whether ``stream`` has no queued or running work."""
         return stream.queue.is_idle()
+
+    def synchronize(self, device: Device) -> None:
+        """Block until every stream of ``device`` is idle (seed 004's device-wide
+        ``synchronize``). Every stream is waited for even when one has failed.
+
+        Raises:
+            UsageError: ``device`` is not a device of this backend.
+            StreamError: a stream of the device failed (the first such error; the others are
+                raised again by their streams' next calls).
+        """
+        self._check_device(device)
+        first: BaseException | None = None
+        for stream in list(device.streams):
+            try:
+                stream.queue.await_idle()
+            except StreamError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
     # ---- tasks of other packages (arrayjit-distributed's collectives) ----
 
@@ -811,13 +1134,23 @@ class Backend:
         for tn in writes:
             if tn.is_hosted():
                 hazards.mark_only_fresh(tn, dev.id, ctx.buffers[tn])
+        for tn in {*reads, *writes}:
+            if self._on_host(ctx, tn):
+                hazards.record_host_access(tn, stream, event, writes=tn in writes)
         return event
 
     # ---- memory and debugging ----
 
     def get_used_memory(self, device: Device) -> int:
-        """Bytes of live buffers on ``device`` (pools and merge buffers)."""
-        return device.slab.used_bytes + sum(s.merge_capacity for s in device.streams)
+        """Bytes of live buffers on ``device``: pools, buffers from :meth:`alloc_buffer`,
+        merge buffers and the runtime's kernel scratch (an upper bound of the memory used
+        for arrays, as the seed asks; host arrays used by :meth:`use_host_memory` are the
+        user's and not counted)."""
+        return (
+            device.slab.used_bytes
+            + sum(s.merge_capacity for s in device.streams)
+            + self.runtime.scratch_bytes(device.ordinal)
+        )
 
     def get_debug_info(self, stream: Stream) -> dict[str, Any]:
         """Per-stream state."""
@@ -841,6 +1174,45 @@ class Backend:
         return f"<Backend {self.name}>"
 
 
+PROV_WRITTEN_ON_DEVICE = 60
+"""Provenance of the ``Hosted(Changed_on_devices)`` refinement a routine writing a hosted node
+makes (see :func:`check_host_memory_types`)."""
+
+
+def check_host_memory_types(opt: Optimized) -> None:
+    """Enforce the seed's host memory types on the hosted nodes a routine writes.
+
+    ``Constant`` never changes after initialization and ``Volatile`` changes only on the host
+    (reaching devices by ``from_host``, then maybe ``device_to_device``): a routine writing
+    either is refused. Any other hosted node a routine writes changes on devices, so its type is
+    refined to ``Changed_on_devices`` (keeping its sharing), as the seed's lattice says.
+
+    Raises:
+        MemoryModeError: the routine writes a ``Hosted(Constant)`` or ``Hosted(Volatile)`` node
+            (the message names the node and the routine).
+    """
+    for tn in opt.outputs:
+        mode = tn.memory_mode
+        if not isinstance(mode, mm.Hosted):
+            continue
+        if isinstance(mode.memory_type, (mm.Constant, mm.Volatile)):
+            meaning = (
+                "never changes after initialization"
+                if isinstance(mode.memory_type, mm.Constant)
+                else "changes only on the host (reaching devices by from_host)"
+            )
+            raise MemoryModeError(
+                f"routine {opt.name} writes node {tn.debug_label}, whose memory mode {mode} "
+                f"(provenance {tn.memory_mode_provenance}) says it {meaning}"
+            )
+        try:
+            tn.update_memory_mode(mm.Hosted(mm.Changed_on_devices()), PROV_WRITTEN_ON_DEVICE)
+        except MemoryModeError as exc:
+            raise MemoryModeError(
+                f"routine {opt.name} writes node {tn.debug_label}: {exc}"
+            ) from None
+
+
 def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
     """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
     return Backend(CpuDevices(full_name, scheduler_prefix, no_device))
@@ -849,6 +1221,7 @@ def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceB
 __all__ = [
     "Backend",
     "Bindings",
+    "Buffer",
     "Capabilities",
     "Code",
     "Config",
@@ -857,5 +1230,6 @@ __all__ = [
     "MergeMode",
     "Routine",
     "Stream",
+    "check_host_memory_types",
     "make_cpu_backend",
 ]
