@@ -16,7 +16,7 @@ from arrayjit_ir import ir, lower, optimize
 from arrayjit_tnode import CompileError, Prec, Tnode
 
 pytest.importorskip("pyopencl")
-from arrayjit_backend_opencl.runtime import OpenclDevices, find_platform
+from arrayjit_backend_opencl.runtime import ClCode, OpenclDevices, find_platform
 
 if isinstance(find_platform(), str):
     pytest.skip(f"no OpenCL platform: {find_platform()}", allow_module_level=True)
@@ -110,9 +110,9 @@ def test_warm_cache_builds_nothing(backend: Any, monkeypatch: pytest.MonkeyPatch
     builds: list[str] = []
     real = OpenclDevices._build
 
-    def counting(self: Any, rendered: Any, device: Any, optimized: Any) -> bytes:
-        builds.append(optimized.name)
-        return real(self, rendered, device, optimized)
+    def counting(self: Any, code: Any, ordinal: int) -> bytes:
+        builds.append(code.name)
+        return real(self, code, ordinal)
 
     monkeypatch.setattr(OpenclDevices, "_build", counting)
     fresh = fresh_backend("opencl")
@@ -129,7 +129,7 @@ def test_build_failure_raises_compile_error_with_log(backend: Any) -> None:
     opt = optimize(lower(ir.unop(y, "exp", x)), name="broken")
     bad = GpuProgram("__kernel void k(void) { this is not OpenCL }", (), None, ())  # type: ignore[arg-type]
     with pytest.raises(CompileError, match=r"OpenCL failed to build routine broken on") as info:
-        runtime._build(bad, runtime.devices[0], opt)
+        runtime._build(ClCode(opt.name, bad), 0)
     assert "error" in info.value.output.lower()
     assert (
         info.value.source_path and "this is not OpenCL" in Path(info.value.source_path).read_text()
