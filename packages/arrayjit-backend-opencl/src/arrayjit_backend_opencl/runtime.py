@@ -298,8 +298,7 @@ class OpenclDevices(DeviceBackend):
                 if from_cache:  # the cache discards it with a warning and builds from source
                     raise ValueError(f"the OpenCL driver rejects its binary: {exc}") from exc
                 raise CompileError(
-                    f"OpenCL rejects the binary it built for routine {code.name} on "
-                    f"{device.name}",
+                    f"OpenCL rejects the binary it built for routine {code.name} on {device.name}",
                     str(exc),
                 ) from exc
 
