@@ -11,8 +11,10 @@
   host reads and writes waiting for it.
 - Precisions: all but uint4x32; double only with ``cl_khr_fp64``; half, bfloat16 and fp8 are
   stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.render`).
-- Code: one program per routine, built per device through the shared compile cache (program
-  binaries; pyopencl's own cache is bypassed); kernel objects are made once per link with their
+- Code: one program per routine and device (device 0's built by ``compile``, another's at the
+  routine's first link on it), through the shared compile cache (program binaries keyed by the
+  device's identity, so identical devices share them; pyopencl's own cache is bypassed);
+  kernel objects are made once per link, from the program of the context's device, with their
   buffer arguments set once; a run sets the merge buffer and static indices and enqueues the
   kernels.
 """
