@@ -20,7 +20,7 @@ def device_skips(junit_xml: str) -> list[str]:
     found = []
     for case in ET.parse(junit_xml).getroot().iter("testcase"):
         for skipped in case.iter("skipped"):
-            reason = f"{skipped.get('message', '')} {skipped.text or ''}"
+            reason = skipped.get("message") or skipped.text or ""
             if NEED_DEVICES.search(reason):
                 found.append(f"{case.get('classname')}::{case.get('name')}: {reason.strip()}")
     return found
