@@ -29,6 +29,7 @@ class CudaSyntax(GpuSyntax):
     group_id = "blockIdx.x"
     barrier = "__syncthreads();"
     index_type = "long long"
+    helper_qualifier: ClassVar[str] = "__device__ inline"
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "__half"}
 
     def buffer_params(self, name: str, ctype: str) -> list[str]:
