@@ -187,7 +187,9 @@ def stored(values: Sequence[float], prec: str) -> np.ndarray:
 # ---- running ------------------------------------------------------------------------------------
 
 
-def run(backend: Any, comp: Any, inputs: dict[Tnode, np.ndarray], outputs: Sequence[Tnode]) -> list[list[Any]]:
+def run(
+    backend: Any, comp: Any, inputs: dict[Tnode, np.ndarray], outputs: Sequence[Tnode]
+) -> list[list[Any]]:
     """Set ``inputs``, compile, link and run ``comp`` once; the outputs' values as Python
     numbers."""
     for tn, v in inputs.items():
@@ -202,7 +204,9 @@ def run(backend: Any, comp: Any, inputs: dict[Tnode, np.ndarray], outputs: Seque
     return result
 
 
-def mismatches(what: str, args: Sequence[Any], got: Sequence[Any], want: Sequence[Any]) -> list[str]:
+def mismatches(
+    what: str, args: Sequence[Any], got: Sequence[Any], want: Sequence[Any]
+) -> list[str]:
     """Lines naming every input whose result differs (at most five)."""
     bad = [
         f"{what}{a} = {g}, expected {w}"
@@ -299,10 +303,14 @@ def test_integer_unops(backend: Any, prec: str) -> None:
         inputs[xi] = int_array(args, prec)
         stmts.append(ir.unop(yi, op, xi))
         cases[op] = (yi, args)
-    results = run(backend, ir.block(*stmts), inputs, [*outs.values(), *(c[0] for c in cases.values())])
+    results = run(
+        backend, ir.block(*stmts), inputs, [*outs.values(), *(c[0] for c in cases.values())]
+    )
     failures: list[str] = []
     for (op, fn), g in zip(INT_UNOPS.items(), results):
-        failures += mismatches(f"{prec} {op}", [(v,) for v in vals], g, [wrap(fn(v), prec) for v in vals])
+        failures += mismatches(
+            f"{prec} {op}", [(v,) for v in vals], g, [wrap(fn(v), prec) for v in vals]
+        )
     for (op, (_, args)), g in zip(cases.items(), results[len(INT_UNOPS) :]):
         fn = FLOAT_UNOPS[op][0]
         want = [saturate(fn(float(v)), prec) for v in args]
@@ -338,7 +346,9 @@ def test_float_constants_to_int(backend: Any) -> None:
     got = run(backend, comp, {}, list(outs.values()))
     failures: list[str] = []
     for p, g in zip(outs, got):
-        failures += mismatches(f"constant -> {p} of ", [(v,) for v in vals], g, [saturate(v, p) for v in vals])
+        failures += mismatches(
+            f"constant -> {p} of ", [(v,) for v in vals], g, [saturate(v, p) for v in vals]
+        )
     check(failures)
 
 
@@ -354,7 +364,9 @@ def test_int_to_int_conversion(backend: Any, src: str) -> None:
     got = run(backend, comp, {x: int_array(vals, src)}, list(outs.values()))
     failures: list[str] = []
     for p, g in zip(outs, got):
-        failures += mismatches(f"{src} -> {p} of ", [(v,) for v in vals], g, [wrap(v, p) for v in vals])
+        failures += mismatches(
+            f"{src} -> {p} of ", [(v,) for v in vals], g, [wrap(v, p) for v in vals]
+        )
     check(failures)
 
 
@@ -368,12 +380,15 @@ def test_integer_reductions_wrap(backend: Any, prec: str) -> None:
     rows, cols = 2, 1 << 12  # vectorized reduction loops (the interpreter is slow)
     dtype = np.int64 if lo < 0 else np.uint64
     # Odd values, so that products do not become 0 after 64 factors.
-    vals = [[int(v) | 1 for v in rng.integers(lo // 2, hi // 2, cols, dtype=dtype)] for _ in range(rows)]
+    vals = [
+        [int(v) | 1 for v in rng.integers(lo // 2, hi // 2, cols, dtype=dtype)] for _ in range(rows)
+    ]
     vals[0][:3] = [hi, hi, lo | 1]
     x = hosted((rows, cols), "x", prec)
     outs = {op: hosted((rows,), f"r_{op}", prec) for op in ("add", "mul", "max", "min")}
     comp = ir.block(*(ir.accum(y, op, x, spec="ij->i") for op, y in outs.items()))
     got = run(backend, comp, {x: np.array(vals, dtype=HOST_DTYPES[prec])}, list(outs.values()))
+
     def wrapping_product(row: list[int]) -> int:
         p = 1
         for v in row:
@@ -388,5 +403,10 @@ def test_integer_reductions_wrap(backend: Any, prec: str) -> None:
     }
     failures: list[str] = []
     for (op, fn), g in zip(folds.items(), got):
-        failures += mismatches(f"{prec} {op}-reduction of row ", list(range(rows)), g, [wrap(fn(r), prec) for r in vals])
+        failures += mismatches(
+            f"{prec} {op}-reduction of row ",
+            list(range(rows)),
+            g,
+            [wrap(fn(r), prec) for r in vals],
+        )
     check(failures)

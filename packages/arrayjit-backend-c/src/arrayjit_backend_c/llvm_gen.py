@@ -7,7 +7,8 @@ float and round to nearest-even when stored); ``where``'s condition in its own n
 integers wrap; integer division and remainder by zero give 0 (and ``x / -1`` is ``-x``, never a
 trap); a float converted to an integer saturates (``llvm.fptosi.sat``/``llvm.fptoui.sat``: NaN
 gives 0, values beyond the range its nearest end, others truncate toward zero), as integer ops
-computed in double do. Float arithmetic is IEEE (no fast-math flags), math functions are LLVM intrinsics.
+computed in double do. Float arithmetic is IEEE (no fast-math flags), math functions are LLVM
+intrinsics.
 
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.c_syntax.
