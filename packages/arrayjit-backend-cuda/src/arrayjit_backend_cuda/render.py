@@ -61,7 +61,7 @@ class CudaSyntax(GpuSyntax):
             frexp="frexpf",
             rint="rintf",
         )
-        return "#include <cstdint>\n#include <cuda_fp16.h>\n" + helpers
+        return "#include <cstdint>\n#include <cuda_fp16.h>\n" + helpers + self.int_conversions()
 
 
 def nvcc_path() -> str | None:

@@ -288,10 +288,14 @@ class GpuSyntax(CSyntax):
     """How the dialect declares its helper functions."""
 
     def program_prelude(self) -> str:
-        """Type names and helpers the kernels use (the saturating float-to-integer conversions
-        after the dialect's own prelude, which names the integer types)."""
+        """Type names and helpers the kernels use."""
+        return self.prelude
+
+    def int_conversions(self) -> str:
+        """The saturating float-to-integer helpers, for the dialect's prelude (after the integer
+        type names; from double only where the device has it)."""
         sources = ("float", "double") if self.fp64 else ("float",)
-        return self.prelude + float_to_int_helpers(self.helper_qualifier, sources)
+        return float_to_int_helpers(self.helper_qualifier, sources)
 
     # Conversions of bfloat16 and fp8 (E5M2) to and from float, in the dialect's builtins:
     # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions.
