@@ -562,7 +562,7 @@ class CSyntax:
             match op:
                 case ops.Binop.div if signed:  # -x in unsigned arithmetic: it wraps, no trap
                     return (
-                        f"(({y}) == 0 ? ({ct})0 : ({y}) == -1 ? ({ct})(0 - (u{ct}){x}) : "
+                        f"(({y}) == 0 ? ({ct})0 : ({y}) == -1 ? ({ct})(0 - (u{ct})({x})) : "
                         f"({ct})({x} / {y}))"
                     )
                 case ops.Binop.mod if signed:
