@@ -239,21 +239,26 @@ BINOPS: dict[str, Callable[[int, int], int]] = {
 
 @pytest.mark.parametrize("prec", INT_PRECS)
 def test_integer_binops(backend: Any, prec: str) -> None:
-    """Wrapping add, sub, mul; truncating div and mod with INT_MIN / -1 and x / 0; max, min;
-    over every pair of special values."""
+    """Wrapping add, sub, mul and fma; truncating div and mod with INT_MIN / -1 and x / 0; max,
+    min; over every pair of special values."""
     require_precs(backend, prec)
     vals = int_values(prec)
     pairs = [(a, b) for a in vals for b in vals]
     n = len(pairs)
     a, b = hosted((n,), "a", prec), hosted((n,), "b", prec)
     outs = {op: hosted((n,), f"y_{op}", prec) for op in BINOPS}
-    comp = ir.block(*(ir.binop(y, op, a, b) for op, y in outs.items()))
+    fma = hosted((n,), "y_fma", prec)
+    comp = ir.block(
+        *(ir.binop(y, op, a, b) for op, y in outs.items()), ir.ternop(fma, "fma", a, b, a)
+    )
     inputs = {a: int_array([p[0] for p in pairs], prec), b: int_array([p[1] for p in pairs], prec)}
-    got = run(backend, comp, inputs, list(outs.values()))
+    *got, got_fma = run(backend, comp, inputs, [*outs.values(), fma])
     failures: list[str] = []
     for (op, fn), g in zip(BINOPS.items(), got):
         want = [wrap(fn(x, y), prec) for x, y in pairs]
         failures += mismatches(f"{prec} {op}", pairs, g, want)
+    want = [wrap(x * y + x, prec) for x, y in pairs]
+    failures += mismatches(f"{prec} fma(a, b, a) of ", pairs, got_fma, want)
     check(failures)
 
 
