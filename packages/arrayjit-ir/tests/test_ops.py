@@ -86,6 +86,41 @@ def test_integer_overflow_wraps() -> None:
     assert ops.apply_binop(Binop.add, big, np.int32(1), I32).tolist() == [-(2**31)]
 
 
+def test_integer_division_edge_cases() -> None:
+    """INT_MIN / -1 wraps to INT_MIN, INT_MIN % -1 is 0, and INT_MIN as either operand
+    truncates toward zero (abs(INT_MIN) is negative in int32: no shortcut through it)."""
+    lo = -(2**31)
+    a = np.array([lo, lo, 1, lo, lo, 7], dtype=np.int32)
+    b = np.array([-1, 2, lo, 3, lo, lo], dtype=np.int32)
+    assert ops.apply_binop(Binop.div, a, b, I32).tolist() == [lo, lo // 2, 0, -715827882, 1, 0]
+    assert ops.apply_binop(Binop.mod, a, b, I32).tolist() == [0, 0, 1, -2, 0, 7]
+    assert ops.apply_unop(Unop.recip, np.array([lo, -1], np.int32), I32).tolist() == [0, -1]
+    assert ops.apply_unop(Unop.neg, np.array([lo], np.int32), I32).tolist() == [lo]
+
+
+def test_float_to_int_saturates() -> None:
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -2.5, 2.0**63, 2.0**64, -0.5, 255.9])
+    u64, i32 = np.dtype(np.uint64), np.dtype(np.int32)
+    top, top32 = 2**64 - 1, 2**31 - 1
+    assert ops.float_to_int(x, u64).tolist() == [0, top, 0, 3 * 10**9, 0, 2**63, top, 0, 255]
+    assert ops.float_to_int(x, i32).tolist() == [
+        0,
+        top32,
+        -(2**31),
+        top32,
+        -2,
+        top32,
+        top32,
+        0,
+        255,
+    ]
+    assert ops.float_to_int(x, np.dtype(np.uint8)).tolist()[-2:] == [0, 255]
+    # Integer math computed in double converts its result by the same rule.
+    assert ops.apply_binop(Binop.pow, np.int32(2), np.int32(40), I32) == 2**31 - 1
+    assert ops.apply_unop(Unop.log, np.int32(0), I32) == -(2**31)
+    assert ops.apply_unop(Unop.sqrt, np.int32(-4), I32) == 0
+
+
 def test_ternops() -> None:
     c = np.array([1, 0, 2], dtype=np.float64)
     x, y = np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 30.0])

@@ -5,8 +5,10 @@ The generated code computes what the shared C renderer's code computes
 is evaluated in the compute type of the node it is stored into (half, bfloat16 and fp8 compute in
 float and round to nearest-even when stored); ``where``'s condition in its own natural precision;
 integers wrap; integer division and remainder by zero give 0 (and ``x / -1`` is ``-x``, never a
-trap); a float converted to an integer is truncated toward zero through int64, non-finite values
-giving 0. Float arithmetic is IEEE (no fast-math flags), math functions are LLVM intrinsics.
+trap); a float converted to an integer saturates (``llvm.fptosi.sat``/``llvm.fptoui.sat``: NaN
+gives 0, values beyond the range its nearest end, others truncate toward zero), as integer ops
+computed in double do. Float arithmetic is IEEE (no fast-math flags), math functions are LLVM
+intrinsics.
 
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.c_syntax.
@@ -139,13 +141,12 @@ def _vec_literal(bits64: int) -> str:
 
 
 def _const(v: float, ty: _Ty) -> str:
-    if ty is _VEC:
-        return _vec_literal(int(v) if np.isfinite(v) else 0)
+    if ty is _VEC:  # through int64, as a float read into uint4x32
+        return _vec_literal(int(ops.float_to_int(v, np.dtype(np.int64))))
     if ty.is_float:
         return _fconst(v, ty)
-    if not np.isfinite(v):
-        return "0"
-    return _iconst(int(v), ty.bits)
+    dtype = np.dtype(f"{'i' if ty.signed else 'u'}{ty.bits // 8}")
+    return _iconst(int(ops.float_to_int(v, dtype)), ty.bits)
 
 
 # ---- conversion helpers, defined in the module when used (always inlined) ----
@@ -258,19 +259,6 @@ define internal i8 @aj_f32_to_fp8(float %f) #1 {
 }""",
 }
 
-for _ll, _sfx in (("float", "f32"), ("double", "f64")):
-    # C's cast through int64, pinned as the interpreter pins it: truncate toward zero,
-    # saturate, and give 0 for infinities and NaN.
-    _HELPERS[f"aj_{_sfx}_to_i64"] = f"""
-define internal i64 @aj_{_sfx}_to_i64({_ll} %x) #1 {{
-  %t = call i64 @llvm.fptosi.sat.i64.{_sfx}({_ll} %x)
-  %a = call {_ll} @llvm.fabs.{_sfx}({_ll} %x)
-  %fin = fcmp olt {_ll} %a, 0x7FF0000000000000
-  %r = select i1 %fin, i64 %t, i64 0
-  ret i64 %r
-}}"""
-
-
 # Threefry-4x32 (Salmon et al. 2011, the Random123 constants): rotation pairs by round mod 8 and
 # the key-schedule parity.
 _THREEFRY_ROTATIONS = ((10, 26), (11, 21), (13, 27), (23, 5), (6, 20), (17, 11), (25, 10), (18, 20))
@@ -326,14 +314,6 @@ _HELPER_INTRINSICS: dict[str, tuple[str, ...]] = {
     "aj_f32_to_fp8": (
         "declare float @llvm.fabs.f32(float)",
         "declare float @llvm.roundeven.f32(float)",
-    ),
-    "aj_f32_to_i64": (
-        "declare i64 @llvm.fptosi.sat.i64.f32(float)",
-        "declare float @llvm.fabs.f32(float)",
-    ),
-    "aj_f64_to_i64": (
-        "declare i64 @llvm.fptosi.sat.i64.f64(double)",
-        "declare double @llvm.fabs.f64(double)",
     ),
 }
 
@@ -629,8 +609,10 @@ class LlvmGen:
             return f.tmp(f"{'sext' if src.signed else 'zext'} {src.ll} {v} to {dst.ll}")
         if not src.is_float:
             return f.tmp(f"{'sitofp' if src.signed else 'uitofp'} {src.ll} {v} to {dst.ll}")
-        wide = self._call("i64", self._helper(f"aj_{src.suffix}_to_i64"), f"{src.ll} {v}")
-        return self.cast(wide, _I64, dst)
+        # The saturating rule of arrayjit_ir.ops.float_to_int is LLVM's saturating conversion.
+        fn = f"llvm.fpto{'s' if dst.signed else 'u'}i.sat.{dst.ll}.{src.suffix}"
+        self._decls[f"declare {dst.ll} @{fn}({src.ll})"] = None
+        return self._call(dst.ll, fn, f"{src.ll} {v}")
 
     def _bool(self, c: str, ty: _Ty) -> str:
         """An ``i1`` as 1 or 0 of type ``ty``."""

@@ -29,6 +29,7 @@ class CudaSyntax(GpuSyntax):
     group_id = "blockIdx.x"
     barrier = "__syncthreads();"
     index_type = "long long"
+    helper_qualifier: ClassVar[str] = "__device__ inline"
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "__half"}
 
     def buffer_params(self, name: str, ctype: str) -> list[str]:
@@ -60,7 +61,7 @@ class CudaSyntax(GpuSyntax):
             frexp="frexpf",
             rint="rintf",
         )
-        return "#include <cstdint>\n#include <cuda_fp16.h>\n" + helpers
+        return "#include <cstdint>\n#include <cuda_fp16.h>\n" + helpers + self.int_conversions()
 
 
 def nvcc_path() -> str | None:

@@ -73,7 +73,7 @@ class OpenclSyntax(GpuSyntax):
                 rint="rint",
             )
         )
-        return "\n".join(lines) + _HALF
+        return "\n".join(lines) + _HALF + self.int_conversions()
 
 
 __all__ = ["OpenclSyntax"]

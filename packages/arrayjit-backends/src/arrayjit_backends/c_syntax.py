@@ -7,7 +7,11 @@ stable order: the context nodes' buffers (by name), the merge buffer, then the s
 
 Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
 (half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
-Integer division and remainder by zero give 0, as in the reference interpreter. uint4x32 values
+Integer arithmetic wraps; integer division and remainder by zero give 0, and for signed types
+``x / -1`` is ``-x`` (wrapping) and ``x % -1`` is 0, as in the reference interpreter (C traps on
+``INT_MIN / -1``). A float converts to an integer by the saturating rule (NaN gives 0, values
+beyond the range its nearest end, others truncate toward zero: :func:`float_to_int_helpers`),
+integer ops computed in floating point too. uint4x32 values
 are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes lanes 0 and 1
 (its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32 condition is true when
 any lane is nonzero, and arithmetic other than threefry runs on lane 0 as uint64.
@@ -18,6 +22,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from typing import ClassVar
+
+import numpy as np
 
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -34,6 +40,48 @@ class KernelParams:
     buffers: tuple[Tnode, ...]
     merge_node: Tnode | None
     static_symbols: tuple[StaticSymbol, ...]
+
+
+_INT_CTYPES: dict[str, tuple[int, bool]] = {
+    "uint8_t": (8, False),
+    "uint16_t": (16, False),
+    "int32_t": (32, True),
+    "uint32_t": (32, False),
+    "int64_t": (64, True),
+    "uint64_t": (64, False),
+}
+"""The integer compute types (the renderers' names for them): width and signedness."""
+
+
+def int_literal(v: int, ctype: str) -> str:
+    """The C literal of the integer ``v`` (in ``ctype``'s range) as a ``ctype``."""
+    if v == -(1 << 63):
+        return f"(({ctype})(-0x7FFFFFFFFFFFFFFFLL - 1))"
+    return f"(({ctype}){v}{'ULL' if v >= 1 << 63 else 'LL'})"
+
+
+def float_to_int_helpers(qualifier: str, sources: tuple[str, ...] = ("float", "double")) -> str:
+    """C functions ``aj_<src>_to_<dst>(x)`` converting the float type ``src`` to each integer
+    compute type by the saturating rule of :func:`arrayjit_ir.ops.float_to_int`. The comparisons
+    use the range's bounds as powers of two, exact in every float type, so the final cast only
+    sees values C defines it on (a truncation toward zero that fits)."""
+    out = []
+    for src in sources:
+        f = "f" if src == "float" else ""
+        for dst, (bits, signed) in _INT_CTYPES.items():
+            if signed:
+                lo, hi = f"-0x1p{bits - 1}{f}", f"0x1p{bits - 1}{f}"
+                low = int_literal(-(1 << (bits - 1)), dst)
+                high = int_literal((1 << (bits - 1)) - 1, dst)
+                below = f"x <= {lo} ? {low}"
+            else:
+                hi, high = f"0x1p{bits}{f}", int_literal((1 << bits) - 1, dst)
+                below = f"x <= -1.0{f} ? ({dst})0"
+            out.append(
+                f"{qualifier} {dst} aj_{src}_to_{dst}({src} x) {{ return x != x ? ({dst})0 : "
+                f"{below} : x >= {hi} ? {high} : ({dst})x; }}"
+            )
+    return "\n".join(out) + "\n"
 
 
 PARALLEL_MIN_WORK = 1 << 15
@@ -240,7 +288,6 @@ class CSyntax:
     """Where integer ``pow`` and transcendental unary ops are computed."""
     prelude = (
         "#include <stdint.h>\n#include <math.h>\n"
-        "#define aj_finite_trunc(x) (isfinite(x) ? trunc(x) : 0)\n"
         "static inline float aj_bf16_to_f32(uint16_t b) { union { uint32_t u; float f; } v; "
         "v.u = (uint32_t)b << 16; return v.f; }\n"
         "static inline uint16_t aj_f32_to_bf16(float f) { union { uint32_t u; float f; } v; "
@@ -279,7 +326,7 @@ class CSyntax:
         "for (int i = 0; i < 4; ++i) x[i] += ks[(j + i) % 5]; x[3] += (uint32_t)j; }\n"
         "  }\n"
         "  aj_u4 out = {{x[0], x[1], x[2], x[3]}};\n  return out;\n}\n"
-    )
+    ) + float_to_int_helpers("static inline")
 
     def __init__(self) -> None:
         self._reset()
@@ -344,14 +391,16 @@ class CSyntax:
 
     def convert(self, text: str, src: Prec, dst: Prec) -> str:
         """A value of ``src``'s compute type as ``dst``'s compute type (C's cast, except for
-        uint4x32: see the module docstring)."""
+        floats to integers, which saturate, and uint4x32: see the module docstring)."""
         ct = self.compute_type(dst)
         if src is Prec.uint4x32:
             return text if dst is Prec.uint4x32 else f"(({ct})({text}).v[0])"
         if dst is Prec.uint4x32:
             if src.is_float:
-                text = f"aj_finite_trunc({text})"
+                text = f"aj_{self.compute_type(src)}_to_int64_t({text})"
             return f"aj_u4_of((uint64_t)(int64_t)({text}))"
+        if src.is_float and not dst.is_float:
+            return f"aj_{self.compute_type(src)}_to_{ct}({text})"
         return f"(({ct}){text})"
 
     def zero(self, prec: Prec) -> str:
@@ -424,6 +473,10 @@ class CSyntax:
     # ---- expressions ----
 
     def const(self, v: float, ctype: str) -> str:
+        if ctype in _INT_CTYPES:  # the saturating rule, applied here
+            bits, signed = _INT_CTYPES[ctype]
+            dtype = np.dtype(f"{'i' if signed else 'u'}{bits // 8}")
+            return int_literal(int(ops.float_to_int(v, dtype)), ctype)
         if math.isnan(v):
             return f"(({ctype})NAN)"
         if math.isinf(v):
@@ -458,7 +511,7 @@ class CSyntax:
             case L.Embed_index(index=i):
                 return self.convert(f"({self.index(i)})", Prec.int64, prec)
             case L.Constant(value=v) if prec is Prec.uint4x32:
-                return self.convert(f"{int(v) if math.isfinite(v) else 0}LL", Prec.int64, prec)
+                return self.convert(self.const(v, "int64_t"), Prec.int64, prec)
             case L.Constant(value=v):
                 return self.const(v, ct)
             case L.Constant_bits(value=v):
@@ -505,7 +558,15 @@ class CSyntax:
     def binop(self, op: ops.Binop, x: str, y: str, ct: str, is_int: bool) -> str:
         """C for ``op(x, y)`` in type ``ct``."""
         if is_int:
+            signed = _INT_CTYPES.get(ct, (0, False))[1]
             match op:
+                case ops.Binop.div if signed:  # -x in unsigned arithmetic: it wraps, no trap
+                    return (
+                        f"(({y}) == 0 ? ({ct})0 : ({y}) == -1 ? ({ct})(0 - (u{ct})({x})) : "
+                        f"({ct})({x} / {y}))"
+                    )
+                case ops.Binop.mod if signed:
+                    return f"(({y}) == 0 || ({y}) == -1 ? ({ct})0 : ({ct})({x} % {y}))"
                 case ops.Binop.div:
                     return f"(({y}) == 0 ? ({ct})0 : ({ct})({x} / {y}))"
                 case ops.Binop.mod:
@@ -516,7 +577,7 @@ class CSyntax:
                     return f"({x} < {y} ? {x} : {y})"
                 case ops.Binop.pow:
                     mt = self.int_math_type
-                    return f"(({ct})aj_finite_trunc(pow{self._f(mt)}(({mt}){x}, ({mt}){y})))"
+                    return f"aj_{mt}_to_{ct}(pow{self._f(mt)}(({mt}){x}, ({mt}){y}))"
         if op in (ops.Binop.cmplt, ops.Binop.cmpeq, ops.Binop.cmpne, ops.Binop.or_, ops.Binop.and_):
             return f"(({ct}){ops.C_BINOP[op].format(x, y)})"
         return f"(({ct}){ops.C_BINOP[op].format(x, y, f=self._f(ct))})"
@@ -537,10 +598,10 @@ class CSyntax:
                     | (ops.Unop.identity)
                 ):
                     pass
-                case _:  # as the interpreter: a non-finite result (log 0) gives 0
+                case _:  # computed in floating point, converted by the saturating rule
                     mt = self.int_math_type
                     inner = ops.C_UNOP[op].format(f"(({mt}){x})", f=self._f(mt))
-                    return f"(({ct})aj_finite_trunc({inner}))"
+                    return f"aj_{mt}_to_{ct}({inner})"
         return f"(({ct}){ops.C_UNOP[op].format(x, f=self._f(ct))})"
 
     # ---- statements ----

@@ -46,6 +46,7 @@ from arrayjit_backends.c_syntax import (
     _gets,
     _Out,
     _sets,
+    float_to_int_helpers,
     is_parallel_loop,
     kernel_params,
     scalar_reduction,
@@ -283,15 +284,22 @@ class GpuSyntax(CSyntax):
             tuple(scratch),
         )
 
+    helper_qualifier: ClassVar[str] = "inline"
+    """How the dialect declares its helper functions."""
+
     def program_prelude(self) -> str:
         """Type names and helpers the kernels use."""
         return self.prelude
 
+    def int_conversions(self) -> str:
+        """The saturating float-to-integer helpers, for the dialect's prelude (after the integer
+        type names; from double only where the device has it)."""
+        sources = ("float", "double") if self.fp64 else ("float",)
+        return float_to_int_helpers(self.helper_qualifier, sources)
+
     # Conversions of bfloat16 and fp8 (E5M2) to and from float, in the dialect's builtins:
-    # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions; and
-    # aj_finite_trunc (integer results of floating-point math, as the interpreter makes them).
+    # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions.
     SMALL_FLOATS: ClassVar[str] = """
-#define aj_finite_trunc(x) (isfinite(x) ? trunc(x) : 0)
 {q} float aj_bf16_to_f32(unsigned short b) {{ return {flt}(((unsigned int)b) << 16); }}
 {q} unsigned short aj_f32_to_bf16(float f) {{
   unsigned int u = {bits}(f);

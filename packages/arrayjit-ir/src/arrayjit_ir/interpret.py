@@ -7,7 +7,9 @@ Evaluation model: a ``Set`` evaluates its value in the precision of the node it 
 bfloat16 and fp8 compute in float32 and round when stored); every leaf is converted to that
 precision; the condition of ``where`` is evaluated in its own natural precision. uint4x32 values
 are uint32 vectors of four lanes; a scalar converted to uint4x32 fills lanes 0 (and 1 for 64-bit
-values), and uint4x32 converted to a scalar takes lane 0.
+values), and uint4x32 converted to a scalar takes lane 0. A float converted to an integer
+precision saturates (:func:`arrayjit_ir.ops.float_to_int`; to uint4x32: through int64); an
+integer converted to another wraps.
 """
 
 from __future__ import annotations
@@ -67,7 +69,10 @@ def natural_prec(e: L.Expr) -> Prec:
 def _to_vec(v: Any) -> Any:
     if isinstance(v, np.ndarray) and v.shape == (4,):
         return v
-    x = int(np.asarray(v).astype(np.int64)) & ((1 << 64) - 1)
+    v = np.asarray(v)
+    if v.dtype.kind not in "iub":  # a float goes through int64 by the saturating rule
+        v = ops.float_to_int(v, np.dtype(np.int64))
+    x = int(v.astype(np.int64)) & ((1 << 64) - 1)
     return np.array([x & 0xFFFFFFFF, x >> 32, 0, 0], dtype=np.uint32)
 
 
@@ -78,10 +83,7 @@ def _convert(v: Any, dt: np.dtype[Any] | str) -> Any:
         v = v[0]
     with np.errstate(all="ignore"):
         if dt.kind in "iu" and not isinstance(v, (int, np.integer)):
-            f = float(v)
-            if not np.isfinite(f):
-                return dt.type(0)
-            return np.array(np.trunc(f)).astype(np.int64).astype(dt)[()]
+            return ops.float_to_int(v, dt)[()]  # saturating, NaN to 0
         return np.array(v).astype(dt)[()]
 
 

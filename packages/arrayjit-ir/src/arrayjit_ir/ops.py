@@ -107,9 +107,12 @@ def parse_ternop(name: str | Ternop) -> Ternop:
 
 # ---- reference semantics (numpy) ----
 # Each function takes numpy arrays (or scalars) already converted to the *computation dtype*
-# and returns a value of that dtype. Integer division and remainder follow C: the quotient
-# truncates toward zero and the remainder takes the sign of the dividend; division by zero gives 0
-# for integers (C leaves it undefined; arrayjit pins it so that every backend agrees).
+# and returns a value of that dtype. Integers wrap. Integer division and remainder follow C: the
+# quotient truncates toward zero and the remainder takes the sign of the dividend; where C is
+# undefined or traps, arrayjit pins a result so that every backend agrees: division by zero gives
+# 0 (quotient and remainder), and for signed types x / -1 is -x (INT_MIN / -1 wraps to INT_MIN)
+# and x % -1 is 0. Integer ops computed through floating point (pow, exp, log...) compute in
+# float64 and convert by the saturating rule of `float_to_int`.
 
 _ONE_ZERO = (1, 0)
 
@@ -118,16 +121,45 @@ def _as(dtype: np.dtype[Any], value: Any) -> Any:
     return np.asarray(value).astype(dtype)
 
 
+def float_to_int(x: Any, dtype: np.dtype[Any]) -> Any:
+    """Floats ``x`` converted to the integer ``dtype`` by the saturating rule: NaN gives 0, a
+    value above the largest integer gives it (infinity included), one below the smallest gives
+    it, any other truncates toward zero. The rule of WebAssembly's ``trunc_sat``, Rust's ``as``
+    and Java: C leaves out-of-range conversions undefined, and numpy's cast inherits that."""
+    dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
+    f = np.asarray(x).astype(np.float64)  # exact for every float precision
+    t = np.trunc(np.where(np.isnan(f), 0.0, f))
+    lo, hi = float(info.min), 2.0 ** (info.bits - (info.min < 0))  # both exact powers of two
+    inside = np.where((t >= lo) & (t < hi), t, 0.0).astype(dtype)
+    top, bottom = dtype.type(info.max), dtype.type(info.min)
+    return np.where(t >= hi, top, np.where(t < lo, bottom, inside))
+
+
+def _int_divmod(a: Any, b: Any) -> tuple[Any, Any]:
+    """Quotient truncated toward zero and remainder with the sign of ``a``, of integer arrays of
+    one dtype; ``b == 0`` gives 0 and 0, and for signed types ``b == -1`` gives ``-a`` (wrapping)
+    and 0. Computed from numpy's floor division with a divisor that is never 0 or -1 (numpy's
+    ``INT_MIN // -1`` overflows, and ``abs(INT_MIN)`` is negative)."""
+    a, b = np.asarray(a), np.asarray(b)
+    one, zero = a.dtype.type(1), a.dtype.type(0)
+    special = b == 0
+    minus_one = (b == -1) if a.dtype.kind == "i" else np.zeros_like(special)
+    safe = np.where(special | minus_one, one, b)
+    q, r = np.divmod(a, safe)
+    inexact_negative = (r != 0) & ((a < 0) != (safe < 0))  # floor went one below truncation
+    q = np.where(inexact_negative, q + one, q)
+    r = np.where(inexact_negative, r - safe, r)
+    q = np.where(minus_one, np.negative(a), np.where(special, zero, q))
+    return q, np.where(special | minus_one, zero, r)
+
+
 def _int_div(a: Any, b: Any) -> Any:
-    safe_b = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe_b)
-    q = np.where((a < 0) != (safe_b < 0), -q, q)
-    return np.where(b == 0, 0, q)
+    return _int_divmod(a, b)[0]
 
 
 def _int_mod(a: Any, b: Any) -> Any:
-    safe_b = np.where(b == 0, 1, b)
-    return np.where(b == 0, 0, np.fmod(a, safe_b))
+    return _int_divmod(a, b)[1]
 
 
 def apply_binop(op: Binop, a: Any, b: Any, dtype: np.dtype[Any]) -> Any:
@@ -151,8 +183,7 @@ def apply_binop(op: Binop, a: Any, b: Any, dtype: np.dtype[Any]) -> Any:
                 r = _int_div(a, b) if is_int else a / b
             case Binop.pow:
                 if is_int:
-                    r = np.power(a.astype(np.float64), b.astype(np.float64))
-                    r = np.trunc(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
+                    r = float_to_int(np.power(a.astype(np.float64), b.astype(np.float64)), dtype)
                 else:
                     r = np.power(a, b)
             case Binop.relu_gate:
@@ -207,7 +238,7 @@ def apply_unop(op: Unop, a: Any, dtype: np.dtype[Any]) -> Any:
                 src = a.astype(np.float64) if is_int else a
                 r = fn(src)
                 if is_int:
-                    r = np.trunc(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
+                    r = float_to_int(r, dtype)
         return _as(dtype, r)
 
 
