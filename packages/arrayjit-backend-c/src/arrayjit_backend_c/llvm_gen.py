@@ -44,7 +44,7 @@ from arrayjit_backends.c_syntax import (
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode, UsageError
 
@@ -936,6 +936,8 @@ class LlvmGen:
                 )
             case L.Set_local(scope=sc, value=v):
                 val = self.expr(v, sc.tn.prec)
+                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
+                    val = self._load_conv(sc.tn.prec, self._store_conv(sc.tn.prec, val))
                 f.do(f"store {compute_type(sc.tn.prec).ll} {val}, ptr {self._local(sc)}")
             case _:
                 raise UsageError(f"the LLVM generator cannot generate {type(s).__name__}")

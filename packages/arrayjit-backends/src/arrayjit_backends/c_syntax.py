@@ -22,7 +22,7 @@ from typing import ClassVar
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode, UsageError
 
@@ -590,6 +590,8 @@ class CSyntax:
                     out.add(indent, self.declare(sc))
                 pre = []
                 val = self.expr(v, sc.tn.prec, pre, indent)
+                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
+                    val = self.load(sc.tn.prec, self.store(sc.tn.prec, val))
                 self._emit(out, indent, pre, f"{self.local(sc)} = {val};")
             case _:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")
