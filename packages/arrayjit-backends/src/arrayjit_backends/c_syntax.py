@@ -171,7 +171,16 @@ def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
         return None
     if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v.b)):
         return None
+    if has_loops(v.b):
+        return None  # a level of a blocked sum: its inner loops carry their own pragmas
     return REDUCTION_OPS[v.op], sc
+
+
+def has_loops(e: L.Expr) -> bool:
+    """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
+    return any(
+        isinstance(x, L.Local_scope) and _loop_work(x.body) > 1 for x in L.sub_exprs(e)
+    )
 
 
 def _lane_arithmetic(e: L.Expr) -> bool:
@@ -643,12 +652,13 @@ class CSyntax:
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         single = len(red.loops) == 1
         parallel = top and self.reduction_pragma and _loop_work(red.loops[0]) >= PARALLEL_MIN_WORK
+        lanes = not has_loops(red.term)  # the top of a blocked sum: its blocks vectorize
         if parallel:
-            simd = " simd" if single else ""
+            simd = " simd" if single and lanes else ""
             out.add(indent + 1, self.reduction_pragma.format(op=op, var=acc, simd=simd))
         depth = indent + 1
         for k, lp in enumerate(red.loops):
-            if k == len(red.loops) - 1 and not (parallel and single):
+            if k == len(red.loops) - 1 and not (parallel and single) and lanes:
                 out.add(depth, self.simd_reduction_pragma.format(op=op, var=acc))
             out.add(depth, self.loop_header(lp))
             depth += 1

@@ -32,6 +32,7 @@ from arrayjit_ir.cse import eliminate_common_subexpressions, hoist_across_statem
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol
 from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized, TracedNode
+from arrayjit_ir.summation import block_sums
 from arrayjit_ir.virtualize import virtualize
 from arrayjit_tnode import Prec, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
@@ -291,8 +292,8 @@ def optimize(
             tn.update_memory_mode(mm.Materialized(), PROV_INPUT)
         tn.default_to_most_local(PROV_SETTLE)
 
-    code = hoist_across_statements(
-        eliminate_common_subexpressions(_simplify_stmt(L.seq(*new_stmts)))
+    code = block_sums(
+        hoist_across_statements(eliminate_common_subexpressions(_simplify_stmt(L.seq(*new_stmts))))
     )
     return Optimized(
         name=name,
