@@ -24,6 +24,7 @@ from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
 from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 
@@ -108,6 +109,11 @@ def _has_zero_out(s: L.Stmt) -> bool:
     return False
 
 
+SIMD_LANES = 4
+"""Lanes a vectorizing renderer counts on when it widens the blocks of blocked sums
+(:func:`arrayjit_ir.summation.widen_blocks`): 4 floats or doubles (SSE, NEON, AVX)."""
+
+
 REDUCTION_OPS = {ops.Binop.add: "+", ops.Binop.mul: "*", ops.Binop.max: "max", ops.Binop.min: "min"}
 """Accumulations a renderer may turn into a scalar reduction, with their OpenMP operator."""
 
@@ -178,9 +184,7 @@ def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
 
 def has_loops(e: L.Expr) -> bool:
     """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
-    return any(
-        isinstance(x, L.Local_scope) and _loop_work(x.body) > 1 for x in L.sub_exprs(e)
-    )
+    return any(isinstance(x, L.Local_scope) and _loop_work(x.body) > 1 for x in L.sub_exprs(e))
 
 
 def _lane_arithmetic(e: L.Expr) -> bool:
@@ -723,6 +727,9 @@ class CSyntax:
             out.add(
                 1, f"{self.storage_types[tn.prec]} {self.name(tn)}[{max(tn.num_elems, 1)}]{init};"
             )
-        self.stmt(opt.code, out, 1)
+        code = opt.code
+        if self.simd_reduction_pragma:  # blocks of sums vectorize: wider blocks, same bound
+            code = widen_blocks(code, SIMD_LANES)
+        self.stmt(code, out, 1)
         out.add(0, "}")
         return self.prelude + "\n".join(out.lines) + "\n", params

@@ -145,9 +145,7 @@ def _sum_nest(loops: list[L.For_loop], acc: _Acc, term: L.Expr) -> L.Stmt:
     return _sum_range(head, acc, weight, lambda a: _nest_stmt(inner, a.step(term)))
 
 
-def _sum_range(
-    loop: L.For_loop, acc: _Acc, weight: int, body: Callable[[_Acc], L.Stmt]
-) -> L.Stmt:
+def _sum_range(loop: L.For_loop, acc: _Acc, weight: int, body: Callable[[_Acc], L.Stmt]) -> L.Stmt:
     """``loop`` (each iteration adding ``weight`` terms with ``body``) as a blocked sum."""
     per_block = max(1, BLOCK // weight)
     if _extent(loop) <= per_block:
@@ -239,4 +237,127 @@ def block_sums(code: L.Stmt) -> L.Stmt:
     return _stmt(code)
 
 
-__all__ = ["BLOCK", "TOP", "block_sums"]
+# ---- wider blocks for vectorizing renderers ----
+
+
+def _simple_block(e: L.Expr) -> tuple[L.ScopeId, L.For_loop, L.Expr] | None:
+    """``(scope, loop, term)`` when ``e`` is a local scope summing a loop-free ``term`` over one
+    loop (``p := p + term``)."""
+    if not isinstance(e, L.Local_scope) or not isinstance(e.body, L.For_loop):
+        return None
+    loop = e.body
+    found = _accumulation(loop.body)
+    if found is None or found[0].scope != e.scope:
+        return None
+    term = found[1]
+    if any(isinstance(x, L.Local_scope) for x in L.sub_exprs(term)):
+        return None
+    return e.scope, loop, term
+
+
+def _collapse(
+    i: AxisIndex, outer: Symbol, inner: Symbol, stride: int, new: Symbol
+) -> AxisIndex | None:
+    """``i`` with ``stride * outer + inner`` replaced by ``new``; None if ``i`` uses them in
+    another proportion."""
+    match i:
+        case Iterator(symbol=s) if s in (outer, inner):
+            return None
+        case Affine(terms=terms, offset=off):
+            coeff = {s: c for c, s in terms}
+            c_out, c_in = coeff.get(outer, 0), coeff.get(inner, 0)
+            if c_out == 0 and c_in == 0:
+                return i
+            if c_out != stride * c_in:
+                return None
+            kept = tuple((c, s) for c, s in terms if s not in (outer, inner))
+            return Affine((*kept, (c_in, new)), off)
+    return i
+
+
+def _merge_level(e: L.Local_scope, limit: int) -> L.Local_scope | None:
+    """``q := sum over t of (p := sum over k0 of term)`` as one loop over ``t * B + k0`` (B the
+    inner extent), when the result sums at most ``limit`` terms and ``term`` indexes both
+    loops as that one number."""
+    outer = e.body
+    if not isinstance(outer, L.For_loop) or outer.from_ != 0:
+        return None
+    found = _accumulation(outer.body)
+    if found is None or found[0].scope != e.scope:
+        return None
+    inner = _simple_block(found[1])
+    if inner is None:
+        return None
+    _, loop, term = inner
+    width = _extent(loop)
+    total = _extent(outer) * width
+    if loop.from_ != 0 or total > limit:
+        return None
+    new = fresh_symbol()
+    ok = True
+
+    def fix(idx: tuple[AxisIndex, ...]) -> tuple[AxisIndex, ...]:
+        nonlocal ok
+        out = []
+        for i in idx:
+            j = _collapse(i, outer.index, loop.index, width, new)
+            if j is None:
+                ok = False
+                return idx
+            out.append(j)
+        return tuple(out)
+
+    def walk(x: L.Expr) -> L.Expr:
+        match x:
+            case L.Get(tn=tn, indices=idx):
+                return L.Get(tn, fix(idx))
+            case L.Get_merge_buffer(tn=tn, indices=idx):
+                return L.Get_merge_buffer(tn, fix(idx))
+            case L.Embed_index(index=i):
+                (j,) = fix((i,))
+                return L.Embed_index(j)
+        return L.map_children(x, walk)
+
+    merged = walk(term)
+    if not ok:
+        return None
+    step = _Acc(e.scope.tn, None, e.scope).step(merged)
+    return L.Local_scope(
+        e.scope, L.For_loop(new, 0, total - 1, step, loop.trace_it), e.orig_indices
+    )
+
+
+def _widen_stmt(s: L.Stmt, limit: int) -> L.Stmt:
+    match s:
+        case L.Seq(stmts=stmts):
+            return L.Seq(tuple(_widen_stmt(x, limit) for x in stmts))
+        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+            return L.For_loop(i, lo, hi, _widen_stmt(body, limit), t)
+        case L.Set(tn=tn, indices=idx, value=v):
+            return L.Set(tn, idx, _widen_expr(v, limit))
+        case L.Set_local(scope=sc, value=v):
+            return L.Set_local(sc, _widen_expr(v, limit))
+    return s
+
+
+def _widen_expr(e: L.Expr, limit: int) -> L.Expr:
+    if isinstance(e, L.Local_scope):
+        scope = L.Local_scope(e.scope, _widen_stmt(e.body, limit), e.orig_indices)
+        return _merge_level(scope, limit) or scope
+    return L.map_children(e, lambda x: _widen_expr(x, limit))
+
+
+def widen_blocks(code: L.Stmt, lanes: int) -> L.Stmt:
+    """``code`` with the blocks of its blocked sums merged with their lowest pairwise levels into
+    blocks of up to ``BLOCK * lanes`` terms (a power-of-two ``lanes``).
+
+    For renderers that vectorize a block over ``lanes`` SIMD lanes (reassociating it): each
+    lane then sums at most ``BLOCK`` terms in order, as the interpreter does, so the error
+    bound of the module doc still holds, with a horizontal sum per ``BLOCK * lanes`` terms
+    instead of one per ``BLOCK``."""
+    if lanes < 2:
+        return code
+    return _widen_stmt(code, BLOCK * lanes)
+
+
+__all__ = ["BLOCK", "TOP", "block_sums", "widen_blocks"]
