@@ -42,6 +42,7 @@ from arrayjit_ir.indexing import (
     fresh_symbol,
     index_symbols,
 )
+from arrayjit_ir.interpret import rounds_when_stored
 from arrayjit_ir.virtualize import fresh_scope, instantiate
 from arrayjit_tnode import Prec, Tnode
 
@@ -280,8 +281,8 @@ def _merge_level(e: L.Local_scope, limit: int) -> L.Local_scope | None:
     inner extent), when the result sums at most ``limit`` terms and ``term`` indexes both
     loops as that one number."""
     outer = e.body
-    if not isinstance(outer, L.For_loop) or outer.from_ != 0:
-        return None
+    if not isinstance(outer, L.For_loop) or outer.from_ != 0 or rounds_when_stored(e.scope.tn.prec):
+        return None  # (small floats round at every step: no renderer vectorizes them)
     found = _accumulation(outer.body)
     if found is None or found[0].scope != e.scope:
         return None
