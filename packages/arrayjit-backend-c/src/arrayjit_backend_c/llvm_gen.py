@@ -924,14 +924,14 @@ class LlvmGen:
                     self.stmt(x)
             case L.For_loop() if (red := scalar_reduction(s)) is not None:
                 self.reduction(red)
-            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body) if (
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=L.Set_local() as step) if (
                 local := _local_sum(s)
-            ) is not None and isinstance(body, L.Set_local):
+            ) is not None:
                 # An inlined sum's loop (a block of a blocked sum): reassociated, so it
                 # vectorizes, as the cc backend's ``omp simd`` reduction does.
                 op = ops.Binop.add if local[0] == "+" else ops.Binop.mul
                 if lo <= hi:
-                    self.loop(i, str(lo), str(hi + 1), lambda: self._local_step(op, body), False)
+                    self.loop(i, str(lo), str(hi + 1), lambda: self._local_step(op, step), False)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
                     self.loop(i, str(lo), str(hi + 1), lambda: self.stmt(body), guard=False)
