@@ -206,8 +206,8 @@ def _shifted(sym: Symbol, coeff: int, off: int) -> AxisIndex:
 
 def _stmt(s: L.Stmt) -> L.Stmt:
     match s:
-        case L.Seq(stmts=stmts):
-            return L.Seq(tuple(_stmt(x) for x in stmts))
+        case L.Seq(stmts=stmts):  # flat: backends look for loops among top-level statements
+            return L.seq(*(_stmt(x) for x in stmts))
         case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
             nest = _reduction_nest(s)
             if nest is not None:
