@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,7 @@ def test_kernels_are_parallel(backend: Any) -> None:
     # A tree reduction: partials, then one group (a blocked sum's remainder may follow).
     assert any(
         first > group and first % group == 0 and second == group
-        for first, second in zip(sizes[1:], sizes[2:])
+        for first, second in itertools.pairwise(sizes[1:])
     )
     assert "__local" in program.source and "barrier(CLK_LOCAL_MEM_FENCE)" in program.source
 
