@@ -36,8 +36,10 @@ import numpy as np
 
 from arrayjit_backends.c_syntax import (
     PARALLEL_MIN_WORK,
+    SIMD_LANES,
     KernelParams,
     ScalarReduction,
+    _local_sum,
     _loop_work,
     is_parallel_loop,
     kernel_params,
@@ -46,8 +48,9 @@ from arrayjit_backends.c_syntax import (
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 STACK_LIMIT_BYTES = 1 << 16
@@ -903,6 +906,14 @@ class LlvmGen:
                     self.stmt(x)
             case L.For_loop() if (red := scalar_reduction(s)) is not None:
                 self.reduction(red)
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=L.Set_local() as step) if (
+                local := _local_sum(s)
+            ) is not None:
+                # An inlined sum's loop (a block of a blocked sum): reassociated, so it
+                # vectorizes, as the cc backend's ``omp simd`` reduction does.
+                op = ops.Binop.add if local[0] == "+" else ops.Binop.mul
+                if lo <= hi:
+                    self.loop(i, str(lo), str(hi + 1), lambda: self._local_step(op, step), False)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
                     self.loop(i, str(lo), str(hi + 1), lambda: self.stmt(body), guard=False)
@@ -918,9 +929,20 @@ class LlvmGen:
                 )
             case L.Set_local(scope=sc, value=v):
                 val = self.expr(v, sc.tn.prec)
+                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
+                    val = self._load_conv(sc.tn.prec, self._store_conv(sc.tn.prec, val))
                 f.do(f"store {compute_type(sc.tn.prec).ll} {val}, ptr {self._local(sc)}")
             case _:
                 raise UsageError(f"the LLVM generator cannot generate {type(s).__name__}")
+
+    def _local_step(self, op: ops.Binop, s: L.Set_local) -> None:
+        """``local = local op term`` (a :func:`_local_sum` loop's body), reassociable."""
+        assert isinstance(s.value, L.Binop)
+        ty = compute_type(s.scope.tn.prec)
+        ptr = self._local(s.scope)
+        term = self.expr(s.value.b, s.scope.tn.prec)
+        acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")
+        self._fn.do(f"store {ty.ll} {self._reduce(op, acc, term, ty, True)}, ptr {ptr}")
 
     def loop(self, sym: Symbol, lo: str, stop: str, body: Callable[[], None], guard: bool) -> None:
         """``for sym in [lo, stop): body()`` as a bottom-tested loop (guarded when the bounds are
@@ -1061,7 +1083,8 @@ class LlvmGen:
         self.check_precisions(opt)
         self._reset()
         params = kernel_params(opt)
-        groups = split_segments(opt.code)
+        # Blocks of sums vectorize (reassociated): wider blocks, same error bound.
+        groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
         touched = [
             _touched(g if isinstance(g, L.For_loop) else L.Seq(tuple(g)), set()) for g in groups
         ]

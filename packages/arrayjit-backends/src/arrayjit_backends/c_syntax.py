@@ -28,8 +28,9 @@ import numpy as np
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 
@@ -156,6 +157,11 @@ def _has_zero_out(s: L.Stmt) -> bool:
     return False
 
 
+SIMD_LANES = 4
+"""Lanes a vectorizing renderer counts on when it widens the blocks of blocked sums
+(:func:`arrayjit_ir.summation.widen_blocks`): 4 floats or doubles (SSE, NEON, AVX)."""
+
+
 REDUCTION_OPS = {ops.Binop.add: "+", ops.Binop.mul: "*", ops.Binop.max: "max", ops.Binop.min: "min"}
 """Accumulations a renderer may turn into a scalar reduction, with their OpenMP operator."""
 
@@ -219,7 +225,14 @@ def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
         return None
     if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v.b)):
         return None
+    if has_loops(v.b):
+        return None  # a level of a blocked sum: its inner loops carry their own pragmas
     return REDUCTION_OPS[v.op], sc
+
+
+def has_loops(e: L.Expr) -> bool:
+    """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
+    return any(isinstance(x, L.Local_scope) and _loop_work(x.body) > 1 for x in L.sub_exprs(e))
 
 
 def _lane_arithmetic(e: L.Expr) -> bool:
@@ -651,6 +664,8 @@ class CSyntax:
                     out.add(indent, self.declare(sc))
                 pre = []
                 val = self.expr(v, sc.tn.prec, pre, indent)
+                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
+                    val = self.load(sc.tn.prec, self.store(sc.tn.prec, val))
                 self._emit(out, indent, pre, f"{self.local(sc)} = {val};")
             case _:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")
@@ -702,12 +717,13 @@ class CSyntax:
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         single = len(red.loops) == 1
         parallel = top and self.reduction_pragma and _loop_work(red.loops[0]) >= PARALLEL_MIN_WORK
+        lanes = not has_loops(red.term)  # the top of a blocked sum: its blocks vectorize
         if parallel:
-            simd = " simd" if single else ""
+            simd = " simd" if single and lanes else ""
             out.add(indent + 1, self.reduction_pragma.format(op=op, var=acc, simd=simd))
         depth = indent + 1
         for k, lp in enumerate(red.loops):
-            if k == len(red.loops) - 1 and not (parallel and single):
+            if k == len(red.loops) - 1 and not (parallel and single) and lanes:
                 out.add(depth, self.simd_reduction_pragma.format(op=op, var=acc))
             out.add(depth, self.loop_header(lp))
             depth += 1
@@ -772,6 +788,9 @@ class CSyntax:
             out.add(
                 1, f"{self.storage_types[tn.prec]} {self.name(tn)}[{max(tn.num_elems, 1)}]{init};"
             )
-        self.stmt(opt.code, out, 1)
+        code = opt.code
+        if self.simd_reduction_pragma:  # blocks of sums vectorize: wider blocks, same bound
+            code = widen_blocks(code, SIMD_LANES)
+        self.stmt(code, out, 1)
         out.add(0, "}")
         return self.prelude + "\n".join(out.lines) + "\n", params

@@ -172,6 +172,38 @@ def parallel_order(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
     return chosen, _nest(rest, body)
 
 
+def flatten_blocked_sum(red: ScalarReduction) -> ScalarReduction:
+    """``red`` with the levels of a blocked sum (:mod:`arrayjit_ir.summation`) merged into its
+    loops: a term that is a local scope only adding a term over a loop nest is replaced by that
+    nest's loops and term. The grid reduction reassociates anyway (strided shares, then trees),
+    and it needs the whole index space to spread over work items: a blocked sum's top loop has
+    at most 64 iterations."""
+    if red.op is not ops.Binop.add or not red.target.tn.prec.is_float:
+        return red
+    loops, term = list(red.loops), red.term
+    while isinstance(term, L.Local_scope):
+        body, nest = term.body, []
+        while isinstance(body, L.For_loop):
+            nest.append(body)
+            body = body.body
+        sc = term.scope
+        if not (
+            nest
+            and isinstance(body, L.Set_local)
+            and body.scope == sc
+            and isinstance(body.value, L.Binop)
+            and body.value.op is ops.Binop.add
+            and body.value.a == L.Get_local(sc)
+            and not any(
+                isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(body.value.b)
+            )
+        ):
+            break
+        loops += nest
+        term = body.value.b
+    return replace(red, loops=tuple(loops), term=term)
+
+
 class GpuSyntax(CSyntax):
     """Shared by the OpenCL C and CUDA C renderers; subclasses set the dialect."""
 
@@ -224,7 +256,7 @@ class GpuSyntax(CSyntax):
         statements = _flatten(opt.code)
         # Reduction partials are scratch buffers too; count them first for the signature.
         reductions = {
-            id(s): red
+            id(s): flatten_blocked_sum(red)
             for s in statements
             if isinstance(s, L.For_loop) and (red := scalar_reduction(s)) is not None
         }
