@@ -320,15 +320,17 @@ def _fma_narrow(a: float, b: float, c: float) -> float:
 def _fma_double(a: float, b: float, c: float) -> float:
     """``a*b + c`` for doubles, rounded once: exact in rationals, then correctly rounded
     (``int / int`` in Python rounds correctly, subnormals included)."""
-    if not (math.isfinite(a) and math.isfinite(b) and math.isfinite(c)):
-        return a * b + c
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a * b + c  # an infinite or NaN factor: the rounding of a*b does not matter
+    if not math.isfinite(c):
+        return c  # the exact product is finite, even where a*b would overflow
     exact = Fraction(a) * Fraction(b) + Fraction(c)
     if exact == 0:  # the sign of an exact zero follows IEEE addition of the product and c
         return a * b + c
     try:
         return float(exact)
     except OverflowError:
-        return math.copysign(math.inf, exact)
+        return math.inf if exact > 0 else -math.inf
 
 
 def exact_fma(a: Any, b: Any, c: Any, dtype: np.dtype[Any]) -> Any:
