@@ -374,7 +374,8 @@ def test_pow_numpy_scalar_and_array_paths_agree(backend: Any, prec: str) -> None
     comp = ir.block(ir.binop(y0, "pow", a0, b0), ir.binop(y1, "pow", a1, b1))
     v1 = np.array([-np.inf, -np.inf, -0.0])
     w1 = np.array([0.5, -0.5, -3.0])
-    g0, g1 = run(backend, comp, {a0: np.array(-np.inf), b0: np.array(0.5), a1: v1, b1: w1}, [y0, y1])
+    inputs = {a0: np.array(-np.inf), b0: np.array(0.5), a1: v1, b1: w1}
+    g0, g1 = run(backend, comp, inputs, [y0, y1])
     bits_equal(g0, np.float64(np.inf), prec, "pow(-inf, 0.5) on a 0-d node")
     bits_equal(g1, np.array([np.inf, 0.0, -np.inf]), prec, "pow on a 1-d node", v1, w1)
 

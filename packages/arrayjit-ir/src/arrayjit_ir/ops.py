@@ -475,9 +475,7 @@ NaN."""
 
 def c_minmax(qualifier: str, types: tuple[str, ...] = ("float", "double")) -> str:
     """The definitions of ``aj_fmax``/``aj_fmin`` (:data:`C_MINMAX`) for each C type named."""
-    return "".join(
-        C_MINMAX.format(q=qualifier, t=t, f="f" if t == "float" else "") for t in types
-    )
+    return "".join(C_MINMAX.format(q=qualifier, t=t, f="f" if t == "float" else "") for t in types)
 
 
 C_TERNOP: dict[Ternop, str] = {
