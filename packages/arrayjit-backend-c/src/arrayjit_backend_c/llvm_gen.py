@@ -6,7 +6,8 @@ is evaluated in the compute type of the node it is stored into (half, bfloat16 a
 float and round to nearest-even when stored); ``where``'s condition in its own natural precision;
 integers wrap; integer division and remainder by zero give 0 (and ``x / -1`` is ``-x``, never a
 trap); a float converted to an integer is truncated toward zero through int64, non-finite values
-giving 0. Float arithmetic is IEEE (no fast-math flags), math functions are LLVM intrinsics.
+giving 0. Float arithmetic is IEEE (no fast-math or contraction flags), math functions are LLVM
+intrinsics; float ``max``/``min`` are ``llvm.maximum``/``llvm.minimum`` (NaN propagates).
 
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.c_syntax.

@@ -7,7 +7,10 @@ stable order: the context nodes' buffers (by name), the merge buffer, then the s
 
 Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
 (half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
-Integer division and remainder by zero give 0, as in the reference interpreter. uint4x32 values
+Integer division and remainder by zero give 0, as in the reference interpreter. Float ``max`` and
+``min`` are the NaN-propagating ``aj_fmax``/``aj_fmin`` of the prelude (never C's ``fmax``), and
+``fma`` (the op, and each step of a multiply-accumulate) is C's single-rounding ``fma``; nothing
+else may be contracted (the compilers run with contraction off). uint4x32 values
 are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes lanes 0 and 1
 (its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32 condition is true when
 any lane is nonzero, and arithmetic other than threefry runs on lane 0 as uint64.
