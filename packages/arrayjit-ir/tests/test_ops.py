@@ -188,3 +188,50 @@ def test_c_spelling_tables_cover_ops() -> None:
     assert set(ops.C_UNOP) | {Unop.uint4x32_to_prec_uniform} == set(Unop)
     assert set(ops.C_TERNOP) == set(Ternop)
     assert ops.C_BINOP[Binop.add].format("a", "b") == "(a + b)"
+
+
+def test_max_min_propagate_nan_and_order_signed_zeros() -> None:
+    a = np.array([np.nan, 1.0, -0.0, 0.0, -np.inf], dtype=np.float32)
+    b = np.array([1.0, np.nan, 0.0, -0.0, np.nan], dtype=np.float32)
+    mx, mn = ops.apply_binop(Binop.max, a, b, F32), ops.apply_binop(Binop.min, a, b, F32)
+    assert np.isnan(mx[[0, 1, 4]]).all() and np.isnan(mn[[0, 1, 4]]).all()
+    assert not np.signbit(mx[2:4]).any() and np.signbit(mn[2:4]).all()
+    r = ops.apply_unop(Unop.relu, np.array([np.nan, -0.0, -1.0], dtype=np.float32), F32)
+    s = ops.apply_unop(Unop.satur01, np.array([np.nan, -0.0, 2.0], dtype=np.float32), F32)
+    assert np.isnan(r[0]) and np.isnan(s[0]) and not np.signbit(r[1]) and not np.signbit(s[1])
+    assert list(r[1:]) == [0.0, 0.0] and list(s[1:]) == [0.0, 1.0]
+
+
+def test_fma_rounds_once() -> None:
+    eps32, eps64 = 2.0**-23, 2.0**-52
+    got32 = ops.apply_ternop(Ternop.fma, 1 + eps32, 1 - eps32, -1.0, F32)
+    assert got32 == np.float32(-(eps32**2))  # two roundings would give 0
+    got64 = ops.apply_ternop(Ternop.fma, 1 + eps64, 1 - eps64, -1.0, np.dtype(np.float64))
+    assert got64 == -(eps64**2)
+    big = float(np.finfo(np.float64).max)
+    assert ops.apply_ternop(Ternop.fma, big, 2.0, -big, np.dtype(np.float64)) == big
+    assert ops.apply_ternop(Ternop.fma, big, -big, np.inf, np.dtype(np.float64)) == np.inf
+    # 2^24 + 3 - 2^-46, just below a float32 tie: rounding to double first would make it the
+    # tie 2^24 + 3, then rounding to even would give 2^24 + 4.
+    got = ops.apply_ternop(Ternop.fma, 1 + eps32, 1 - eps32, 2.0**24 + 2, F32)
+    assert got == np.float32(2.0**24 + 2)
+    assert np.float32(np.float64(1 + eps32) * (1 - eps32) + (2.0**24 + 2)) == 2.0**24 + 4
+
+
+@pytest.mark.parametrize("shape", [(), (1,)])
+def test_pow_follows_ieee_special_cases(shape: tuple[int, ...]) -> None:
+    cases = [
+        (-np.inf, 0.5, np.inf),
+        (np.nan, 0.0, 1.0),
+        (1.0, np.nan, 1.0),
+        (-0.0, -3.0, -np.inf),
+        (-0.0, -2.0, np.inf),
+        (-1.0, np.inf, 1.0),
+        (-np.inf, -3.0, -0.0),
+        (-8.0, 1.0 / 3.0, np.nan),
+        (0.5, -np.inf, np.inf),
+    ]
+    for a, b, want in cases:
+        got = ops.apply_binop(Binop.pow, np.full(shape, a), np.full(shape, b), F32)
+        assert np.array_equal(got, np.full(shape, want, dtype=np.float32), equal_nan=True)
+        assert np.signbit(got).all() == bool(np.signbit(want)), (a, b)

@@ -7,8 +7,9 @@ float and round to nearest-even when stored); ``where``'s condition in its own n
 integers wrap; integer division and remainder by zero give 0 (and ``x / -1`` is ``-x``, never a
 trap); a float converted to an integer saturates (``llvm.fptosi.sat``/``llvm.fptoui.sat``: NaN
 gives 0, values beyond the range its nearest end, others truncate toward zero), as integer ops
-computed in double do. Float arithmetic is IEEE (no fast-math flags), math functions are LLVM
-intrinsics.
+computed in double do. Float arithmetic is IEEE (no fast-math or contraction flags), math
+functions are LLVM intrinsics; float ``max``/``min`` are ``llvm.maximum``/``llvm.minimum`` (NaN
+propagates).
 
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.c_syntax.
@@ -789,10 +790,8 @@ class LlvmGen:
                     return f.tmp(f"frem {t} {x}, {y}")
                 case ops.Binop.pow:
                     return self._intrinsic("pow", ty, x, y)
-                case ops.Binop.max:
-                    return self._intrinsic("maxnum", ty, x, y)
-                case ops.Binop.min:
-                    return self._intrinsic("minnum", ty, x, y)
+                case ops.Binop.max | ops.Binop.min:  # IEEE maximum/minimum: NaN propagates
+                    return self._intrinsic(f"{op.value}imum", ty, x, y)
         else:
             match op:
                 case ops.Binop.add | ops.Binop.sub | ops.Binop.mul:
@@ -815,6 +814,12 @@ class LlvmGen:
             return self._fn.tmp(f"fcmp {pred} {ty.ll} {x}, {y}")
         pred = rel if rel in ("eq", "ne") else ("s" if ty.signed else "u") + rel
         return self._fn.tmp(f"icmp {pred} {ty.ll} {x}, {y}")
+
+    def _above_zero(self, x: str, ty: _Ty) -> str:
+        """``x > 0``, true for a NaN ``x`` too (``!(x <= 0)``)."""
+        if ty.is_float:
+            return self._fn.tmp(f"fcmp ugt {ty.ll} {x}, {ty.zero}")
+        return self._cmp("gt", x, ty.zero, ty)
 
     def _int_divmod(self, op: ops.Binop, x: str, y: str, ty: _Ty) -> str:
         # Division by zero gives 0; for signed types x / -1 is -x and x % -1 is 0 (never the
@@ -841,11 +846,11 @@ class LlvmGen:
                 return x
             case ops.Unop.uint4x32_to_prec_uniform:
                 raise UsageError("the LLVM generator does not support uint4x32_to_prec_uniform yet")
-            case ops.Unop.relu:
-                return self._select(self._cmp("gt", x, ty.zero, ty), ty, x, ty.zero)
+            case ops.Unop.relu:  # max(x, +0): NaN passes (unordered), -0 becomes +0
+                return self._select(self._above_zero(x, ty), ty, x, ty.zero)
             case ops.Unop.satur01:
                 hi = self._select(self._cmp("gt", x, ty.one, ty), ty, ty.one, x)
-                return self._select(self._cmp("lt", x, ty.zero, ty), ty, ty.zero, hi)
+                return self._select(self._above_zero(x, ty), ty, hi, ty.zero)
             case ops.Unop.not_:
                 return self._bool(self._cmp("eq", x, ty.zero, ty), ty)
             case ops.Unop.neg:
@@ -977,7 +982,7 @@ class LlvmGen:
             case ops.Binop.add | ops.Binop.mul if ty.is_float:
                 return self._fn.tmp(f"f{op.value} {flags}{ty.ll} {acc}, {x}")
             case ops.Binop.max | ops.Binop.min if ty.is_float:
-                return self._intrinsic(f"{op.value}num", ty, acc, x, flags=flags)
+                return self._intrinsic(f"{op.value}imum", ty, acc, x, flags=flags)
         return self.binop(op, acc, x, ty)
 
     def _identity(self, op: ops.Binop, ty: _Ty) -> str:
@@ -1004,8 +1009,14 @@ class LlvmGen:
         def nest(k: int) -> None:
             if k == len(loops):
                 a = self._fn.tmp(f"load {ty.ll}, ptr {acc}")
-                term = self.expr(red.term, red.target.tn.prec)
-                self._fn.do(f"store {ty.ll} {self._reduce(red.op, a, term, ty, True)}, ptr {acc}")
+                prec = red.target.tn.prec
+                if red.fused:  # a multiply-accumulate: fma(x, w, acc)
+                    assert isinstance(red.term, L.Binop)
+                    x, w = self.expr(red.term.a, prec), self.expr(red.term.b, prec)
+                    new = self._intrinsic("fma", ty, x, w, a, flags="reassoc ")
+                else:
+                    new = self._reduce(red.op, a, self.expr(red.term, prec), ty, True)
+                self._fn.do(f"store {ty.ll} {new}, ptr {acc}")
                 return
             lp = loops[k]
             lo, stop = first if k == 0 else (str(lp.from_), str(lp.to_inclusive + 1))

@@ -25,7 +25,13 @@ from typing import Any, ClassVar
 import numpy as np
 import pycuda.driver as cuda
 
-from arrayjit_backend_cuda.render import CudaSyntax, compile_to, nvcc_path, nvcc_version
+from arrayjit_backend_cuda.render import (
+    NVCC_FLAGS,
+    CudaSyntax,
+    compile_to,
+    nvcc_path,
+    nvcc_version,
+)
 from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import (
@@ -258,7 +264,7 @@ class CudaDevices(DeviceBackend):
                 renderer="cuda-c",
                 compiler=self.nvcc,
                 compiler_version=self.nvcc_version,
-                options=("--cubin", "-O3"),
+                options=("--cubin", *NVCC_FLAGS),
                 device=arch,
             )
             build: Callable[[], bytes] = partial(

@@ -11,7 +11,10 @@ Integer arithmetic wraps; integer division and remainder by zero give 0, and for
 ``x / -1`` is ``-x`` (wrapping) and ``x % -1`` is 0, as in the reference interpreter (C traps on
 ``INT_MIN / -1``). A float converts to an integer by the saturating rule (NaN gives 0, values
 beyond the range its nearest end, others truncate toward zero: :func:`float_to_int_helpers`),
-integer ops computed in floating point too. uint4x32 values
+integer ops computed in floating point too. Float ``max`` and ``min`` are the NaN-propagating
+``aj_fmax``/``aj_fmin`` of the prelude (never C's ``fmax``), and ``fma`` (the op, and each step
+of a multiply-accumulate) is C's single-rounding ``fma``; nothing else may be contracted (the
+compilers run with contraction off). uint4x32 values
 are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes lanes 0 and 1
 (its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32 condition is true when
 any lane is nonzero, and arithmetic other than threefry runs on lane 0 as uint64.
@@ -176,6 +179,8 @@ class ScalarReduction:
     target: L.Set
     op: ops.Binop
     term: L.Expr
+    fused: bool = False
+    """A multiply-accumulate: ``term`` is ``x * w`` and each step is ``fma(x, w, cell)``."""
 
 
 def _index_symbols(i: AxisIndex) -> set[Symbol | StaticSymbol]:
@@ -198,17 +203,20 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
         return None  # small floats round at every store: keep the interpreter's steps
     if body.tn.prec is Prec.uint4x32:
         return None  # its arithmetic keeps only lane 0 between steps: it does not reassociate
-    v = body.value
-    if not (
-        isinstance(v, L.Binop) and v.op in REDUCTION_OPS and v.a == L.Get(body.tn, body.indices)
-    ):
-        return None
+    cell = L.Get(body.tn, body.indices)
+    match body.value:
+        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
+            fused = False
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
+            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
+        case _:
+            return None
     looped = {lp.index for lp in loops}
     if any(_index_symbols(i) & looped for i in body.indices):
         return None
-    if any(g.tn is body.tn for g in _expr_gets(v.b)):
+    if any(g.tn is body.tn for g in _expr_gets(term)):
         return None
-    return ScalarReduction(tuple(loops), body, v.op, v.b)
+    return ScalarReduction(tuple(loops), body, op, term, fused)
 
 
 def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
@@ -216,18 +224,23 @@ def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
     (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small floats round at
     every step and keep their order."""
     body = loop.body
-    if not isinstance(body, L.Set_local) or not isinstance(body.value, L.Binop):
+    if not isinstance(body, L.Set_local):
         return None
     sc, v = body.scope, body.value
-    if v.op not in (ops.Binop.add, ops.Binop.mul) or v.a != L.Get_local(sc):
-        return None
+    match v:
+        case L.Binop(op=ops.Binop.add | ops.Binop.mul as op, a=a, b=term) if a == L.Get_local(sc):
+            pass
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == L.Get_local(sc):
+            op, term = ops.Binop.add, L.Binop(ops.Binop.mul, x, w)  # a multiply-accumulate
+        case _:
+            return None
     if sc.tn.prec is Prec.uint4x32 or (sc.tn.prec.is_float and sc.tn.prec.byte_size < 4):
         return None
-    if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v.b)):
+    if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(term)):
         return None
-    if has_loops(v.b):
+    if has_loops(term):
         return None  # a level of a blocked sum: its inner loops carry their own pragmas
-    return REDUCTION_OPS[v.op], sc
+    return REDUCTION_OPS[op], sc
 
 
 def has_loops(e: L.Expr) -> bool:
@@ -339,7 +352,17 @@ class CSyntax:
         "for (int i = 0; i < 4; ++i) x[i] += ks[(j + i) % 5]; x[3] += (uint32_t)j; }\n"
         "  }\n"
         "  aj_u4 out = {{x[0], x[1], x[2], x[3]}};\n  return out;\n}\n"
-    ) + float_to_int_helpers("static inline")
+        + ops.c_minmax("static inline")
+        # OpenMP's own max/min reductions combine partial results with C's rule, which drops
+        # NaN: reductions of floats name these instead (see omp_reduction_op).
+        + "".join(
+            f"#pragma omp declare reduction(aj_{op} : {t} : omp_out = aj_f{op}{f}(omp_out, "
+            f"omp_in)) initializer(omp_priv = {'-' if op == 'max' else ''}INFINITY)\n"
+            for op in ("max", "min")
+            for t, f in (("float", "f"), ("double", ""))
+        )
+        + float_to_int_helpers("static inline")
+    )
 
     def __init__(self) -> None:
         self._reset()
@@ -541,7 +564,10 @@ class CSyntax:
                     x, y = self.hoist(x, ct, pre), self.hoist(y, ct, pre)
                 return self.binop(op, x, y, ct, is_int)
             case L.Unop(op=op, a=a):
-                return self.unop(op, self.expr(a, prec, pre, indent), ct, is_int)
+                x = self.expr(a, prec, pre, indent)
+                if op in (ops.Unop.relu, ops.Unop.satur01):
+                    x = self.hoist(x, ct, pre)  # read several times by the selection
+                return self.unop(op, x, ct, is_int)
             case L.Ternop(op=ops.Ternop.where, a=c, b=b, c=d):
                 cond = self.expr(c, natural_prec(c), pre, indent)
                 if natural_prec(c) is Prec.uint4x32:
@@ -555,6 +581,26 @@ class CSyntax:
                     return f"(({ct})({x} * {y} + {z}))"
                 return f"fma{self._f(ct)}({x}, {y}, {z})"
         raise UsageError(f"the C renderer cannot render {type(e).__name__}")
+
+    def reduction_step(self, red: ScalarReduction, acc: str, pre: list[str], indent: int) -> str:
+        """The value of the accumulator ``acc`` after one step of ``red``: ``op(acc, term)``,
+        or ``fma(x, w, acc)`` for a multiply-accumulate."""
+        prec = red.target.tn.prec
+        ct = self.compute_type(prec)
+        if red.fused:
+            assert isinstance(red.term, L.Binop)
+            x = self.expr(red.term.a, prec, pre, indent)
+            w = self.expr(red.term.b, prec, pre, indent)
+            return f"fma{self._f(ct)}({x}, {w}, {acc})"
+        term = self.expr(red.term, prec, pre, indent)
+        return self.binop(red.op, acc, term, ct, ct not in ("float", "double"))
+
+    def omp_reduction_op(self, op: ops.Binop, ct: str) -> str:
+        """The OpenMP reduction identifier of accumulating with ``op`` in type ``ct``: float
+        max and min use the NaN-propagating reductions the prelude declares."""
+        if ct in ("float", "double") and op in (ops.Binop.max, ops.Binop.min):
+            return f"aj_{op.value}"
+        return REDUCTION_OPS[op]
 
     def hoist(self, text: str, ct: str, pre: list[str]) -> str:
         """Evaluate ``text`` into a temporary before the statement. Used for the operands of
@@ -712,7 +758,7 @@ class CSyntax:
         ct = self.compute_type(tn.prec)
         cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
         acc = self.temp("acc")
-        op = REDUCTION_OPS[red.op]
+        op = self.omp_reduction_op(red.op, ct)
         out.add(indent, "{")
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         single = len(red.loops) == 1
@@ -728,13 +774,8 @@ class CSyntax:
             out.add(depth, self.loop_header(lp))
             depth += 1
         pre: list[str] = []
-        term = self.expr(red.term, tn.prec, pre, depth)
-        self._emit(
-            out,
-            depth,
-            pre,
-            f"{acc} = {self.binop(red.op, acc, term, ct, ct not in ('float', 'double'))};",
-        )
+        step = self.reduction_step(red, acc, pre, depth)
+        self._emit(out, depth, pre, f"{acc} = {step};")
         for _ in red.loops:
             depth -= 1
             out.add(depth, "}")

@@ -483,11 +483,11 @@ class GpuSyntax(CSyntax):
         inner = _Out()
         self._decode(list(red.loops), inner, "aj_g")
         pre: list[str] = []
-        term = self.expr(red.term, tn.prec, pre, 2)
+        step = self.reduction_step(red, "aj_acc", pre, 2)
         body.lines.extend("  " + line for line in inner.lines)
         for p in pre:
             body.add(2, p)
-        body.add(2, f"aj_acc = {combine('aj_acc', term)};")
+        body.add(2, f"aj_acc = {step};")
         body.add(1, "}")
         tree(body)
         body.add(1, f"if (aj_lid == 0) {partials}[{self.group_id}] = aj_sh[0];")
