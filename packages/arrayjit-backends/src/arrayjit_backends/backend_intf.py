@@ -17,18 +17,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
-    from arrayjit_backends.backend import (
-        Buffer,
-        Capabilities,
-        Code,
-        Config,
-        Context,
-        Device,
-        MergeMode,
-        Routine,
-        Stream,
-    )
+    from arrayjit_backends.backend import Capabilities, Config
+    from arrayjit_backends.context import Buffer, Code, Context, Device, Routine, Stream
     from arrayjit_backends.scheduler import Event
+    from arrayjit_backends.transfers import MergeMode
     from arrayjit_ir.assignments import Assignment, Comp
     from arrayjit_ir.indexing import StaticSymbol
     from arrayjit_tnode import Prec, Tnode
