@@ -1,19 +1,26 @@
-"""The generic Backend: devices, streams, contexts, routines, memory and synchronization.
+"""The generic Backend: the facade users call (devices, streams, contexts, compiling,
+linking, transfers, events, memory), one implementation for every backend.
 
-One implementation serves every backend: it speaks only the device form
-(:class:`~arrayjit_backends.device_impl.DeviceBackend`), and CPU compilers reach that form
-through :class:`~arrayjit_backends.device_impl.CpuDevices`. It keeps, per device and buffer, the
-last writer's event and the streams reading it (:mod:`arrayjit_backends.hazards`), and inserts
-the waits itself, so users never need ``will_wait_for`` for correctness:
+It speaks only the device form (:class:`~arrayjit_backends.device_impl.DeviceBackend`), and CPU
+compilers reach that form through :class:`~arrayjit_backends.device_impl.CpuDevices`. Each
+method checks its arguments (errors name the node, backend and stream), then builds or uses:
 
-- a routine reading a buffer that another stream is writing waits for that writer's event;
-- ``from_host`` into a buffer waits for the streams still reading or writing it, and for
-  copies into the host array requested before it;
-- ``to_host`` runs after the buffer's writer and after the transfers of the host array requested
-  before it, and installs ``prepare_read`` on the node, so ``get_values()`` waits for the copy;
-- ``device_to_device`` orders the copy after the source's writer and before the destination's
-  next reader; a ``Streaming`` merge buffer is a reader of the source's buffer, and a write to
-  that buffer first gives the merge buffer its own copy.
+- :mod:`~arrayjit_backends.context`: devices, streams, contexts, buffers, code and routines
+  (calling a routine schedules it);
+- :mod:`~arrayjit_backends.transfers`: ``from_host``, ``to_host`` and ``device_to_device``;
+- :mod:`~arrayjit_backends.hazards`: per device and buffer, the last writer's event and the
+  streams reading it, from which the waits are inserted, so users never need ``will_wait_for``
+  for correctness:
+
+  - a routine reading a buffer that another stream is writing waits for that writer's event;
+  - ``from_host`` into a buffer waits for the streams still reading or writing it, and for
+    copies into the host array requested before it;
+  - ``to_host`` runs after the buffer's writer and after the transfers of the host array
+    requested before it, and installs ``prepare_read`` on the node, so ``get_values()`` waits
+    for the copy;
+  - ``device_to_device`` orders the copy after the source's writer and before the
+    destination's next reader; a ``Streaming`` merge buffer is a reader of the source's
+    buffer, and a write to that buffer first gives the merge buffer its own copy.
 """
 
 from __future__ import annotations
@@ -42,6 +49,7 @@ from arrayjit_backends.context import (
     Device,
     Routine,
     Stream,
+    extend,
     free_pools,
     given_buffers,
 )
@@ -137,6 +145,8 @@ class Backend:
         self._finalized = True
 
     def check_live(self) -> None:
+        """Raise :class:`UsageError` once the backend is finalized (the calls that do work,
+        and running a routine, start with this)."""
         if self._finalized:
             raise UsageError(f"backend {self.name} was finalized; create a fresh one")
 
@@ -311,7 +321,8 @@ class Backend:
             UsageError: unbound static symbols, a precision the backend does not support, or
                 other invalid computations.
             MemoryModeError: the computation writes a ``Hosted(Constant)`` or
-                ``Hosted(Volatile)`` node (see :func:`check_host_memory_types`).
+                ``Hosted(Volatile)`` node (see
+                :func:`~arrayjit_backends.bindings.check_host_memory_types`).
             CompileError: the native compiler failed.
         """
         self.check_live()
@@ -358,7 +369,7 @@ class Backend:
             UsageError: ``comps`` and ``names`` differ in length, a computation has no name,
                 or any error of :meth:`compile`.
             MemoryModeError: a computation writes a hosted node that must not change on
-                devices (see :func:`check_host_memory_types`).
+                devices (see :func:`~arrayjit_backends.bindings.check_host_memory_types`).
         """
         self.check_live()
         if len(comps) != len(names):
@@ -421,7 +432,7 @@ class Backend:
             raise UsageError(f"link: expected the Code of a compile, got {code!r}")
         self._check_context(ctx, f"link {code.name}")
         check_code_kind(code.kind, self.runtime.code_kind(), code.name, self.name)
-        child = self._extend(ctx, code)
+        child = extend(ctx, code, self._host_memory_nodes, self._placed)
         stream = child.stream
         bufs = {tn: child.buf(tn) for tn in code.optimized.context_nodes}
 
@@ -458,41 +469,6 @@ class Backend:
             routines.append(r)
             ctx = r.context
         return routines
-
-    def _extend(self, ctx: Context, code: Code) -> Context:
-        opt = code.optimized
-        dev = ctx.device
-        new = [tn for tn in opt.context_nodes if tn not in ctx.buffers]
-        for tn in new:
-            hosted_source = tn.is_hosted() or tn in code.embedded
-            if tn in opt.inputs and not hosted_source and tn not in dev.shared:
-                raise UsageError(
-                    f"link {code.name}: the context on {ctx.stream.name} lacks node "
-                    f"{tn.debug_label}, which the routine reads; compute it in an earlier "
-                    f"routine of this context, or make it hosted"
-                )
-        buffers = dict(ctx.buffers)
-        on_host = [tn for tn in new if tn in self._host_memory_nodes]
-        for tn in on_host:
-            buffers[tn] = transfers.host_memory_loc(dev, tn, f"link {code.name}")
-        self._placed.update(new)
-        new = [tn for tn in new if tn not in self._host_memory_nodes]
-        shared = [tn for tn in new if tn.potentially_cross_stream()]
-        private = [tn for tn in new if not tn.potentially_cross_stream()]
-        pools: list[int] = []
-        with dev.lock:
-            missing_shared = [tn for tn in shared if tn not in dev.shared]
-            for tn, loc in zip(missing_shared, dev.pack(missing_shared, pools=None)):
-                dev.shared[tn] = loc
-            for tn in shared:
-                buffers[tn] = dev.shared[tn]
-        for tn, loc in zip(private, dev.pack(private, pools)):
-            buffers[tn] = loc
-        child = Context(self, ctx.stream, ctx, buffers, pools)
-        for tn in new:
-            if tn.is_hosted() and (tn in private or tn in missing_shared):
-                transfers.upload(child, tn)
-        return child
 
     # ---- host memory (the seed's use_host_memory) ----
 

@@ -3,7 +3,9 @@
 The three roles of the backend layer stand as files: this interface (what users call),
 :mod:`~arrayjit_backends.device_impl` and :mod:`~arrayjit_backends.backend_impl` (what a backend
 author writes), and the glue that turns the second into the first
-(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.scheduler`).
+(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.context`,
+:mod:`~arrayjit_backends.transfers`, :mod:`~arrayjit_backends.hazards`,
+:mod:`~arrayjit_backends.scheduler`).
 
 :func:`~arrayjit_backends.fresh_backend` returns a :class:`BackendInterface`; both the real
 :class:`~arrayjit_backends.backend.Backend` and the stand-in

@@ -20,6 +20,7 @@ import itertools
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -229,6 +230,54 @@ def given_buffers(
     return locs, list(ctx_arrays.values())
 
 
+def extend(
+    ctx: Context, code: Code, host_memory_nodes: AbstractSet[Tnode], placed: weakref.WeakSet[Tnode]
+) -> Context:
+    """The child of ``ctx`` that ``code`` links into: ``ctx``'s buffers, plus one for each node
+    the code keeps in context that ``ctx`` lacks. Nodes shared across streams (and constants)
+    get one buffer per device, others a buffer in new pools of the child; nodes in
+    ``host_memory_nodes`` get their host array. Hosted nodes whose buffer is new are uploaded.
+    The new nodes are added to ``placed`` (too late for ``use_host_memory``).
+
+    Raises:
+        UsageError: the code reads a node that is neither hosted, embedded, shared, nor in
+            ``ctx`` (it would read uninitialized memory), or a host array cannot be used.
+    """
+    opt = code.optimized
+    dev = ctx.device
+    new = [tn for tn in opt.context_nodes if tn not in ctx.buffers]
+    for tn in new:
+        hosted_source = tn.is_hosted() or tn in code.embedded
+        if tn in opt.inputs and not hosted_source and tn not in dev.shared:
+            raise UsageError(
+                f"link {code.name}: the context on {ctx.stream.name} lacks node "
+                f"{tn.debug_label}, which the routine reads; compute it in an earlier "
+                f"routine of this context, or make it hosted"
+            )
+    buffers = dict(ctx.buffers)
+    on_host = [tn for tn in new if tn in host_memory_nodes]
+    for tn in on_host:
+        buffers[tn] = transfers.host_memory_loc(dev, tn, f"link {code.name}")
+    placed.update(new)
+    new = [tn for tn in new if tn not in host_memory_nodes]
+    shared = [tn for tn in new if tn.potentially_cross_stream()]
+    private = [tn for tn in new if not tn.potentially_cross_stream()]
+    pools: list[int] = []
+    with dev.lock:
+        missing_shared = [tn for tn in shared if tn not in dev.shared]
+        for tn, loc in zip(missing_shared, dev.pack(missing_shared, pools=None)):
+            dev.shared[tn] = loc
+        for tn in shared:
+            buffers[tn] = dev.shared[tn]
+    for tn, loc in zip(private, dev.pack(private, pools)):
+        buffers[tn] = loc
+    child = Context(ctx.backend, ctx.stream, ctx, buffers, pools)
+    for tn in new:
+        if tn.is_hosted() and (tn in private or tn in missing_shared):
+            transfers.upload(child, tn)
+    return child
+
+
 def free_pools(device: Device, pools: frozenset[int]) -> None:
     """Release a context's pools and forget the synchronization state of their buffers."""
     device.hazards.forget_pools(pools)
@@ -346,6 +395,7 @@ __all__ = [
     "Device",
     "Routine",
     "Stream",
+    "extend",
     "free_pools",
     "given_buffers",
 ]
