@@ -188,96 +188,6 @@ class Context:
         return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
 
 
-def given_buffers(
-    stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None, what: str
-) -> tuple[dict[Tnode, BufferLoc], list[Buffer]]:
-    """The buffers ``ctx_arrays`` gives a new context on ``stream``: where each node's buffer
-    is, and the :class:`Buffer` values (kept alive by the context).
-
-    Raises:
-        UsageError: ``ctx_arrays`` is not a mapping of nodes to :class:`Buffer` values, or a
-            buffer is on another device, smaller than its node, or misaligned for it.
-    """
-    if ctx_arrays is None:
-        return {}, []
-    if not isinstance(ctx_arrays, Mapping):
-        raise UsageError(
-            f"{what}: ctx_arrays must map nodes to Buffers, got {type(ctx_arrays).__name__}"
-        )
-    locs: dict[Tnode, BufferLoc] = {}
-    for tn, buf in ctx_arrays.items():
-        if not isinstance(tn, Tnode) or not isinstance(buf, Buffer):
-            raise UsageError(
-                f"{what}: ctx_arrays must map Tnodes to Buffers (from alloc_buffer or a "
-                f"context's ctx_arrays), got {tn!r}: {buf!r}"
-            )
-        if buf.device is not stream.device:
-            raise UsageError(
-                f"{what}: the buffer of node {tn.debug_label} is on {buf.device!r}, not on "
-                f"the stream's device {stream.device!r} ({stream.name})"
-            )
-        if buf.size_in_bytes < tn.size_in_bytes:
-            raise UsageError(
-                f"{what}: node {tn.debug_label} needs {tn.size_in_bytes} bytes, its buffer "
-                f"has {buf.size_in_bytes} ({stream.name})"
-            )
-        if buf.loc.offset % max(tn.prec.byte_size, 1):
-            raise UsageError(
-                f"{what}: the buffer of node {tn.debug_label} starts at byte offset "
-                f"{buf.loc.offset}, not a multiple of its element size {tn.prec.byte_size}"
-            )
-        locs[tn] = buf.loc
-    return locs, list(ctx_arrays.values())
-
-
-def extend(
-    ctx: Context, code: Code, host_memory_nodes: AbstractSet[Tnode], placed: weakref.WeakSet[Tnode]
-) -> Context:
-    """The child of ``ctx`` that ``code`` links into: ``ctx``'s buffers, plus one for each node
-    the code keeps in context that ``ctx`` lacks. Nodes shared across streams (and constants)
-    get one buffer per device, others a buffer in new pools of the child; nodes in
-    ``host_memory_nodes`` get their host array. Hosted nodes whose buffer is new are uploaded.
-    The new nodes are added to ``placed`` (too late for ``use_host_memory``).
-
-    Raises:
-        UsageError: the code reads a node that is neither hosted, embedded, shared, nor in
-            ``ctx`` (it would read uninitialized memory), or a host array cannot be used.
-    """
-    opt = code.optimized
-    dev = ctx.device
-    new = [tn for tn in opt.context_nodes if tn not in ctx.buffers]
-    for tn in new:
-        hosted_source = tn.is_hosted() or tn in code.embedded
-        if tn in opt.inputs and not hosted_source and tn not in dev.shared:
-            raise UsageError(
-                f"link {code.name}: the context on {ctx.stream.name} lacks node "
-                f"{tn.debug_label}, which the routine reads; compute it in an earlier "
-                f"routine of this context, or make it hosted"
-            )
-    buffers = dict(ctx.buffers)
-    on_host = [tn for tn in new if tn in host_memory_nodes]
-    for tn in on_host:
-        buffers[tn] = transfers.host_memory_loc(dev, tn, f"link {code.name}")
-    placed.update(new)
-    new = [tn for tn in new if tn not in host_memory_nodes]
-    shared = [tn for tn in new if tn.potentially_cross_stream()]
-    private = [tn for tn in new if not tn.potentially_cross_stream()]
-    pools: list[int] = []
-    with dev.lock:
-        missing_shared = [tn for tn in shared if tn not in dev.shared]
-        for tn, loc in zip(missing_shared, dev.pack(missing_shared, pools=None)):
-            dev.shared[tn] = loc
-        for tn in shared:
-            buffers[tn] = dev.shared[tn]
-    for tn, loc in zip(private, dev.pack(private, pools)):
-        buffers[tn] = loc
-    child = Context(ctx.backend, ctx.stream, ctx, buffers, pools)
-    for tn in new:
-        if tn.is_hosted() and (tn in private or tn in missing_shared):
-            transfers.upload(child, tn)
-    return child
-
-
 def free_pools(device: Device, pools: frozenset[int]) -> None:
     """Release a context's pools and forget the synchronization state of their buffers."""
     device.hazards.forget_pools(pools)
@@ -386,6 +296,99 @@ class Routine:
 
     def __repr__(self) -> str:
         return f"<Routine {self.name} on {self.context.stream.name}>"
+
+
+# ---- building contexts (for Backend.make_context, make_child and link) ----
+
+
+def given_buffers(
+    stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None, what: str
+) -> tuple[dict[Tnode, BufferLoc], list[Buffer]]:
+    """The buffers ``ctx_arrays`` gives a new context on ``stream``: where each node's buffer
+    is, and the :class:`Buffer` values (kept alive by the context).
+
+    Raises:
+        UsageError: ``ctx_arrays`` is not a mapping of nodes to :class:`Buffer` values, or a
+            buffer is on another device, smaller than its node, or misaligned for it.
+    """
+    if ctx_arrays is None:
+        return {}, []
+    if not isinstance(ctx_arrays, Mapping):
+        raise UsageError(
+            f"{what}: ctx_arrays must map nodes to Buffers, got {type(ctx_arrays).__name__}"
+        )
+    locs: dict[Tnode, BufferLoc] = {}
+    for tn, buf in ctx_arrays.items():
+        if not isinstance(tn, Tnode) or not isinstance(buf, Buffer):
+            raise UsageError(
+                f"{what}: ctx_arrays must map Tnodes to Buffers (from alloc_buffer or a "
+                f"context's ctx_arrays), got {tn!r}: {buf!r}"
+            )
+        if buf.device is not stream.device:
+            raise UsageError(
+                f"{what}: the buffer of node {tn.debug_label} is on {buf.device!r}, not on "
+                f"the stream's device {stream.device!r} ({stream.name})"
+            )
+        if buf.size_in_bytes < tn.size_in_bytes:
+            raise UsageError(
+                f"{what}: node {tn.debug_label} needs {tn.size_in_bytes} bytes, its buffer "
+                f"has {buf.size_in_bytes} ({stream.name})"
+            )
+        if buf.loc.offset % max(tn.prec.byte_size, 1):
+            raise UsageError(
+                f"{what}: the buffer of node {tn.debug_label} starts at byte offset "
+                f"{buf.loc.offset}, not a multiple of its element size {tn.prec.byte_size}"
+            )
+        locs[tn] = buf.loc
+    return locs, list(ctx_arrays.values())
+
+
+def extend(
+    ctx: Context, code: Code, host_memory_nodes: AbstractSet[Tnode], placed: weakref.WeakSet[Tnode]
+) -> Context:
+    """The child of ``ctx`` that ``code`` links into: ``ctx``'s buffers, plus one for each node
+    the code keeps in context that ``ctx`` lacks. Nodes shared across streams (and constants)
+    get one buffer per device, others a buffer in new pools of the child; nodes in
+    ``host_memory_nodes`` get their host array. Hosted nodes whose buffer is new are uploaded.
+    The new nodes are added to ``placed`` (too late for ``use_host_memory``).
+
+    Raises:
+        UsageError: the code reads a node that is neither hosted, embedded, shared, nor in
+            ``ctx`` (it would read uninitialized memory), or a host array cannot be used.
+    """
+    opt = code.optimized
+    dev = ctx.device
+    new = [tn for tn in opt.context_nodes if tn not in ctx.buffers]
+    for tn in new:
+        hosted_source = tn.is_hosted() or tn in code.embedded
+        if tn in opt.inputs and not hosted_source and tn not in dev.shared:
+            raise UsageError(
+                f"link {code.name}: the context on {ctx.stream.name} lacks node "
+                f"{tn.debug_label}, which the routine reads; compute it in an earlier "
+                f"routine of this context, or make it hosted"
+            )
+    buffers = dict(ctx.buffers)
+    on_host = [tn for tn in new if tn in host_memory_nodes]
+    for tn in on_host:
+        buffers[tn] = transfers.host_memory_loc(dev, tn, f"link {code.name}")
+    placed.update(new)
+    new = [tn for tn in new if tn not in host_memory_nodes]
+    shared = [tn for tn in new if tn.potentially_cross_stream()]
+    private = [tn for tn in new if not tn.potentially_cross_stream()]
+    pools: list[int] = []
+    with dev.lock:
+        missing_shared = [tn for tn in shared if tn not in dev.shared]
+        for tn, loc in zip(missing_shared, dev.pack(missing_shared, pools=None)):
+            dev.shared[tn] = loc
+        for tn in shared:
+            buffers[tn] = dev.shared[tn]
+    for tn, loc in zip(private, dev.pack(private, pools)):
+        buffers[tn] = loc
+    child = Context(ctx.backend, ctx.stream, ctx, buffers, pools)
+    for tn in new:
+        if tn.is_hosted() and (tn in private or tn in missing_shared):
+            transfers.upload(child, tn)
+    return child
 
 
 __all__ = [
