@@ -3,7 +3,9 @@
 The three roles of the backend layer stand as files: this interface (what users call),
 :mod:`~arrayjit_backends.device_impl` and :mod:`~arrayjit_backends.backend_impl` (what a backend
 author writes), and the glue that turns the second into the first
-(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.scheduler`).
+(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.context`,
+:mod:`~arrayjit_backends.transfers`, :mod:`~arrayjit_backends.hazards`,
+:mod:`~arrayjit_backends.scheduler`).
 
 :func:`~arrayjit_backends.fresh_backend` returns a :class:`BackendInterface`; both the real
 :class:`~arrayjit_backends.backend.Backend` and the stand-in
@@ -17,18 +19,10 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
-    from arrayjit_backends.backend import (
-        Buffer,
-        Capabilities,
-        Code,
-        Config,
-        Context,
-        Device,
-        MergeMode,
-        Routine,
-        Stream,
-    )
+    from arrayjit_backends.backend import Capabilities, Config
+    from arrayjit_backends.context import Buffer, Code, Context, Device, Routine, Stream
     from arrayjit_backends.scheduler import Event
+    from arrayjit_backends.transfers import MergeMode
     from arrayjit_ir.assignments import Assignment, Comp
     from arrayjit_ir.indexing import StaticSymbol
     from arrayjit_tnode import Prec, Tnode

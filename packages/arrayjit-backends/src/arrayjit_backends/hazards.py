@@ -32,7 +32,7 @@ from arrayjit_backends.scheduler import Event
 from arrayjit_backends.slab import BufferLoc
 
 if TYPE_CHECKING:
-    from arrayjit_backends.backend import Stream
+    from arrayjit_backends.context import Stream
     from arrayjit_tnode import Tnode
 
 Key = tuple[int, BufferLoc]
