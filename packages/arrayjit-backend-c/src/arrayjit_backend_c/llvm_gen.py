@@ -941,13 +941,20 @@ class LlvmGen:
                 raise UsageError(f"the LLVM generator cannot generate {type(s).__name__}")
 
     def _local_step(self, op: ops.Binop, s: L.Set_local) -> None:
-        """``local = local op term`` (a :func:`_local_sum` loop's body), reassociable."""
-        assert isinstance(s.value, L.Binop)
-        ty = compute_type(s.scope.tn.prec)
+        """``local = local op term`` or, for a multiply-accumulate, ``local = fma(x, w,
+        local)`` (a :func:`_local_sum` loop's body), reassociable."""
+        ty, prec = compute_type(s.scope.tn.prec), s.scope.tn.prec
         ptr = self._local(s.scope)
-        term = self.expr(s.value.b, s.scope.tn.prec)
         acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")
-        self._fn.do(f"store {ty.ll} {self._reduce(op, acc, term, ty, True)}, ptr {ptr}")
+        match s.value:
+            case L.Ternop(op=ops.Ternop.fma, a=x, b=w):
+                xv, wv = self.expr(x, prec), self.expr(w, prec)
+                new = self._intrinsic("fma", ty, xv, wv, acc, flags="reassoc ")
+            case L.Binop(b=term):
+                new = self._reduce(op, acc, self.expr(term, prec), ty, True)
+            case _:
+                raise AssertionError(f"not an inlined sum's step: {s.value!r}")
+        self._fn.do(f"store {ty.ll} {new}, ptr {ptr}")
 
     def loop(self, sym: Symbol, lo: str, stop: str, body: Callable[[], None], guard: bool) -> None:
         """``for sym in [lo, stop): body()`` as a bottom-tested loop (guarded when the bounds are
