@@ -11,8 +11,8 @@ import pytest
 from arrayjit_backends import (
     Backend,
     Config,
+    CpuCompiler,
     MergeMode,
-    NoDeviceBackend,
     StreamError,
     UsageError,
     fresh_backend,
@@ -200,7 +200,7 @@ def test_worker_threads_stop_on_finalize() -> None:
     assert not any(t.is_alive() for t in threads)
 
 
-class _Failing(NoDeviceBackend):
+class _Failing(CpuCompiler):
     name = "failing"
 
     def compile(self, optimized: Any) -> Any:

@@ -2,6 +2,8 @@
 
 Slow and exact; usable everywhere (no compiler needed). It verifies the shared backend layer
 independently of any compiler, and serves as the oracle the conformance suite compares with.
+:class:`InterpCompiler` is a CPU compiler whose "compiled code" is the optimized routine itself;
+the scheduler and the generic layer around it are the ones ``cc`` and ``llvm`` run under.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.backend_impl import CpuCompiler, Run
 from arrayjit_backends.registry import no_device_entry
 from arrayjit_ir import interpret
 from arrayjit_ir.indexing import StaticSymbol
@@ -19,7 +21,7 @@ from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode
 
 
-class InterpBackend(NoDeviceBackend):
+class InterpCompiler(CpuCompiler):
     """Runs optimized code with :func:`arrayjit_ir.interpret` over the context's buffers."""
 
     name: ClassVar[str] = "interp"
@@ -44,5 +46,5 @@ class InterpBackend(NoDeviceBackend):
 
 
 interp_entry = no_device_entry(
-    "interp", InterpBackend, priority=0, description="reference interpreter (slow, exact)"
+    "interp", InterpCompiler, priority=0, description="reference interpreter (slow, exact)"
 )
