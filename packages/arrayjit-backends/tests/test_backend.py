@@ -2,7 +2,7 @@
 
 import gc
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from arrayjit_backends import (
     fresh_backend,
     make_cpu_backend,
 )
+from arrayjit_backends.backend_impl import GetMergeView, NodeViews
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Tnode
@@ -206,12 +207,7 @@ class _Failing(CpuCompiler):
     def compile(self, optimized: Any) -> Any:
         return optimized
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Any:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Any:
         def run(bindings: Mapping[StaticSymbol, int]) -> None:
             raise ZeroDivisionError("kernel blew up")
 

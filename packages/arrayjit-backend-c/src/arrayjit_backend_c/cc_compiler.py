@@ -11,18 +11,18 @@ import itertools
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-
-import numpy as np
 
 from arrayjit_backend_c import toolchain
 from arrayjit_backend_c.cc_renderer import CcSyntax
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
+    GetMergeView,
     NativeArgs,
+    NodeViews,
     Run,
     kernel_name,
     native_argtypes,
@@ -31,7 +31,7 @@ from arrayjit_backends.c_syntax import CSyntax, KernelParams
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import Prec
 
 
 @dataclass
@@ -133,12 +133,7 @@ class CcCompiler(CpuCompiler):
         )
         return CcCode(optimized.name, lib, fn, params, source)
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         c: CcCode = code
         fn = c.function
         args = NativeArgs(c.params, buffers, merge_buffer)

@@ -20,7 +20,7 @@ import os
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,7 +33,9 @@ from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_gen import LlvmGen, LlvmKernel, Segment
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
+    GetMergeView,
     NativeArgs,
+    NodeViews,
     Run,
     kernel_name,
     native_argtypes,
@@ -42,7 +44,7 @@ from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import ScratchAccount
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import CompileError, Prec, Tnode
+from arrayjit_tnode import CompileError, Prec
 
 OPT_LEVEL = 3
 # Static relocations and the large code model (llvmlite's "jitdefault" on 64-bit hosts):
@@ -255,12 +257,7 @@ class LlvmCompiler(CpuCompiler):
         weakref.finalize(code, _close_engine, engine)
         return code
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         c: LlvmCode = code
         scratch: list[np.ndarray] = [
             np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.kernel.scratch

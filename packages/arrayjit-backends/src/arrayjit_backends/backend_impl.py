@@ -41,6 +41,12 @@ Run = Callable[[Mapping["StaticSymbol", int]], None]
 
 ``bindings`` maps each static symbol of the procedure to its value for this run."""
 
+NodeViews = Mapping["Tnode", np.ndarray]
+"""What :meth:`CpuCompiler.link` binds a routine to: a typed numpy view per node."""
+
+GetMergeView = Callable[[], "np.ndarray | None"]
+"""Returns, when a routine runs, a typed view of its stream's merge buffer, or ``None``."""
+
 
 def kernel_name(routine: str) -> str:
     """The symbol of a routine's kernel in generated code: ``aj_`` and the routine's name with
@@ -81,12 +87,7 @@ class CpuCompiler(abc.ABC):
         return [self.compile(o) for o in optimized]
 
     @abc.abstractmethod
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         """Bind a compiled routine to memory.
 
         Args:
@@ -164,8 +165,8 @@ class NativeArgs:
     def __init__(
         self,
         params: KernelParams,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
+        buffers: NodeViews,
+        merge_buffer: GetMergeView,
         extra: Sequence[int] = (),
     ) -> None:
         self.pointers = [buffers[tn].ctypes.data for tn in params.buffers]

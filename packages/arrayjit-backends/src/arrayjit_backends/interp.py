@@ -8,17 +8,14 @@ the scheduler and the generic layer around it are the ones ``cc`` and ``llvm`` r
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
-from arrayjit_backends.backend_impl import CpuCompiler, Run
+from arrayjit_backends.backend_impl import CpuCompiler, GetMergeView, NodeViews, Run
 from arrayjit_backends.registry import no_device_entry
 from arrayjit_ir import interpret
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Tnode
 
 
 class InterpCompiler(CpuCompiler):
@@ -29,12 +26,7 @@ class InterpCompiler(CpuCompiler):
     def compile(self, optimized: Optimized) -> Optimized:
         return optimized
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         opt: Optimized = code
         bufs = dict(buffers)
 
