@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from cpu_helpers import run_both
 
-from arrayjit_backend_c import compiler
-from arrayjit_backend_c.no_device import CcBackend
+from arrayjit_backend_c import toolchain
+from arrayjit_backend_c.cc_compiler import CcCompiler
 from arrayjit_backends import fresh_backend
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
@@ -66,14 +66,14 @@ def test_warm_cache_runs_no_compiler(backend: Any, monkeypatch: pytest.MonkeyPat
     y = Tnode.create((8,), label="y", hosted=True)
     backend.compile(ir.unop(y, "exp", x), name="warm")
     calls: list[str] = []
-    real = compiler.compile_shared_object
+    real = toolchain.compile_shared_object
 
     def counting(*args: Any) -> bytes:
         calls.append(args[2])
         return real(*args)
 
-    monkeypatch.setattr(compiler, "compile_shared_object", counting)
-    fresh = CcBackend()
+    monkeypatch.setattr(toolchain, "compile_shared_object", counting)
+    fresh = CcCompiler()
     fresh.compile(backend.compile(ir.unop(y, "exp", x), name="warm").optimized)
     assert calls == []
     backend.compile(ir.unop(y, "exp", x), name="cold_name")
@@ -81,17 +81,17 @@ def test_warm_cache_runs_no_compiler(backend: Any, monkeypatch: pytest.MonkeyPat
 
 
 def test_compile_error_has_output_and_source() -> None:
-    cc = compiler.find_compiler()
+    cc = toolchain.find_compiler()
     assert cc is not None
     with pytest.raises(CompileError, match=r"failed to compile routine broken") as info:
-        compiler.compile_shared_object(cc, "void broken(void) { this is not C }", "broken")
+        toolchain.compile_shared_object(cc, "void broken(void) { this is not C }", "broken")
     assert "error" in info.value.output
     assert info.value.source_path is not None and Path(info.value.source_path).exists()
     assert "this is not C" in Path(info.value.source_path).read_text()
 
 
 def _source(comp: Any) -> str:
-    from arrayjit_backend_c.no_device import CcSyntax
+    from arrayjit_backend_c.cc_renderer import CcSyntax
     from arrayjit_ir import lower, optimize
 
     return CcSyntax().render(optimize(lower(comp), name="r"), "f")[0].removeprefix(CcSyntax.prelude)
@@ -163,7 +163,7 @@ def test_large_matmul_is_unrolled_and_jammed(backend: Any) -> None:
 def test_cache_key_holds_the_cpu_model_and_flags(
     tmp_path: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ident = compiler.cpu_identity()
+    ident = toolchain.cpu_identity()
     assert "|" in ident and ident.split("|")[0].strip()
     monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
     x, y = Tnode.create((4,), label="x", hosted=True), Tnode.create((4,), label="y", hosted=True)
@@ -174,7 +174,7 @@ def test_cache_key_holds_the_cpu_model_and_flags(
         b.compile(comp, name="k")
         b.compile(comp, name="k")
         assert (cache.builds, cache.hits) == (1, 1)
-        monkeypatch.setattr(compiler, "cpu_identity", lambda: "x86_64 | Other CPU | sse2")
+        monkeypatch.setattr(toolchain, "cpu_identity", lambda: "x86_64 | Other CPU | sse2")
         b.compile(comp, name="k")  # another CPU: never the first CPU's library
         assert (cache.builds, cache.hits) == (2, 1)
     finally:

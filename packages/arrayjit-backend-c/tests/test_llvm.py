@@ -10,8 +10,9 @@ from cpu_helpers import compare, run_both
 
 pytest.importorskip("llvmlite")
 
-from arrayjit_backend_c import llvm_backend
-from arrayjit_backend_c.llvm_backend import LlvmBackend
+from arrayjit_backend_c import llvm_compiler
+from arrayjit_backend_c.crew import Crew
+from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 from arrayjit_backend_c.llvm_gen import LlvmGen
 from arrayjit_backends import fresh_backend
 from arrayjit_backends.c_syntax import PARALLEL_MIN_WORK
@@ -43,7 +44,7 @@ def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPa
     y = Tnode.create((8,), label="y", hosted=True)
     code = backend.compile(ir.unop(y, "exp", x), name="warm")
     calls: list[str] = []
-    real_compile, real_optimize = llvm_backend.compile_object, llvm_backend.optimize
+    real_compile, real_optimize = llvm_compiler.compile_object, llvm_compiler.optimize
 
     def counting_compile(*args: Any) -> bytes:
         calls.append(args[1])
@@ -53,9 +54,9 @@ def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPa
         calls.append("optimize")
         real_optimize(*args)
 
-    monkeypatch.setattr(llvm_backend, "compile_object", counting_compile)
-    monkeypatch.setattr(llvm_backend, "optimize", counting_optimize)
-    fresh = LlvmBackend()
+    monkeypatch.setattr(llvm_compiler, "compile_object", counting_compile)
+    monkeypatch.setattr(llvm_compiler, "optimize", counting_optimize)
+    fresh = LlvmCompiler()
     warm = fresh.compile(code.optimized)
     assert calls == []
     vx = RNG.standard_normal(8).astype(np.float32)
@@ -67,24 +68,24 @@ def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPa
 
 
 def test_compile_error_has_output_and_ir() -> None:
-    target = llvm_backend.host_target()
+    target = llvm_compiler.host_target()
     with pytest.raises(CompileError, match=r"failed to compile routine broken") as info:
-        llvm_backend.compile_object("define void @broken() { this is not IR }", "broken", target)
+        llvm_compiler.compile_object("define void @broken() { this is not IR }", "broken", target)
     assert "error" in info.value.output
     assert info.value.source_path is not None and Path(info.value.source_path).exists()
     assert "this is not IR" in Path(info.value.source_path).read_text()
     # Parses, but the verifier rejects it: a use before its definition.
     bad = "define i32 @f() {\nentry:\n  %x = add i32 %y, 1\n  %y = add i32 1, 1\n  ret i32 %x\n}\n"
     with pytest.raises(CompileError, match=r"routine f") as info:
-        llvm_backend.compile_object(bad, "f", target)
+        llvm_compiler.compile_object(bad, "f", target)
     assert "dominate" in info.value.output
 
 
-# ---- the NoDeviceBackend directly: conversions, integer corners, segments ----
+# ---- the CpuCompiler directly: conversions, integer corners, segments ----
 
 
 def run_direct(
-    lb: LlvmBackend,
+    lb: LlvmCompiler,
     comp: Any,
     inputs: dict[Tnode, np.ndarray],
     out: Tnode,
@@ -133,7 +134,7 @@ def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 @pytest.mark.parametrize("native_half", [True, False])
 @pytest.mark.parametrize("prec", ["half", "bfloat16", "fp8"])
 def test_small_float_rounding_is_exact(cache_dir: Path, prec: str, native_half: bool) -> None:
-    lb = LlvmBackend()
+    lb = LlvmCompiler()
     lb.generator = LlvmGen(lb.target.cpu, lb.target.features, native_half=native_half)
     rnd = RNG.integers(0, 2**32, 4096, dtype=np.uint64).astype(np.uint32).view(np.float32)
     vals = np.concatenate([SPECIALS, -SPECIALS, rnd, RNG.standard_normal(4096).astype(np.float32)])
@@ -158,7 +159,7 @@ def test_float_to_integer_conversions(cache_dir: Path, prec: str) -> None:
     vals = np.concatenate([vals, [np.nan, np.inf, -np.inf]]).astype(np.float32)
     x = Tnode.create((len(vals),), prec="single", label="x", hosted=True)
     y = Tnode.create((len(vals),), prec=prec, label="y", hosted=True)
-    got, ref = run_direct(LlvmBackend(), ir.unop(y, "identity", x), {x: vals}, y)
+    got, ref = run_direct(LlvmCompiler(), ir.unop(y, "identity", x), {x: vals}, y)
     np.testing.assert_array_equal(got, ref)
 
 
@@ -169,7 +170,7 @@ def test_signed_division_corners(cache_dir: Path, prec: str, op: str) -> None:
     va = np.array([7, -7, 7, -7, info.min, info.min, info.max, 5, -5, 0])
     vb = np.array([2, 2, -2, -2, -1, 1, -1, 0, 0, -1])
     a, b, y = (Tnode.create((10,), prec=prec, label=n, hosted=True) for n in "aby")
-    lb = LlvmBackend()
+    lb = LlvmCompiler()
     got, ref = run_direct(lb, ir.binop(y, op, a, b), {a: va, b: vb}, y)
     np.testing.assert_array_equal(got, ref)
     r = Tnode.create((10,), prec=prec, label="r", hosted=True)
@@ -178,7 +179,7 @@ def test_signed_division_corners(cache_dir: Path, prec: str, op: str) -> None:
 
 
 def test_mixed_precisions(cache_dir: Path) -> None:
-    lb = LlvmBackend()
+    lb = LlvmCompiler()
     a = Tnode.create((12,), prec="single", label="a", hosted=True)
     i = Tnode.create((12,), prec="byte", label="i", hosted=True)
     h = Tnode.create((12,), prec="half", label="h", hosted=True)
@@ -217,7 +218,7 @@ def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
     assert set(kernel.scratch) == {s, t}
     assert "i64 %start, i64 %stop" in kernel.ir
     vu, vx = RNG.standard_normal(4), RNG.standard_normal((4, n))
-    lb = LlvmBackend(workers=3)
+    lb = LlvmCompiler(workers=3)
     calls: list[int] = []
     real = lb.crew.run
 
@@ -227,7 +228,7 @@ def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lb.crew, "run", counting)
-        mp.setattr(llvm_backend, "CHUNK_MIN_COST", 1 << 10)  # split even this cheap work
+        mp.setattr(llvm_compiler, "CHUNK_MIN_COST", 1 << 10)  # split even this cheap work
         got, _ = run_direct(lb, comp, {u: vu, x: vx}, tot, reference=False)
     assert calls == [3, 3]
     np.testing.assert_allclose(got, (vx + vu[:, None] ** 2).sum(1), rtol=1e-4)
@@ -262,7 +263,7 @@ def test_segments_only_for_large_disjoint_loops_and_reductions() -> None:
 def test_reductions_into_one_cell(
     cache_dir: Path, monkeypatch: pytest.MonkeyPatch, op: str, prec: str, n: int
 ) -> None:
-    monkeypatch.setattr(llvm_backend, "CHUNK_MIN_COST", 1 << 10)  # 3 chunks when large
+    monkeypatch.setattr(llvm_compiler, "CHUNK_MIN_COST", 1 << 10)  # 3 chunks when large
     x = Tnode.create((n,), prec=prec, label="x", hosted=True)
     tot = Tnode.create((), prec=prec, label="tot", hosted=True)
     dt = x.prec.numpy_dtype
@@ -272,7 +273,7 @@ def test_reductions_into_one_cell(
     else:
         vx = RNG.integers(0, 200, n)
     vx = vx.astype(dt)
-    lb = LlvmBackend(workers=3)
+    lb = LlvmCompiler(workers=3)
     got, ref = run_direct(lb, ir.accum(tot, op, x, spec="i->"), {x: vx}, tot, reference=n < 100)
     with np.errstate(over="ignore"):
         ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
@@ -315,10 +316,10 @@ def test_large_parallel_kernel_is_correct(backend: Any) -> None:
 def test_concurrent_parallel_runs(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import threading
 
-    monkeypatch.setattr(llvm_backend, "CHUNK_MIN_COST", 1 << 10)
+    monkeypatch.setattr(llvm_compiler, "CHUNK_MIN_COST", 1 << 10)
     n = PARALLEL_MIN_WORK * 2
     a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
-    lb = LlvmBackend(workers=3)
+    lb = LlvmCompiler(workers=3)
     code = lb.compile(optimize(lower(ir.unop(b, "sqrt", a)), name="conc"))
     results, errors = [], []
 
@@ -342,7 +343,7 @@ def test_concurrent_parallel_runs(cache_dir: Path, monkeypatch: pytest.MonkeyPat
 
 
 def test_crew_reraises_and_recovers() -> None:
-    crew = llvm_backend.Crew(2)
+    crew = Crew(2)
     seen: list[int] = []
 
     def fn(k: int) -> None:

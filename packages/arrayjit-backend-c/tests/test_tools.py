@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import arrayjit_backend_c
-from arrayjit_backend_c import compiler
+from arrayjit_backend_c import toolchain
 from arrayjit_backends import fresh_backend
 from arrayjit_ir import ir
 from arrayjit_tnode import CompileError, Tnode
@@ -18,9 +18,9 @@ from arrayjit_tnode import CompileError, Tnode
 
 @pytest.fixture
 def uncached_compiler():  # type: ignore[no-untyped-def]
-    compiler.find_compiler.cache_clear()
+    toolchain.find_compiler.cache_clear()
     yield
-    compiler.find_compiler.cache_clear()
+    toolchain.find_compiler.cache_clear()
 
 
 def test_cc_with_arguments_is_split_and_used(
@@ -31,11 +31,11 @@ def test_cc_with_arguments_is_split_and_used(
     # The macro only exists if the quoted argument reached the compiler whole: without it the
     # source does not compile.
     monkeypatch.setenv("CC", f"{Path(gcc).name} -DAJ_PROBE='\"quoted arg\"'")
-    cc = compiler.find_compiler()
+    cc = toolchain.find_compiler()
     assert cc is not None
-    assert compiler.argv(cc) == [gcc, '-DAJ_PROBE="quoted arg"']
+    assert toolchain.argv(cc) == [gcc, '-DAJ_PROBE="quoted arg"']
     src = "#include <string.h>\nint f(void) { return (int)strlen(AJ_PROBE); }\n"
-    data = compiler.compile_shared_object(cc, src, "probe_macro")
+    data = toolchain.compile_shared_object(cc, src, "probe_macro")
     assert data[:4] == b"\x7fELF"
     # The whole backend runs with it, and computes.
     monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
@@ -59,10 +59,10 @@ def test_cc_program_not_found_is_no_compiler(
     monkeypatch: pytest.MonkeyPatch, uncached_compiler: None
 ) -> None:
     monkeypatch.setenv("CC", "no-such-cc-xyz -O2")
-    assert compiler.find_compiler() is None
+    assert toolchain.find_compiler() is None
     monkeypatch.setenv("CC", "gcc 'unbalanced")
-    compiler.find_compiler.cache_clear()
-    assert compiler.find_compiler() is None
+    toolchain.find_compiler.cache_clear()
+    assert toolchain.find_compiler() is None
 
 
 def test_compile_error_names_the_program(
@@ -71,10 +71,10 @@ def test_compile_error_names_the_program(
     gcc = shutil.which("gcc") or shutil.which("cc")
     assert gcc is not None
     monkeypatch.setenv("CC", f"{gcc} -fno-common")
-    cc = compiler.find_compiler()
+    cc = toolchain.find_compiler()
     assert cc is not None
     with pytest.raises(CompileError, match=rf"^{Path(gcc).name} failed to compile routine bad"):
-        compiler.compile_shared_object(cc, "int f( {", "bad")
+        toolchain.compile_shared_object(cc, "int f( {", "bad")
 
 
 def test_llvm_probe_runs_a_module() -> None:

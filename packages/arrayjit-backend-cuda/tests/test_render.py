@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from arrayjit_backend_cuda.render import CudaSyntax, compile_to, nvcc_path
+from arrayjit_backends.backend_impl import kernel_name
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
@@ -119,9 +120,7 @@ def _render(name: str) -> GpuProgram:
     if name == "fetches":
         symbols = tuple({s for s in _symbols_of(comp)})
     opt = optimize(lower(comp), name=name, static_symbols=symbols)
-    return CudaSyntax().render_program(
-        opt, "aj_" + "".join(c if c.isalnum() else "_" for c in name)
-    )
+    return CudaSyntax().render_program(opt, kernel_name(name))
 
 
 def _symbols_of(comp: Any) -> list[StaticSymbol]:

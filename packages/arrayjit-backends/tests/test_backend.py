@@ -2,7 +2,7 @@
 
 import gc
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -11,13 +11,14 @@ import pytest
 from arrayjit_backends import (
     Backend,
     Config,
+    CpuCompiler,
     MergeMode,
-    NoDeviceBackend,
     StreamError,
     UsageError,
     fresh_backend,
     make_cpu_backend,
 )
+from arrayjit_backends.backend_impl import GetMergeView, NodeViews
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Tnode
@@ -200,18 +201,13 @@ def test_worker_threads_stop_on_finalize() -> None:
     assert not any(t.is_alive() for t in threads)
 
 
-class _Failing(NoDeviceBackend):
+class _Failing(CpuCompiler):
     name = "failing"
 
     def compile(self, optimized: Any) -> Any:
         return optimized
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Any:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Any:
         def run(bindings: Mapping[StaticSymbol, int]) -> None:
             raise ZeroDivisionError("kernel blew up")
 

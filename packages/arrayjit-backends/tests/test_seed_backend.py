@@ -93,9 +93,9 @@ def test_default_device_info_knows_only_what_it_can() -> None:
     class Minimal(CpuDevices):
         info = DeviceBackend.info  # a third-party backend that keeps the default
 
-    from arrayjit_backends.interp import InterpBackend
+    from arrayjit_backends.interp import InterpCompiler
 
-    info = Minimal("mini", "sync", InterpBackend()).info(0)
+    info = Minimal("mini", "sync", InterpCompiler()).info(0)
     assert info.name == "mini:0" and info.kind == "unknown"
     assert info.max_workgroup_size == () and info.max_shared_memory == 0
     assert Prec.single in info.supported_precs

@@ -1,13 +1,20 @@
 """arrayjit_backend_c: the CPU backends ``cc`` (C source, system C compiler, ctypes) and ``llvm``
-(LLVM IR, llvmlite's in-process JIT, ctypes)."""
+(LLVM IR, llvmlite's in-process JIT, ctypes).
+
+Each is a :class:`~arrayjit_backends.backend_impl.CpuCompiler` that the shared layer runs under
+its ``sync_`` and ``multicore_`` schedulers. ``cc``: ``cc_renderer.py`` (the C dialect),
+``toolchain.py`` (finding and running the system C compiler), ``cc_compiler.py`` (compile and
+link). ``llvm``: ``llvm_gen.py`` (the IR generator), ``llvm_compiler.py`` (compile and link),
+``crew.py`` (the helper threads of parallel loops). This module holds the two entry points.
+"""
 
 import ctypes
 import functools
 
 from arrayjit_backend_c.__about__ import __version__
-from arrayjit_backend_c.compiler import find_compiler
-from arrayjit_backend_c.no_device import CcBackend
-from arrayjit_backends.backend_impl import NoDeviceBackend
+from arrayjit_backend_c.cc_compiler import CcCompiler
+from arrayjit_backend_c.toolchain import find_compiler
+from arrayjit_backends.backend_impl import CpuCompiler
 from arrayjit_backends.registry import no_device_entry
 
 
@@ -42,18 +49,18 @@ def _probe_llvm() -> str | None:
         llvm.check_jit_execution()
     except OSError as e:
         return f"llvmlite cannot run JIT-compiled code here ({e})"
-    from arrayjit_backend_c import llvm_backend as lb
+    from arrayjit_backend_c import llvm_compiler as lc
 
     try:
-        with lb._LLVM_LOCK:
-            target = lb.host_target()
-            engine = lb.load_object(lb.compile_object(PROBE_IR, "aj_probe", target), target)
+        with lc._LLVM_LOCK:
+            target = lc.host_target()
+            engine = lc.load_object(lc.compile_object(PROBE_IR, "aj_probe", target), target)
             address = engine.get_function_address("aj_probe")
             cell = ctypes.c_int32(41)
             result = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int32))(address)(
                 ctypes.byref(cell)
             )
-            lb._close_engine(engine)
+            lc._close_engine(engine)
     except Exception as e:
         return (
             f"llvmlite {llvmlite.__version__} cannot compile arrayjit's LLVM IR "
@@ -64,16 +71,16 @@ def _probe_llvm() -> str | None:
     return None
 
 
-def _make_llvm() -> NoDeviceBackend:
+def _make_llvm() -> CpuCompiler:
     # Imported on use: loading LLVM costs time that users of cc alone should not pay.
-    from arrayjit_backend_c.llvm_backend import LlvmBackend
+    from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 
-    return LlvmBackend()
+    return LlvmCompiler()
 
 
 cc_entry = no_device_entry(
     "cc",
-    CcBackend,
+    CcCompiler,
     priority=20,
     probe=_probe_cc,
     install_hint="install a C compiler (e.g. apt-get install gcc) or set $CC",
@@ -89,4 +96,4 @@ llvm_entry = no_device_entry(
     description="LLVM IR JIT-compiled in process by llvmlite",
 )
 
-__all__ = ["CcBackend", "__version__", "cc_entry", "llvm_entry"]
+__all__ = ["CcCompiler", "__version__", "cc_entry", "llvm_entry"]

@@ -32,7 +32,7 @@ from arrayjit_backend_cuda.render import (
     nvcc_path,
     nvcc_version,
 )
-from arrayjit_backends.backend_impl import Run
+from arrayjit_backends.backend_impl import Run, kernel_name
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import (
     Buf,
@@ -253,7 +253,7 @@ class CudaDevices(DeviceBackend):
     # ---- code ----
 
     def compile(self, optimized: Optimized) -> CuCode:
-        prefix = "aj_" + "".join(c if c.isalnum() else "_" for c in optimized.name)
+        prefix = kernel_name(optimized.name)
         rendered = self.renderer.render_program(optimized, prefix)
         cubins = []
         for k in range(len(self.devices)):

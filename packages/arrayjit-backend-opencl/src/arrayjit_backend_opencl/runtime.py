@@ -34,7 +34,7 @@ import numpy as np
 import pyopencl as cl
 
 from arrayjit_backend_opencl.render import OpenclSyntax
-from arrayjit_backends.backend_impl import Run
+from arrayjit_backends.backend_impl import Run, kernel_name
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import (
     Buf,
@@ -301,7 +301,7 @@ class OpenclDevices(DeviceBackend):
     # ---- code ----
 
     def compile(self, optimized: Optimized) -> ClCode:
-        prefix = "aj_" + "".join(c if c.isalnum() else "_" for c in optimized.name)
+        prefix = kernel_name(optimized.name)
         code = ClCode(optimized.name, self.renderer.render_program(optimized, prefix))
         self.program(code, 0)
         return code

@@ -1,14 +1,14 @@
 """arrayjit_backends: the shared backend layer.
 
 Turns any device backend (a :class:`DeviceBackend`: OpenCL, CUDA) or CPU compiler (a
-:class:`NoDeviceBackend` plus a scheduler) into the full Backend: devices, streams, events,
+:class:`CpuCompiler` plus a scheduler) into the full Backend: devices, streams, events,
 contexts, slab memory, routines, automatic synchronization, hosted nodes and merge buffers.
 Backends are found through the ``arrayjit.backends`` entry points.
 """
 
 from arrayjit_backends.__about__ import __version__
 from arrayjit_backends.backend import Backend, Capabilities, Config
-from arrayjit_backends.backend_impl import NoDeviceBackend
+from arrayjit_backends.backend_impl import CpuCompiler, NoDeviceBackend, kernel_name
 from arrayjit_backends.backend_intf import BackendInterface
 from arrayjit_backends.context import Buffer, Code, Context, Device, Routine, Stream
 from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, DeviceInfo, ImmediateQueue
@@ -47,6 +47,7 @@ __all__ = [
     "CompileError",
     "Config",
     "Context",
+    "CpuCompiler",
     "CpuDevices",
     "Device",
     "DeviceBackend",
@@ -65,6 +66,7 @@ __all__ = [
     "backend_names",
     "device_entry",
     "fresh_backend",
+    "kernel_name",
     "make_cpu_backend",
     "no_device_entry",
     "register",

@@ -2,35 +2,61 @@
 
 Two forms exist (ARCHITECTURE.md §4.1):
 
-* :class:`NoDeviceBackend` — a CPU compiler whose procedures run on host memory, synchronously,
-  on the calling thread. A scheduler (:mod:`arrayjit_backends.scheduler`) adds devices, streams
-  and events, and the generic :class:`~arrayjit_backends.backend.Backend` adds contexts,
-  buffers and synchronization. ``cc``, ``llvm`` and the reference ``interp`` backend use it.
+* :class:`CpuCompiler` (the seeds' ``Lowered_no_device_backend``) — a CPU compiler whose
+  procedures run on host memory, synchronously, on the calling thread. A scheduler
+  (:mod:`arrayjit_backends.scheduler`) adds devices, streams and events, and the generic
+  :class:`~arrayjit_backends.backend.Backend` adds contexts, buffers and synchronization.
+  ``cc``, ``llvm`` and the reference ``interp`` backend use it.
 * the device form (for OpenCL and CUDA) — see :mod:`arrayjit_backends.device_impl`.
+
+Every backend names its kernels with :func:`kernel_name`. Compilers whose kernels are native
+functions called through ctypes (``cc``, ``llvm``) share :func:`native_argtypes`,
+:class:`NativeArgs` and :meth:`CpuCompiler.load_or_build`: the argument order every C-like
+renderer declares (buffers, the merge buffer, extra pointers, static symbols) is written here
+once.
 """
 
 from __future__ import annotations
 
 import abc
+import ctypes
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 import numpy as np
 
-from arrayjit_tnode import Prec, precision
+from arrayjit_tnode import CompileError, Prec, precision
 
 if TYPE_CHECKING:
+    from arrayjit_backends.c_syntax import KernelParams
+    from arrayjit_backends.compile_cache import CompileCache
     from arrayjit_ir.indexing import StaticSymbol
     from arrayjit_ir.optimized import Optimized
     from arrayjit_tnode import Tnode
+
+T = TypeVar("T")
 
 Run = Callable[[Mapping["StaticSymbol", int]], None]
 """A linked procedure: ``run(bindings)`` executes it once, synchronously, on the calling thread.
 
 ``bindings`` maps each static symbol of the procedure to its value for this run."""
 
+NodeViews = Mapping["Tnode", np.ndarray]
+"""What :meth:`CpuCompiler.link` binds a routine to: a typed numpy view per node."""
 
-class NoDeviceBackend(abc.ABC):
+GetMergeView = Callable[[], "np.ndarray | None"]
+"""Returns, when a routine runs, a typed view of its stream's merge buffer, or ``None``."""
+
+
+def kernel_name(routine: str) -> str:
+    """The symbol of a routine's kernel in generated code: ``aj_`` and the routine's name with
+    every character other than an ASCII letter or digit replaced by ``_`` (C, OpenCL C, CUDA
+    and LLVM identifiers all accept it; the prefix keeps it clear of the C library's names).
+    Backends that emit several kernels per routine append ``_0``, ``_1``... to it."""
+    return "aj_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in routine)
+
+
+class CpuCompiler(abc.ABC):
     """A CPU compiler: optimized low-level code in, host procedures out (seed 002's
     ``Lowered_no_device_backend``).
 
@@ -61,12 +87,7 @@ class NoDeviceBackend(abc.ABC):
         return [self.compile(o) for o in optimized]
 
     @abc.abstractmethod
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         """Bind a compiled routine to memory.
 
         Args:
@@ -94,3 +115,76 @@ class NoDeviceBackend(abc.ABC):
 
     def finalize(self) -> None:  # noqa: B027 (nothing to release by default)
         """Release what the compiler holds (helper threads...) once every stream is closed."""
+
+    def load_or_build(
+        self,
+        cache: CompileCache,
+        key: str,
+        routine: str,
+        build: Callable[[], bytes],
+        load: Callable[[bytes, bool], T],
+    ) -> T:
+        """The loaded artifact of ``key`` from ``cache``, or ``build()``'s, loaded and cached
+        (:meth:`~arrayjit_backends.compile_cache.CompileCache.load_or_build`: a cached entry
+        that does not load is discarded and rebuilt).
+
+        Raises:
+            CompileError: ``build`` failed, or a fresh artifact of ``routine`` does not load
+                (``load`` raised ``OSError`` or ``ValueError``).
+        """
+        try:
+            return cache.load_or_build(key, build, load)
+        except (OSError, ValueError) as exc:  # a fresh build that does not load
+            raise CompileError(
+                f"{self.name}: the library built for routine {routine} does not load: {exc}",
+                output=str(exc),
+            ) from exc
+
+
+NoDeviceBackend = CpuCompiler
+"""The seeds' name for :class:`CpuCompiler` (``Lowered_no_device_backend``), kept so code
+written against it still imports."""
+
+
+def native_argtypes(params: KernelParams, extra_pointers: int = 0) -> list[Any]:
+    """The ctypes argument types of a native kernel with ``params``: a pointer per buffer, one
+    for the merge buffer when the kernel reads it, ``extra_pointers`` more (a compiler's
+    scratch), then an ``int64`` per static symbol."""
+    pointers = len(params.buffers) + (params.merge_node is not None) + extra_pointers
+    return [ctypes.c_void_p] * pointers + [ctypes.c_int64] * len(params.static_symbols)
+
+
+class NativeArgs:
+    """The arguments of one linked native kernel, in :func:`native_argtypes`' order.
+
+    The buffer and extra addresses are fixed at link; the merge buffer's address (``None`` when
+    the stream's merge buffer holds nothing) and the static symbols' values are read at each
+    run. :attr:`fixed` is the whole argument tuple when nothing varies, so the run can skip the
+    per-call assembly."""
+
+    def __init__(
+        self,
+        params: KernelParams,
+        buffers: NodeViews,
+        merge_buffer: GetMergeView,
+        extra: Sequence[int] = (),
+    ) -> None:
+        self.pointers = [buffers[tn].ctypes.data for tn in params.buffers]
+        self.extra = list(extra)
+        self.symbols = params.static_symbols
+        self.merge_buffer = merge_buffer if params.merge_node is not None else None
+        self.fixed: tuple[Any, ...] | None = (
+            (*self.pointers, *self.extra)
+            if self.merge_buffer is None and not self.symbols
+            else None
+        )
+
+    def __call__(self, bindings: Mapping[StaticSymbol, int]) -> list[Any]:
+        """The argument list of one run with ``bindings``."""
+        args: list[Any] = list(self.pointers)
+        if self.merge_buffer is not None:
+            mb = self.merge_buffer()
+            args.append(mb.ctypes.data if mb is not None else None)
+        args += self.extra
+        args += [bindings[s] for s in self.symbols]
+        return args

@@ -6,7 +6,7 @@ memory addressed as ``(memory handle, byte offset)``, stream queues whose tasks 
 copies, compiling and linking. Contexts, slab packing, merge buffers, hosted nodes and every
 cross-stream wait live in the generic layer, so every backend behaves the same.
 
-A :class:`~arrayjit_backends.backend_impl.NoDeviceBackend` (a CPU compiler) becomes a
+A :class:`~arrayjit_backends.backend_impl.CpuCompiler` becomes a
 :class:`DeviceBackend` through :class:`CpuDevices`: one device whose memory is host memory, and
 a scheduler (``sync_`` or ``multicore_``) whose tasks run the copies and procedures themselves.
 """
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.backend_impl import CpuCompiler, Run
 from arrayjit_backends.scheduler import SCHEDULERS, Event, StreamQueue
 from arrayjit_backends.slab import aligned_bytes, typed_view
 from arrayjit_tnode import Prec, StreamError, UsageError
@@ -343,7 +343,7 @@ class CpuDevices(DeviceBackend):
 
     unified_memory: ClassVar[bool] = True
 
-    def __init__(self, name: str, scheduler: str, compiler: NoDeviceBackend) -> None:
+    def __init__(self, name: str, scheduler: str, compiler: CpuCompiler) -> None:
         if scheduler not in SCHEDULERS:
             raise UsageError(
                 f"unknown scheduler {scheduler!r} for backend {name}; valid: {sorted(SCHEDULERS)}"

@@ -2,24 +2,23 @@
 
 Slow and exact; usable everywhere (no compiler needed). It verifies the shared backend layer
 independently of any compiler, and serves as the oracle the conformance suite compares with.
+:class:`InterpCompiler` is a CPU compiler whose "compiled code" is the optimized routine itself;
+the scheduler and the generic layer around it are the ones ``cc`` and ``llvm`` run under.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import numpy as np
-
-from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.backend_impl import CpuCompiler, GetMergeView, NodeViews, Run
 from arrayjit_backends.registry import no_device_entry
 from arrayjit_ir import interpret
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Tnode
 
 
-class InterpBackend(NoDeviceBackend):
+class InterpCompiler(CpuCompiler):
     """Runs optimized code with :func:`arrayjit_ir.interpret` over the context's buffers."""
 
     name: ClassVar[str] = "interp"
@@ -27,12 +26,7 @@ class InterpBackend(NoDeviceBackend):
     def compile(self, optimized: Optimized) -> Optimized:
         return optimized
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         opt: Optimized = code
         bufs = dict(buffers)
 
@@ -44,5 +38,5 @@ class InterpBackend(NoDeviceBackend):
 
 
 interp_entry = no_device_entry(
-    "interp", InterpBackend, priority=0, description="reference interpreter (slow, exact)"
+    "interp", InterpCompiler, priority=0, description="reference interpreter (slow, exact)"
 )

@@ -20,7 +20,7 @@ from arrayjit_tnode import UsageError
 
 if TYPE_CHECKING:
     from arrayjit_backends.backend import Backend
-    from arrayjit_backends.backend_impl import NoDeviceBackend
+    from arrayjit_backends.backend_impl import CpuCompiler
     from arrayjit_backends.backend_intf import BackendInterface
     from arrayjit_backends.device_impl import DeviceBackend
 
@@ -64,7 +64,7 @@ def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceB
 
 def no_device_entry(
     name: str,
-    make: Callable[[], NoDeviceBackend],
+    make: Callable[[], CpuCompiler],
     *,
     priority: int = 0,
     probe: Callable[[], str | None] = _usable,

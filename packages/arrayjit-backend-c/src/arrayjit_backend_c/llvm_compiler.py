@@ -1,4 +1,4 @@
-"""The ``llvm`` backend: LLVM IR optimized for the host CPU and JIT-compiled in process by
+"""The ``llvm`` compiler: LLVM IR optimized for the host CPU and JIT-compiled in process by
 llvmlite; no C compiler needed.
 
 ``compile`` generates the routine's module (:mod:`arrayjit_backend_c.llvm_gen`), then gets its
@@ -8,8 +8,8 @@ either way the object is loaded into an MCJIT execution engine of its own, so a 
 neither the optimizer nor code generation. Functions are called through ctypes (argument types
 set once per kernel; ctypes releases the GIL). Parallel segments (large top-level loops writing
 disjoint cells or reducing into one cell, see :func:`arrayjit_backend_c.llvm_gen.split_segments`)
-are split into chunks (:func:`chunks`) that the calling thread and the backend's :class:`Crew`
-of helper threads run.
+are split into chunks (:func:`chunks`) that the calling thread and the compiler's
+:class:`~arrayjit_backend_c.crew.Crew` of helper threads run.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ import os
 import tempfile
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -29,13 +29,22 @@ import llvmlite
 import llvmlite.binding as llvm
 import numpy as np
 
+from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_gen import LlvmGen, LlvmKernel, Segment
-from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends.backend_impl import (
+    CpuCompiler,
+    GetMergeView,
+    NativeArgs,
+    NodeViews,
+    Run,
+    kernel_name,
+    native_argtypes,
+)
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import ScratchAccount
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import CompileError, Prec, Tnode
+from arrayjit_tnode import CompileError, Prec
 
 OPT_LEVEL = 3
 # Static relocations and the large code model (llvmlite's "jitdefault" on 64-bit hosts):
@@ -181,112 +190,7 @@ def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
     return [(bounds[k], bounds[k + 1]) for k in range(n)]
 
 
-class _Helper:
-    """A thread that runs one native call at a time for a :class:`Crew`."""
-
-    def __init__(self, name: str) -> None:
-        self._go = threading.Lock()
-        self._go.acquire()
-        self._done = threading.Lock()
-        self._done.acquire()
-        self._task: tuple[Any, tuple[Any, ...]] | None = None
-        self._error: BaseException | None = None
-        self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
-        self.thread.start()
-
-    def _loop(self) -> None:
-        while True:
-            self._go.acquire()
-            task = self._task
-            if task is None:
-                return
-            try:
-                task[0](*task[1])
-            except BaseException as e:  # re-raised on the thread that waits
-                self._error = e
-            self._done.release()
-
-    def start(self, fn: Any, args: tuple[Any, ...]) -> None:
-        self._task = (fn, args)
-        self._go.release()
-
-    def wait(self) -> None:
-        self._done.acquire()
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
-
-    def stop(self) -> None:
-        self._task = None
-        self._go.release()
-
-
-class Crew:
-    """Helper threads for parallel loops, shared by the threads that run routines.
-
-    ``run`` hands chunks to idle helpers (starting one when fewer than ``size`` exist) and runs
-    the rest on the calling thread, so concurrent callers never oversubscribe the cores nor
-    wait for each other. Lock hand-offs keep a dispatch to a few microseconds."""
-
-    def __init__(self, size: int) -> None:
-        self.size = size
-        self._idle: list[_Helper] = []
-        self._all: list[_Helper] = []
-        self._lock = threading.Lock()
-        self._stopper = weakref.finalize(self, _stop_helpers, self._all)
-
-    def stop(self) -> None:
-        """Stop every helper thread; later runs start new ones."""
-        with self._lock:
-            helpers = list(self._all)
-            self._all.clear()  # in place: the finalizer holds this list
-            self._idle.clear()
-        _stop_helpers(helpers)
-        for helper in helpers:
-            helper.thread.join(timeout=10)
-
-    def _take(self, n: int) -> list[_Helper]:
-        with self._lock:
-            while len(self._idle) < n and len(self._all) < self.size:
-                helper = _Helper(f"arrayjit-llvm-{len(self._all)}")
-                self._all.append(helper)
-                self._idle.append(helper)
-            taken = self._idle[:n]
-            del self._idle[:n]
-            return taken
-
-    def run(self, fn: Any, args: Sequence[Any], calls: Sequence[tuple[Any, ...]]) -> None:
-        """``fn(*args, *extra)`` for each ``extra`` of ``calls``; returns when all are done.
-
-        Raises:
-            Exception: the first error a call raised (after every call finished).
-        """
-        helpers = self._take(len(calls) - 1) if len(calls) > 1 else []
-        for helper, extra in zip(helpers, calls[1:], strict=False):
-            helper.start(fn, (*args, *extra))
-        try:
-            fn(*args, *calls[0])
-            for extra in calls[1 + len(helpers) :]:
-                fn(*args, *extra)
-        finally:
-            errors = []
-            for helper in helpers:
-                try:
-                    helper.wait()
-                except BaseException as e:
-                    errors.append(e)
-            with self._lock:
-                self._idle.extend(helpers)
-        if errors:
-            raise errors[0]
-
-
-def _stop_helpers(helpers: list[_Helper]) -> None:
-    for helper in helpers:
-        helper.stop()
-
-
-class LlvmBackend(NoDeviceBackend):
+class LlvmCompiler(CpuCompiler):
     """Generates LLVM IR, optimizes and JIT-compiles it with llvmlite (cached), calls it through
     ctypes."""
 
@@ -317,7 +221,7 @@ class LlvmBackend(NoDeviceBackend):
         )
 
     def compile(self, optimized: Optimized) -> LlvmCode:
-        fn_name = "aj_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in optimized.name)
+        fn_name = kernel_name(optimized.name)
         with self._lock:
             kernel = self.generator.generate(optimized, fn_name)
         key = self._key(kernel.ir)
@@ -329,15 +233,14 @@ class LlvmBackend(NoDeviceBackend):
                 raise ValueError(str(exc)) from exc
 
         with _LLVM_LOCK:
-            engine = self.cache.load_or_build(
-                key, lambda: compile_object(kernel.ir, fn_name, self.target), load
+            engine = self.load_or_build(
+                self.cache,
+                key,
+                optimized.name,
+                lambda: compile_object(kernel.ir, fn_name, self.target),
+                load,
             )
-        common: list[Any] = [ctypes.c_void_p] * (
-            len(kernel.params.buffers)
-            + (kernel.params.merge_node is not None)
-            + len(kernel.scratch)
-        )
-        common += [ctypes.c_int64] * len(kernel.params.static_symbols)
+        common = native_argtypes(kernel.params, extra_pointers=len(kernel.scratch))
         i64, ptr = ctypes.c_int64, ctypes.c_void_p
 
         def function(name: str, *extra: Any) -> Any:
@@ -354,20 +257,12 @@ class LlvmBackend(NoDeviceBackend):
         weakref.finalize(code, _close_engine, engine)
         return code
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         c: LlvmCode = code
-        params = c.kernel.params
-        ptrs = [buffers[tn].ctypes.data for tn in params.buffers]
         scratch: list[np.ndarray] = [
             np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.kernel.scratch
         ]
-        scratch_ptrs = [a.ctypes.data for a in scratch]
-        symbols = params.static_symbols
+        args = NativeArgs(c.kernel.params, buffers, merge_buffer, [a.ctypes.data for a in scratch])
         # Per segment: the function, the extra arguments of each of its calls (None: one call
         # with none), and for a reduction its combining function with its extra arguments.
         steps: list[tuple[Any, list[tuple[Any, ...]] | None, Any, tuple[Any, ...]]] = []
@@ -385,31 +280,25 @@ class LlvmBackend(NoDeviceBackend):
             calls = [(start, stop, at, k) for k, (start, stop) in enumerate(ranges)]
             steps.append((fn, calls, combine, (at, len(ranges))))
         keep_alive = (list(buffers.values()), scratch, c)
-        has_merge = params.merge_node is not None
 
-        if not has_merge and not symbols and len(steps) == 1 and steps[0][1] is None:
-            fn, args = steps[0][0], (*ptrs, *scratch_ptrs)
+        if args.fixed is not None and len(steps) == 1 and steps[0][1] is None:
+            fn, fixed = steps[0][0], args.fixed
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
-                fn(*args)
+                fn(*fixed)
 
         else:
             parallel = self.crew.run
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
-                args: list[Any] = list(ptrs)
-                if has_merge:
-                    mb = merge_buffer()
-                    args.append(mb.ctypes.data if mb is not None else None)
-                args += scratch_ptrs
-                args += [bindings[s] for s in symbols]
+                values = args(bindings)
                 for fn, calls, combine, fold in steps:
                     if calls is None:
-                        fn(*args)
+                        fn(*values)
                     else:
-                        parallel(fn, args, calls)
+                        parallel(fn, values, calls)
                     if combine is not None:
-                        combine(*args, *fold)
+                        combine(*values, *fold)
 
         run.keep_alive = keep_alive  # type: ignore[attr-defined]
         self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run

@@ -1,4 +1,6 @@
-"""The ``cc`` backend: C source compiled by the system compiler, loaded with ctypes."""
+"""The ``cc`` compiler: C source (:mod:`arrayjit_backend_c.cc_renderer`) compiled by the system
+C compiler (:mod:`arrayjit_backend_c.toolchain`) into a shared object, cached, loaded and called
+through ctypes."""
 
 from __future__ import annotations
 
@@ -9,30 +11,27 @@ import itertools
 import shutil
 import tempfile
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
-from arrayjit_backend_c import compiler
-from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backend_c import toolchain
+from arrayjit_backend_c.cc_renderer import CcSyntax
+from arrayjit_backends.backend_impl import (
+    CpuCompiler,
+    GetMergeView,
+    NativeArgs,
+    NodeViews,
+    Run,
+    kernel_name,
+    native_argtypes,
+)
 from arrayjit_backends.c_syntax import CSyntax, KernelParams
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import CompileError, Prec, Tnode
-
-
-class CcSyntax(CSyntax):
-    """C for the system compiler: top-level loops writing disjoint cells, and reductions into
-    one cell, run on all cores; reductions vectorize (reassociated, as OpenMP allows)."""
-
-    parallel_pragma = "#pragma omp parallel for schedule(static)"
-    reduction_pragma = "#pragma omp parallel for{simd} schedule(static) reduction({op}:{var})"
-    simd_reduction_pragma = "#pragma omp simd reduction({op}:{var})"
-    jam_factor = 4
+from arrayjit_tnode import Prec
 
 
 @dataclass
@@ -67,7 +66,7 @@ def load_library(data: bytes, key: str) -> ctypes.CDLL:
         OSError: the loader rejected it.
     """
     global _lib_dir
-    if not compiler.is_shared_object(data):
+    if not toolchain.is_shared_object(data):
         raise ValueError(f"not a shared object ({len(data)} bytes starting {data[:8]!r})")
     ident = (key, hashlib.sha256(data).digest())
     with _lib_lock:
@@ -87,37 +86,33 @@ def load_library(data: bytes, key: str) -> ctypes.CDLL:
         return _loaded.setdefault(ident, lib)
 
 
-class CcBackend(NoDeviceBackend):
+class CcCompiler(CpuCompiler):
     """Renders C, compiles it with the system C compiler (cached), calls it through ctypes."""
 
     name: ClassVar[str] = "cc"
     supported_precs: ClassVar[frozenset[Prec]] = CSyntax.supported_precs
 
     def __init__(self) -> None:
-        cc = compiler.find_compiler()
+        cc = toolchain.find_compiler()
         if cc is None:
             raise RuntimeError("no C compiler found")
         self.cc = cc
         self.renderer = CcSyntax()
         self.cache = CompileCache()
-        self._lock = threading.Lock()
 
     def compile(self, optimized: Optimized) -> CcCode:
-        fn_name = "aj_" + "".join(c if c.isalnum() else "_" for c in optimized.name)
+        fn_name = kernel_name(optimized.name)
         source, params = self.renderer.render(optimized, fn_name)
         key = cache_key(
             source=source,
             backend="cc",
             renderer="c",
             compiler=self.cc,
-            compiler_version=compiler.compiler_version(self.cc),
-            options=compiler.flags(self.cc),
-            device=compiler.cpu_identity(),
+            compiler_version=toolchain.compiler_version(self.cc),
+            options=toolchain.flags(self.cc),
+            device=toolchain.cpu_identity(),
         )
-        argtypes: list[Any] = [ctypes.c_void_p] * (
-            len(params.buffers) + (params.merge_node is not None)
-        )
-        argtypes += [ctypes.c_int64] * len(params.static_symbols)
+        argtypes = native_argtypes(params)
 
         def load(data: bytes, from_cache: bool) -> tuple[ctypes.CDLL, Any]:
             lib = load_library(data, key)
@@ -129,50 +124,37 @@ class CcBackend(NoDeviceBackend):
             fn.argtypes = argtypes
             return lib, fn
 
-        try:
-            lib, fn = self.cache.load_or_build(
-                key, lambda: compiler.compile_shared_object(self.cc, source, fn_name), load
-            )
-        except (OSError, ValueError) as exc:  # a fresh build that does not load
-            raise CompileError(
-                f"cc: the library built for routine {optimized.name} does not load: {exc}",
-                output=str(exc),
-            ) from exc
+        lib, fn = self.load_or_build(
+            self.cache,
+            key,
+            optimized.name,
+            lambda: toolchain.compile_shared_object(self.cc, source, fn_name),
+            load,
+        )
         return CcCode(optimized.name, lib, fn, params, source)
 
-    def link(
-        self,
-        code: Any,
-        buffers: Mapping[Tnode, np.ndarray],
-        merge_buffer: Callable[[], np.ndarray | None],
-    ) -> Run:
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         c: CcCode = code
-        ptrs = [buffers[tn].ctypes.data for tn in c.params.buffers]
-        fn, symbols = c.function, c.params.static_symbols
-        keep_alive = list(buffers.values())
-        if c.params.merge_node is None and not symbols:
-            args = tuple(ptrs)
+        fn = c.function
+        args = NativeArgs(c.params, buffers, merge_buffer)
+        if args.fixed is not None:
+            fixed = args.fixed
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
-                fn(*args)
+                fn(*fixed)
 
         else:
-            has_merge = c.params.merge_node is not None
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
-                extra = []
-                if has_merge:
-                    mb = merge_buffer()
-                    extra.append(mb.ctypes.data if mb is not None else None)
-                fn(*ptrs, *extra, *(bindings[s] for s in symbols))
+                fn(*args(bindings))
 
-        run.keep_alive = (keep_alive, c)  # type: ignore[attr-defined]
+        run.keep_alive = (list(buffers.values()), c)  # type: ignore[attr-defined]
         return run
 
     def describe(self) -> dict[str, Any]:
         return {
             "name": self.name,
             "compiler": self.cc,
-            "version": compiler.compiler_version(self.cc),
-            "flags": compiler.flags(self.cc),
+            "version": toolchain.compiler_version(self.cc),
+            "flags": toolchain.flags(self.cc),
         }
