@@ -8,7 +8,7 @@ Backends are found through the ``arrayjit.backends`` entry points.
 
 from arrayjit_backends.__about__ import __version__
 from arrayjit_backends.backend import Backend, Capabilities, Config
-from arrayjit_backends.backend_impl import CpuCompiler, NoDeviceBackend, kernel_name
+from arrayjit_backends.backend_impl import CpuCompiler, kernel_name
 from arrayjit_backends.backend_intf import BackendInterface
 from arrayjit_backends.context import Buffer, Code, Context, Device, Routine, Stream
 from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, DeviceInfo, ImmediateQueue
@@ -56,7 +56,6 @@ __all__ = [
     "MemoryModeError",
     "MergeMode",
     "MissingBackend",
-    "NoDeviceBackend",
     "Routine",
     "Stream",
     "StreamError",

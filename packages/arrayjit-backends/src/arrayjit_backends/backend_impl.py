@@ -141,10 +141,6 @@ class CpuCompiler(abc.ABC):
             ) from exc
 
 
-NoDeviceBackend = CpuCompiler
-"""The seeds' name for :class:`CpuCompiler` (``Lowered_no_device_backend``), kept so code
-written against it still imports."""
-
 
 def native_argtypes(params: KernelParams, extra_pointers: int = 0) -> list[Any]:
     """The ctypes argument types of a native kernel with ``params``: a pointer per buffer, one

@@ -54,12 +54,12 @@ class BackendEntry:
         return [f"{p}_{self.name}" for p in self.scheduler_prefixes] + [self.name]
 
 
-def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
+def make_cpu_backend(full_name: str, scheduler_prefix: str, compiler: CpuCompiler) -> Backend:
     """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
     from arrayjit_backends.backend import Backend
     from arrayjit_backends.device_impl import CpuDevices
 
-    return Backend(CpuDevices(full_name, scheduler_prefix, no_device))
+    return Backend(CpuDevices(full_name, scheduler_prefix, compiler))
 
 
 def no_device_entry(
