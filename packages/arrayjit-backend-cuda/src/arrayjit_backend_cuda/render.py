@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import ClassVar
 
 from arrayjit_backends.gpu_syntax import GpuSyntax
-from arrayjit_tnode import CompileError, Prec
-
-DEFAULT_ARCH = "sm_80"
+from arrayjit_tnode import Prec
 
 
 class CudaSyntax(GpuSyntax):
@@ -63,45 +56,4 @@ class CudaSyntax(GpuSyntax):
         return "#include <cstdint>\n#include <cuda_fp16.h>\n" + helpers
 
 
-def nvcc_path() -> str | None:
-    """``$NVCC``, else ``nvcc`` on PATH, else the usual install location."""
-    for candidate in (os.environ.get("NVCC"), shutil.which("nvcc"), "/usr/local/cuda/bin/nvcc"):
-        if candidate and Path(candidate).exists():
-            return candidate
-    return None
-
-
-def nvcc_version(nvcc: str) -> str:
-    """The last line of ``nvcc --version`` (its build), for cache keys."""
-    out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=False)
-    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else "unknown"
-
-
-def compile_to(
-    source: str, nvcc: str, arch: str = DEFAULT_ARCH, target: str = "ptx", name: str = "routine"
-) -> bytes:
-    """Compile CUDA source with ``nvcc --<target>`` (``ptx`` or ``cubin``).
-
-    Raises:
-        CompileError: nvcc failed; with its output and the path of the kept source.
-    """
-    folder = Path(tempfile.mkdtemp(prefix="arrayjit-cuda-"))
-    src = folder / f"{name}.cu"
-    src.write_text(source)
-    out = folder / f"{name}.{target}"
-    proc = subprocess.run(
-        [nvcc, f"--{target}", f"-arch={arch}", "-O3", "-o", str(out), str(src)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        raise CompileError(
-            f"nvcc failed to compile routine {name}", proc.stdout + proc.stderr, str(src)
-        )
-    data = out.read_bytes()
-    shutil.rmtree(folder, ignore_errors=True)
-    return data
-
-
-__all__ = ["DEFAULT_ARCH", "CudaSyntax", "compile_to", "nvcc_path", "nvcc_version"]
+__all__ = ["CudaSyntax"]
