@@ -106,6 +106,7 @@ class CudaDevices(GpuDevices):
     """The ``cuda`` backend's device side: the driver hooks of :class:`GpuDevices`."""
 
     name: ClassVar[str] = "cuda"
+    most_streams: ClassVar[int] = 8
 
     def __init__(self) -> None:
         reason = probe()
@@ -141,9 +142,6 @@ class CudaDevices(GpuDevices):
 
     def supported_precs(self, ordinal: int) -> frozenset[Prec]:
         return CudaSyntax.supported_precs
-
-    def suggested_num_streams(self, ordinal: int, config: str) -> int:
-        return {"only_devices_parallel": 1, "for_parallel_copying": 2}.get(config, 8)
 
     def device_info(self, ordinal: int) -> dict[str, Any]:
         d = self.devices[ordinal]

@@ -21,11 +21,8 @@
 
 from __future__ import annotations
 
-import hashlib
-import tempfile
 import threading
 from collections import deque
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -34,7 +31,7 @@ import pyopencl as cl
 from arrayjit_backend_opencl.render import OpenclSyntax
 from arrayjit_backends.compile_cache import cache_key
 from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
-from arrayjit_backends.gpu_device import GpuCode, GpuDevices
+from arrayjit_backends.gpu_device import GpuCode, GpuDevices, keep_failed_source
 from arrayjit_backends.gpu_syntax import GpuKernel
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_tnode import CompileError, Prec
@@ -134,6 +131,7 @@ class OpenclDevices(GpuDevices):
     """The ``opencl`` backend's device side: the driver hooks of :class:`GpuDevices`."""
 
     name: ClassVar[str] = "opencl"
+    most_streams: ClassVar[int] = 4
 
     def __init__(self) -> None:
         found = find_platform()
@@ -176,9 +174,6 @@ class OpenclDevices(GpuDevices):
         if not self._has(d, "cl_khr_fp64"):
             precs.discard(Prec.double)
         return frozenset(precs)
-
-    def suggested_num_streams(self, ordinal: int, config: str) -> int:
-        return {"only_devices_parallel": 1, "for_parallel_copying": 2}.get(config, 4)
 
     def device_info(self, ordinal: int) -> dict[str, Any]:
         d = self.devices[ordinal]
@@ -290,7 +285,7 @@ class OpenclDevices(GpuDevices):
             raw.build(BUILD_OPTIONS.encode(), [device])
         except cl.Error as exc:
             log = str(raw.get_build_info(device, cl.program_build_info.LOG))
-            path = _keep_source(self.cache.directory, code.source)
+            path = keep_failed_source(self.cache.directory, code.source, ".cl")
             raise CompileError(
                 f"OpenCL failed to build routine {code.name} on {device.name}", log, str(path)
             ) from exc
@@ -319,7 +314,8 @@ class OpenclDevices(GpuDevices):
 
     def launch_shape(self, spec: GpuKernel) -> Any:
         local = spec.local_size
-        return (_round_up(spec.global_size, local or 1),), (local,) if local else None
+        global_size = -(-spec.global_size // (local or 1)) * (local or 1)  # whole groups
+        return (global_size,), (local,) if local else None
 
     def native_queue(self, queue: StreamQueue) -> Any:
         assert isinstance(queue, OpenclQueue)
@@ -341,22 +337,6 @@ class OpenclDevices(GpuDevices):
             "driver": self._identity[1],
             "devices": self._identity[2],
         }
-
-
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
-def _keep_source(directory: Path, source: str) -> Path:
-    name = f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.cl"
-    try:
-        folder = directory / "failed"
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # an unusable cache folder must not hide the compile error
-        folder = Path(tempfile.mkdtemp(prefix="arrayjit-failed-"))
-    path = folder / name
-    path.write_text(source)
-    return path
 
 
 __all__ = ["OpenclDevices", "OpenclEvent", "OpenclQueue", "find_platform"]

@@ -24,10 +24,13 @@ A backend is then its device list, allocator, copies, stream queue and events (t
 from __future__ import annotations
 
 import abc
+import hashlib
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -48,6 +51,20 @@ def kernel_prefix(routine: str) -> str:
     ``_1``...): ``aj_`` and the routine's name with every non-alphanumeric character
     replaced by ``_``."""
     return "aj_" + "".join(c if c.isalnum() else "_" for c in routine)
+
+
+def keep_failed_source(directory: Path, source: str, suffix: str) -> Path:
+    """Write a source that failed to build to ``directory/failed`` (a fresh temporary folder
+    where that cannot be made), named by its hash; the path, for the ``CompileError``."""
+    name = f"{hashlib.sha256(source.encode()).hexdigest()[:16]}{suffix}"
+    try:
+        folder = directory / "failed"
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:  # an unusable cache folder must not hide the compile error
+        folder = Path(tempfile.mkdtemp(prefix="arrayjit-failed-"))
+    path = folder / name
+    path.write_text(source)
+    return path
 
 
 @dataclass
@@ -81,6 +98,9 @@ class GpuDevices(DeviceBackend):
 
     devices: list[Any]
     """The driver's device objects, by ordinal."""
+
+    most_streams: ClassVar[int] = 4
+    """:meth:`suggested_num_streams` for ``most_parallel_streams``."""
 
     def __init__(self, renderer: GpuSyntax) -> None:
         self.renderer = renderer
@@ -153,6 +173,10 @@ class GpuDevices(DeviceBackend):
 
     def num_devices(self) -> int:
         return len(self.devices)
+
+    def suggested_num_streams(self, ordinal: int, config: str) -> int:
+        fixed = {"only_devices_parallel": 1, "for_parallel_copying": 2}
+        return fixed.get(config, self.most_streams)
 
     def compile(self, optimized: Optimized) -> GpuCode:
         code = GpuCode(
@@ -238,4 +262,4 @@ class GpuDevices(DeviceBackend):
         return self.scratch_account.bytes(ordinal)
 
 
-__all__ = ["GpuCode", "GpuDevices", "kernel_prefix"]
+__all__ = ["GpuCode", "GpuDevices", "keep_failed_source", "kernel_prefix"]
