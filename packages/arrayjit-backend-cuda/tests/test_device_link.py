@@ -8,8 +8,6 @@ the kernel scratch counted until the run is dropped."""
 from __future__ import annotations
 
 import gc
-import importlib
-import sys
 import threading
 import types
 from collections.abc import Iterator
@@ -61,7 +59,9 @@ class FakeContext:
 
 
 @pytest.fixture
-def cuda_device(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any]:
+def cuda_device(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, device_module_over: Any
+) -> Iterator[Any]:
     """A ``CudaDevices`` over one stand-in device, with the module's recorders attached."""
     monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "cache"))
     calls: list[Any] = []
@@ -82,33 +82,23 @@ def cuda_device(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Any
     driver.memset_d8 = lambda mem, value, nbytes: None  # type: ignore[attr-defined]
     driver.Stream = lambda: "stream-0"  # type: ignore[attr-defined]
     driver.Context = types.SimpleNamespace(pop=lambda: None)  # type: ignore[attr-defined]
-    package = types.ModuleType("pycuda")
-    package.driver = driver  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pycuda", package)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    monkeypatch.delitem(sys.modules, "arrayjit_backend_cuda.device", raising=False)
-    try:
-        device = importlib.import_module("arrayjit_backend_cuda.device")
-        builds: list[tuple[str, str]] = []
+    device = device_module_over(driver)
+    builds: list[tuple[str, str]] = []
 
-        def compile_to(source: str, nvcc: str, arch: str, target: str, name: str) -> bytes:
-            builds.append((arch, name))
-            return f"{target} of {name} for {arch}".encode()
+    def compile_to(source: str, nvcc: str, arch: str, target: str, name: str) -> bytes:
+        builds.append((arch, name))
+        return f"{target} of {name} for {arch}".encode()
 
-        monkeypatch.setattr(device, "compile_to", compile_to)
-        devices = object.__new__(device.CudaDevices)  # no driver to initialize
-        GpuDevices.__init__(devices, CudaSyntax(group_size=device.BLOCK))
-        devices.devices = [FakeDevice()]
-        devices.contexts = [FakeContext()]
-        devices.nvcc, devices.nvcc_version = "nvcc", "test"
-        devices._local = threading.local()
-        devices.recorded = types.SimpleNamespace(
-            calls=calls, loads=loads, allocs=allocs, builds=builds
-        )
-        devices.lib = device
-        yield devices
-    finally:
-        sys.modules.pop("arrayjit_backend_cuda.device", None)  # never keep the stand-in
+    monkeypatch.setattr(device, "compile_to", compile_to)
+    devices = object.__new__(device.CudaDevices)  # no driver to initialize
+    GpuDevices.__init__(devices, CudaSyntax(group_size=device.BLOCK))
+    devices.devices = [FakeDevice()]
+    devices.contexts = [FakeContext()]
+    devices.nvcc, devices.nvcc_version = "nvcc", "test"
+    devices._local = threading.local()
+    devices.recorded = types.SimpleNamespace(calls=calls, loads=loads, allocs=allocs, builds=builds)
+    devices.lib = device
+    yield devices
 
 
 def test_compile_builds_a_cubin_and_link_loads_it_once(cuda_device: Any) -> None:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 import numpy as np
@@ -27,13 +28,12 @@ import pycuda.driver as cuda
 
 from arrayjit_backend_cuda.compiler import compile_to, nvcc_path, nvcc_version
 from arrayjit_backend_cuda.render import CudaSyntax
-from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import cache_key
 from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
 from arrayjit_backends.gpu_device import GpuCode, GpuDevices, kernel_prefix
 from arrayjit_backends.gpu_syntax import GpuKernel
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
-from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import Prec
 
 BLOCK = 256
 """Threads per block of element-parallel kernels."""
@@ -266,17 +266,8 @@ class CudaDevices(GpuDevices):
     def absent_merge(self, ordinal: int, scratch: list[Any]) -> tuple[list[Any], int]:
         return [np.uintp(0)], 0  # a null pointer: the kernel does not read it
 
-    def link(
-        self,
-        code: Any,
-        queue: StreamQueue,
-        ordinal: int,
-        buffers: Mapping[Tnode, Buf],
-        merge_buffer: Callable[[], Buf | None],
-        merge_node: Tnode | None,
-    ) -> Run:
-        with self.current(ordinal):  # module loads and allocations belong to the device
-            return super().link(code, queue, ordinal, buffers, merge_buffer, merge_node)
+    def on_device(self, ordinal: int) -> AbstractContextManager[None]:
+        return self.current(ordinal)  # module loads and allocations belong to the device
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "nvcc": self.nvcc, "nvcc_version": self.nvcc_version}

@@ -24,10 +24,12 @@ A backend is then its device list, allocator, copies, stream queue and events (t
 from __future__ import annotations
 
 import abc
+import contextlib
 import hashlib
 import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -164,6 +166,11 @@ class GpuDevices(DeviceBackend):
             return self.buffer_arg(scratch[0], 0), 0
         return self.buffer_arg(self.alloc(ordinal, 1), 0), 1
 
+    def on_device(self, ordinal: int) -> AbstractContextManager[None]:
+        """What ``link`` runs in (module loads, allocations, kernel lookups): whatever makes
+        device ``ordinal`` the driver's current one; nothing by default."""
+        return contextlib.nullcontext()
+
     def prepare(self, code: GpuCode) -> None:
         """What ``compile`` does after rendering: by default, make device 0's module (so a
         source that does not build raises at compile); the other devices' at first link."""
@@ -230,19 +237,20 @@ class GpuDevices(DeviceBackend):
         c: GpuCode = code
         native = self.native_queue(queue)
         rendered = c.rendered
-        module = self.module(c, ordinal)
-        scratch = [self.alloc(ordinal, nbytes) for _, nbytes in rendered.scratch]
-        fixed: list[Any] = []
-        for tn in rendered.params.buffers:
-            fixed += self.buffer_arg(*buffers[tn])
-        for mem in scratch:
-            fixed += self.buffer_arg(mem, 0)
-        has_merge = rendered.params.merge_node is not None
-        symbols = rendered.params.static_symbols
-        absent, absent_bytes = self.absent_merge(ordinal, scratch) if has_merge else ([], 0)
-        launches = [
-            (self.kernel(module, k.name, fixed), self.launch_shape(k)) for k in rendered.kernels
-        ]
+        with self.on_device(ordinal):
+            module = self.module(c, ordinal)
+            scratch = [self.alloc(ordinal, nbytes) for _, nbytes in rendered.scratch]
+            fixed: list[Any] = []
+            for tn in rendered.params.buffers:
+                fixed += self.buffer_arg(*buffers[tn])
+            for mem in scratch:
+                fixed += self.buffer_arg(mem, 0)
+            has_merge = rendered.params.merge_node is not None
+            symbols = rendered.params.static_symbols
+            absent, absent_bytes = self.absent_merge(ordinal, scratch) if has_merge else ([], 0)
+            launches = [
+                (self.kernel(module, k.name, fixed), self.launch_shape(k)) for k in rendered.kernels
+            ]
 
         def run(bindings: Mapping[StaticSymbol, int]) -> None:
             args: list[Any] = []
