@@ -10,7 +10,9 @@ GpuProgram`). What happens next is one recipe, written here once (:class:`GpuDev
    taken from the shared compile cache (keyed by :meth:`~GpuDevices.binary_key`, which names
    what the binary depends on, not the ordinal, so identical devices share entries) or built
    (:meth:`~GpuDevices.build`), then loaded (:meth:`~GpuDevices.load`); a cached binary the
-   driver rejects is discarded and rebuilt;
+   driver rejects is discarded and rebuilt. A backend whose ``prepare`` builds binaries
+   ahead (CUDA: every device's at compile, so nvcc errors belong to compile) has them loaded
+   as they are at first link;
 3. ``link`` allocates the routine's kernel scratch (counted by :class:`~arrayjit_backends.
    device_impl.ScratchAccount` for ``get_used_memory``), makes each kernel with its fixed
    arguments (every buffer, then every scratch buffer), and returns a run that passes the
@@ -95,7 +97,8 @@ class GpuDevices(DeviceBackend):
 
     Subclasses set :attr:`devices` and call ``super().__init__(renderer)``; they implement the
     driver hooks :meth:`binary_key`, :meth:`build`, :meth:`load`, :meth:`kernel`,
-    :meth:`launch_shape`, :meth:`native_queue`, :meth:`launch` and :meth:`buffer_arg`.
+    :meth:`launch_shape`, :meth:`native_queue`, :meth:`launch` and :meth:`buffer_arg`, and
+    may override :meth:`absent_merge`, :meth:`on_device` and :meth:`prepare`.
     """
 
     devices: list[Any]
@@ -194,8 +197,8 @@ class GpuDevices(DeviceBackend):
         return code
 
     def binary(self, code: GpuCode, ordinal: int) -> bytes:
-        """``code``'s binary for device ``ordinal``, from the compile cache or built now, kept
-        on ``code`` until its module is loaded."""
+        """``code``'s binary for device ``ordinal``, from the compile cache or built now, and
+        kept on ``code``: :meth:`module` loads it instead of asking the cache again."""
         binary = code.binaries.get(ordinal)
         if binary is None:
             key = self.binary_key(code, ordinal)
