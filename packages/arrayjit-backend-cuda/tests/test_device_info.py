@@ -1,14 +1,11 @@
-"""``CudaDevices.info`` without a GPU: the runtime module imported over a stand-in for
+"""``CudaDevices.info`` without a GPU: the device module imported over a stand-in for
 ``pycuda.driver`` whose devices answer ``get_attribute`` with the CUDA driver's attribute names
 (``CU_DEVICE_ATTRIBUTE_*`` without the prefix, as pycuda spells them)."""
 
 from __future__ import annotations
 
-import importlib
-import sys
 import types
-
-import pytest
+from typing import Any
 
 from arrayjit_tnode import Prec
 
@@ -37,21 +34,13 @@ class FakeDevice:
         return (8, 0)
 
 
-def test_info_reads_the_device_attributes(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_info_reads_the_device_attributes(device_module_over: Any) -> None:
     driver = types.ModuleType("pycuda.driver")
     driver.device_attribute = types.SimpleNamespace(**{k: k for k in ATTRIBUTES})  # type: ignore[attr-defined]
-    package = types.ModuleType("pycuda")
-    package.driver = driver  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "pycuda", package)
-    monkeypatch.setitem(sys.modules, "pycuda.driver", driver)
-    monkeypatch.delitem(sys.modules, "arrayjit_backend_cuda.runtime", raising=False)
-    try:
-        runtime = importlib.import_module("arrayjit_backend_cuda.runtime")
-        devices = object.__new__(runtime.CudaDevices)  # no driver to initialize
-        devices.devices = [FakeDevice()]
-        info = devices.info(0)
-    finally:
-        sys.modules.pop("arrayjit_backend_cuda.runtime", None)  # never keep the stand-in
+    device = device_module_over(driver)
+    devices = object.__new__(device.CudaDevices)  # no driver to initialize
+    devices.devices = [FakeDevice()]
+    info = devices.info(0)
     assert info.name == "Fake A100 (sm_80)" and info.kind == "gpu" and not info.unified_memory
     assert info.max_shared_memory == 49152 and info.max_workgroup_total == 1024
     assert info.max_workgroup_size == (1024, 1024, 64)

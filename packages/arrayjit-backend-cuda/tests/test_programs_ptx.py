@@ -11,7 +11,8 @@ import os
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
-from arrayjit_backend_cuda.render import CudaSyntax, compile_to, nvcc_path
+from arrayjit_backend_cuda.compiler import compile_to, nvcc_path
+from arrayjit_backend_cuda.render import CudaSyntax
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_conformance.programs import Program, is_tame, programs
 from arrayjit_conformance.workloads import WORKLOADS

@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 def _why_unusable() -> str | None:
     try:
-        from arrayjit_backend_opencl.runtime import find_platform
+        from arrayjit_backend_opencl.device import find_platform
     except ImportError as exc:
         return f"pyopencl cannot be imported: {exc}"
     found = find_platform()

@@ -18,7 +18,8 @@ from arrayjit_ir import ir, lower, optimize
 from arrayjit_tnode import CompileError, Prec, Tnode
 
 pytest.importorskip("pyopencl")
-from arrayjit_backend_opencl.runtime import ClCode, OpenclDevices, find_platform
+from arrayjit_backend_opencl.device import OpenclDevices, find_platform
+from arrayjit_backends.gpu_device import GpuCode
 
 if isinstance(find_platform(), str):
     pytest.skip(f"no OpenCL platform: {find_platform()}", allow_module_level=True)
@@ -114,13 +115,13 @@ def test_warm_cache_builds_nothing(backend: Any, monkeypatch: pytest.MonkeyPatch
     x, y = Tnode.create((8,), label="x", hosted=True), Tnode.create((8,), label="y", hosted=True)
     backend.compile(ir.unop(y, "exp", x), name="warm")
     builds: list[str] = []
-    real = OpenclDevices._build
+    real = OpenclDevices.build
 
     def counting(self: Any, code: Any, ordinal: int) -> bytes:
         builds.append(code.name)
         return real(self, code, ordinal)
 
-    monkeypatch.setattr(OpenclDevices, "_build", counting)
+    monkeypatch.setattr(OpenclDevices, "build", counting)
     fresh = fresh_backend("opencl")
     fresh.compile(ir.unop(y, "exp", x), name="warm")
     assert builds == []
@@ -135,7 +136,7 @@ def test_build_failure_raises_compile_error_with_log(backend: Any) -> None:
     opt = optimize(lower(ir.unop(y, "exp", x)), name="broken")
     bad = GpuProgram("__kernel void k(void) { this is not OpenCL }", (), None, ())  # type: ignore[arg-type]
     with pytest.raises(CompileError, match=r"OpenCL failed to build routine broken on") as info:
-        runtime._build(ClCode(opt.name, bad), 0)
+        runtime.build(GpuCode(opt.name, bad), 0)
     assert "error" in info.value.output.lower()
     assert (
         info.value.source_path and "this is not OpenCL" in Path(info.value.source_path).read_text()
@@ -194,29 +195,29 @@ def test_cached_binary_the_driver_rejects_is_rebuilt(
 
 TWO_DEVICES_SCRIPT = """
 import numpy as np
-from arrayjit_backend_opencl.runtime import OpenclDevices
+from arrayjit_backend_opencl.device import OpenclDevices
 from arrayjit_backends import MergeMode, fresh_backend
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 
 builds = []
-real = OpenclDevices._build
+real = OpenclDevices.build
 
 def counting(self, code, ordinal):
     builds.append((code.name, ordinal))
     return real(self, code, ordinal)
 
-OpenclDevices._build = counting
+OpenclDevices.build = counting
 b = fresh_backend("opencl")
 assert b.num_devices() == 2, b.num_devices()
 x, y = Tnode.create((8,), label="x", hosted=True), Tnode.create((8,), label="y", hosted=True)
 x.set_values(np.arange(8.0))
 code = b.compile(ir.unop(y, "neg", x), name="neg")
-assert sorted(code.native.programs) == [0], code.native.programs
+assert sorted(code.native.modules) == [0], code.native.modules
 assert builds == [("neg", 0)], builds
 ctx1 = b.make_context(b.new_stream(b.get_device(1)))
 r1 = b.link(ctx1, code)
-assert sorted(code.native.programs) == [0, 1], code.native.programs
+assert sorted(code.native.modules) == [0, 1], code.native.modules
 # Identical devices share the cache entry: device 1's program came from device 0's binary.
 assert builds == [("neg", 0)], builds
 r1()

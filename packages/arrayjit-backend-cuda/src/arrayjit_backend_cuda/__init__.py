@@ -11,7 +11,7 @@ from arrayjit_backend_cuda.__about__ import __version__
 from arrayjit_backends.registry import device_entry
 
 if TYPE_CHECKING:
-    from arrayjit_backend_cuda.runtime import CudaDevices
+    from arrayjit_backend_cuda.device import CudaDevices
 
 INSTALL_HINT = 'pip install "arrayjit-backend-cuda[pycuda]" on a machine with an NVIDIA driver'
 
@@ -21,13 +21,13 @@ def _probe() -> str | None:
         import pycuda.driver  # noqa: F401
     except ImportError as exc:
         return f"pycuda is not installed ({exc})"
-    from arrayjit_backend_cuda.runtime import probe
+    from arrayjit_backend_cuda.device import probe
 
     return probe()
 
 
 def _make() -> "CudaDevices":  # imported lazily: pycuda may be absent
-    from arrayjit_backend_cuda.runtime import CudaDevices
+    from arrayjit_backend_cuda.device import CudaDevices
 
     return CudaDevices()
 

@@ -6,14 +6,14 @@ from arrayjit_backend_opencl.__about__ import __version__
 from arrayjit_backends.registry import device_entry
 
 if TYPE_CHECKING:
-    from arrayjit_backend_opencl.runtime import OpenclDevices
+    from arrayjit_backend_opencl.device import OpenclDevices
 
 INSTALL_HINT = 'pip install "arrayjit-backend-opencl[pocl]" (a CPU OpenCL runtime), or a GPU driver'
 
 
 def _probe() -> str | None:
     try:
-        from arrayjit_backend_opencl.runtime import find_platform
+        from arrayjit_backend_opencl.device import find_platform
     except ImportError as exc:  # pyopencl itself or its ICD loader is absent
         return f"pyopencl cannot be imported: {exc}"
     found = find_platform()
@@ -21,7 +21,7 @@ def _probe() -> str | None:
 
 
 def _make() -> "OpenclDevices":  # imported lazily: pyopencl may be absent
-    from arrayjit_backend_opencl.runtime import OpenclDevices
+    from arrayjit_backend_opencl.device import OpenclDevices
 
     return OpenclDevices()
 

@@ -141,7 +141,6 @@ class CpuCompiler(abc.ABC):
             ) from exc
 
 
-
 def native_argtypes(params: KernelParams, extra_pointers: int = 0) -> list[Any]:
     """The ctypes argument types of a native kernel with ``params``: a pointer per buffer, one
     for the merge buffer when the kernel reads it, ``extra_pointers`` more (a compiler's

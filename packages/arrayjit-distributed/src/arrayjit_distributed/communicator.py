@@ -415,11 +415,11 @@ class _ClGate:
     def __init__(self, stream_queue: Any) -> None:
         import pyopencl as cl
 
-        from arrayjit_backend_opencl.runtime import ClEvent
+        from arrayjit_backend_opencl.device import OpenclEvent
 
         self._cl = cl
         self._user = cl.UserEvent(stream_queue.queue.context)
-        self.event: Event = ClEvent(self._user, stream_queue.queue)
+        self.event: Event = OpenclEvent(self._user, stream_queue.queue)
 
     def open(self) -> None:
         self._user.set_status(self._cl.command_execution_status.COMPLETE)
@@ -427,7 +427,7 @@ class _ClGate:
 
 def _gate(stream_queue: StreamQueue) -> _HostGate | _ClGate:
     try:
-        from arrayjit_backend_opencl.runtime import ClQueue
+        from arrayjit_backend_opencl.device import OpenclQueue
     except ImportError:
         return _HostGate()
-    return _ClGate(stream_queue) if isinstance(stream_queue, ClQueue) else _HostGate()
+    return _ClGate(stream_queue) if isinstance(stream_queue, OpenclQueue) else _HostGate()

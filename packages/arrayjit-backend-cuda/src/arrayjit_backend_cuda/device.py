@@ -8,44 +8,33 @@
   copies on the stream (``memcpy_htod_async``/``memcpy_dtoh_async``; pageable host memory makes
   them synchronous with the host, which is correct, only slower); between devices,
   ``memcpy_peer_async``.
-- Code: CUDA C from :class:`~arrayjit_backend_cuda.render.CudaSyntax`, compiled by ``nvcc
-  --cubin`` for the device's architecture through the shared compile cache, one module per
-  device loaded once per compiled routine and shared by every link of it.
+- Code: the recipe of :class:`~arrayjit_backends.gpu_device.GpuDevices`: CUDA C from
+  :class:`~arrayjit_backend_cuda.render.CudaSyntax`, compiled by ``nvcc --cubin``
+  (:mod:`arrayjit_backend_cuda.compiler`) for every device's architecture at compile, through
+  the shared compile cache; one module per device, loaded at the routine's first link on it
+  and shared by every later link.
 """
 
 from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
-from functools import partial
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
 import numpy as np
 import pycuda.driver as cuda
 
-from arrayjit_backend_cuda.render import (
-    NVCC_FLAGS,
-    CudaSyntax,
-    compile_to,
-    nvcc_path,
-    nvcc_version,
-)
-from arrayjit_backends.backend_impl import Run, kernel_name
-from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import (
-    Buf,
-    DeviceBackend,
-    DeviceInfo,
-    ImmediateQueue,
-    ScratchAccount,
-)
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backend_cuda.compiler import NVCC_FLAGS, compile_to, nvcc_path, nvcc_version
+from arrayjit_backend_cuda.render import CudaSyntax
+from arrayjit_backends.backend_impl import kernel_name
+from arrayjit_backends.compile_cache import cache_key
+from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
+from arrayjit_backends.gpu_device import GpuCode, GpuDevices
+from arrayjit_backends.gpu_syntax import GpuKernel
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
-from arrayjit_ir.indexing import StaticSymbol
-from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import Prec
 
 BLOCK = 256
 """Threads per block of element-parallel kernels."""
@@ -64,7 +53,7 @@ def probe() -> str | None:
     return None
 
 
-class CuEvent(Event):
+class CudaEvent(Event):
     """A CUDA event recorded on a stream."""
 
     def __init__(self, event: Any, devices: CudaDevices, ordinal: int) -> None:
@@ -82,7 +71,7 @@ class CuEvent(Event):
             poll_until(self.event.query)
 
 
-class CuQueue(ImmediateQueue):
+class CudaQueue(ImmediateQueue):
     """A stream: a CUDA stream of one device."""
 
     def __init__(self, name: str, devices: CudaDevices, ordinal: int) -> None:
@@ -96,10 +85,10 @@ class CuQueue(ImmediateQueue):
         with self.devices.current(self.ordinal):
             event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
             event.record(self.stream)
-        return CuEvent(event, self.devices, self.ordinal)
+        return CudaEvent(event, self.devices, self.ordinal)
 
     def wait_device(self, event: Event) -> bool:
-        if not isinstance(event, CuEvent) or event.devices is not self.devices:
+        if not isinstance(event, CudaEvent) or event.devices is not self.devices:
             return False
         with self.devices.current(self.ordinal):
             self.stream.wait_for_event(event.event)
@@ -114,36 +103,21 @@ class CuQueue(ImmediateQueue):
             super().schedule(task)
 
 
-@dataclass
-class CuCode:
-    """A compiled routine: its rendering, cubin per device, and modules loaded lazily."""
-
-    name: str
-    rendered: GpuProgram
-    cubins: list[bytes]
-    modules: dict[int, Any] = field(default_factory=dict)
-
-    @property
-    def source(self) -> str:
-        return self.rendered.source
-
-
-class CudaDevices(DeviceBackend):
-    """The ``cuda`` backend's device side."""
+class CudaDevices(GpuDevices):
+    """The ``cuda`` backend's device side: the driver hooks of :class:`GpuDevices`."""
 
     name: ClassVar[str] = "cuda"
+    most_streams: ClassVar[int] = 8
 
     def __init__(self) -> None:
         reason = probe()
         if reason is not None:
             raise RuntimeError(reason)
+        super().__init__(CudaSyntax(group_size=BLOCK))
         self.devices = [cuda.Device(k) for k in range(cuda.Device.count())]
         self.contexts = [d.retain_primary_context() for d in self.devices]
         self.nvcc = nvcc_path() or "nvcc"
         self.nvcc_version = nvcc_version(self.nvcc)
-        self.cache = CompileCache()
-        self.renderer = CudaSyntax(group_size=BLOCK)
-        self.scratch_account = ScratchAccount()
         self._local = threading.local()
 
     @contextlib.contextmanager
@@ -167,14 +141,8 @@ class CudaDevices(DeviceBackend):
 
     # ---- devices ----
 
-    def num_devices(self) -> int:
-        return len(self.devices)
-
     def supported_precs(self, ordinal: int) -> frozenset[Prec]:
         return CudaSyntax.supported_precs
-
-    def suggested_num_streams(self, ordinal: int, config: str) -> int:
-        return {"only_devices_parallel": 1, "for_parallel_copying": 2}.get(config, 8)
 
     def device_info(self, ordinal: int) -> dict[str, Any]:
         d = self.devices[ordinal]
@@ -209,7 +177,7 @@ class CudaDevices(DeviceBackend):
         )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
-        return CuQueue(name, self, ordinal)
+        return CudaQueue(name, self, ordinal)
 
     # ---- memory ----
 
@@ -224,17 +192,17 @@ class CudaDevices(DeviceBackend):
             mem.free()
 
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
-        assert isinstance(queue, CuQueue)
+        assert isinstance(queue, CudaQueue)
         if src.nbytes:
             cuda.memcpy_htod_async(int(dst[0]) + dst[1], src, queue.stream)
 
     def to_host(self, queue: StreamQueue, dst: np.ndarray, src: Buf) -> None:
-        assert isinstance(queue, CuQueue)
+        assert isinstance(queue, CudaQueue)
         if dst.nbytes:
             cuda.memcpy_dtoh_async(dst, int(src[0]) + src[1], queue.stream)
 
     def copy(self, queue: StreamQueue, dst: Buf, src: Buf, nbytes: int, src_ordinal: int) -> None:
-        assert isinstance(queue, CuQueue)
+        assert isinstance(queue, CudaQueue)
         if not nbytes:
             return
         d, s = int(dst[0]) + dst[1], int(src[0]) + src[1]
@@ -250,89 +218,57 @@ class CudaDevices(DeviceBackend):
                 queue.stream,
             )
 
-    # ---- code ----
+    # ---- code (the recipe is GpuDevices'; these are its hooks) ----
 
-    def compile(self, optimized: Optimized) -> CuCode:
-        prefix = kernel_name(optimized.name)
-        rendered = self.renderer.render_program(optimized, prefix)
-        cubins = []
-        for k in range(len(self.devices)):
-            arch = self.arch(k)
-            key = cache_key(
-                source=rendered.source,
-                backend="cuda",
-                renderer="cuda-c",
-                compiler=self.nvcc,
-                compiler_version=self.nvcc_version,
-                options=("--cubin", *NVCC_FLAGS),
-                device=arch,
-            )
-            build: Callable[[], bytes] = partial(
-                compile_to, rendered.source, self.nvcc, arch, "cubin", prefix
-            )
-            cubins.append(self.cache.get_or_build(key, build))
-        return CuCode(optimized.name, rendered, cubins)
+    def prepare(self, code: GpuCode) -> None:
+        # nvcc for every device's architecture at compile (its errors belong to compile);
+        # each module is loaded at the routine's first link on its device.
+        for ordinal in range(len(self.devices)):
+            self.binary(code, ordinal)
 
-    def _module(self, code: CuCode, ordinal: int) -> Any:
-        module = code.modules.get(ordinal)
-        if module is None:
-            with self.current(ordinal):
-                module = cuda.module_from_buffer(code.cubins[ordinal])
-            code.modules[ordinal] = module
-        return module
+    def binary_key(self, code: GpuCode, ordinal: int) -> str:
+        return cache_key(
+            source=code.source,
+            backend="cuda",
+            renderer="cuda-c",
+            compiler=self.nvcc,
+            compiler_version=self.nvcc_version,
+            options=("--cubin", *NVCC_FLAGS),
+            device=self.arch(ordinal),
+        )
 
-    def link(
-        self,
-        code: Any,
-        queue: StreamQueue,
-        ordinal: int,
-        buffers: Mapping[Tnode, Buf],
-        merge_buffer: Callable[[], Buf | None],
-        merge_node: Tnode | None,
-    ) -> Run:
-        c: CuCode = code
-        assert isinstance(queue, CuQueue)
+    def build(self, code: GpuCode, ordinal: int) -> bytes:
+        arch = self.arch(ordinal)
+        return compile_to(code.source, self.nvcc, arch, "cubin", kernel_name(code.name))
+
+    def load(self, code: GpuCode, binary: bytes, ordinal: int, from_cache: bool) -> Any:
         with self.current(ordinal):
-            return self._link(c, queue, ordinal, buffers, merge_buffer)
+            return cuda.module_from_buffer(binary)
 
-    def _link(
-        self,
-        c: CuCode,
-        queue: CuQueue,
-        ordinal: int,
-        buffers: Mapping[Tnode, Buf],
-        merge_buffer: Callable[[], Buf | None],
-    ) -> Run:
-        rendered = c.rendered
-        module = self._module(c, ordinal)
-        scratch = [self.alloc(ordinal, nbytes) for _, nbytes in rendered.scratch]
-        fixed = [np.uintp(int(buffers[tn][0]) + buffers[tn][1]) for tn in rendered.params.buffers]
-        fixed += [np.uintp(int(mem)) for mem in scratch]
-        has_merge = rendered.params.merge_node is not None
-        symbols = rendered.params.static_symbols
-        launches = []
-        for k in rendered.kernels:
-            block = k.local_size or BLOCK
-            grid = max(1, -(-k.global_size // block))
-            launches.append((module.get_function(k.name), (block, 1, 1), (grid, 1)))
-        stream = queue.stream
+    def kernel(self, module: Any, name: str, fixed: list[Any]) -> Any:
+        return module.get_function(name), tuple(fixed)
 
-        def run(bindings: Mapping[StaticSymbol, int]) -> None:
-            args: list[Any] = list(fixed)
-            if has_merge:
-                where = merge_buffer()
-                args.append(np.uintp(int(where[0]) + where[1]) if where else np.uintp(0))
-            args += [np.int64(bindings[s]) for s in symbols]
-            for function, block, grid in launches:
-                function(*args, block=block, grid=grid, stream=stream)
+    def launch_shape(self, spec: GpuKernel) -> Any:
+        block = spec.local_size or BLOCK
+        return (block, 1, 1), (max(1, -(-spec.global_size // block)), 1)
 
-        run.keep_alive = (scratch, c)  # type: ignore[attr-defined]
-        held = sum(max(n, 1) for _, n in rendered.scratch)
-        self.scratch_account.hold(run, ordinal, held)  # freed with the run
-        return run
+    def native_queue(self, queue: StreamQueue) -> Any:
+        assert isinstance(queue, CudaQueue)
+        return queue.stream
 
-    def scratch_bytes(self, ordinal: int) -> int:
-        return self.scratch_account.bytes(ordinal)
+    def launch(self, queue: Any, kernel: Any, args: list[Any], shape: Any) -> None:
+        function, fixed = kernel
+        block, grid = shape
+        function(*fixed, *args, block=block, grid=grid, stream=queue)
+
+    def buffer_arg(self, mem: Any, offset: int) -> list[Any]:
+        return [np.uintp(int(mem) + offset)]
+
+    def absent_merge(self, ordinal: int, scratch: list[Any]) -> tuple[list[Any], int]:
+        return [np.uintp(0)], 0  # a null pointer: the kernel does not read it
+
+    def on_device(self, ordinal: int) -> AbstractContextManager[None]:
+        return self.current(ordinal)  # module loads and allocations belong to the device
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "nvcc": self.nvcc, "nvcc_version": self.nvcc_version}
@@ -343,4 +279,4 @@ class CudaDevices(DeviceBackend):
         self.contexts = []
 
 
-__all__ = ["CuCode", "CuEvent", "CuQueue", "CudaDevices", "probe"]
+__all__ = ["CudaDevices", "CudaEvent", "CudaQueue", "probe"]

@@ -7,47 +7,34 @@
   barrier waiting for another queue's marker, so cross-stream order costs the host nothing.
 - Memory: slab pools are ``cl.Buffer`` objects, zero-filled when created; transfers are
   non-blocking ``enqueue_copy`` calls with byte offsets; the stream keeps each transfer's event
-  (and so its host array) until the copy is done (:class:`ClQueue`), and the generic layer keeps
+  (and so its host array) until the copy is done (:class:`OpenclQueue`), and the generic layer keeps
   host reads and writes waiting for it.
 - Precisions: all but uint4x32; double only with ``cl_khr_fp64``; half, bfloat16 and fp8 are
   stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.render`).
-- Code: one program per routine and device (device 0's built by ``compile``, another's at the
-  routine's first link on it), through the shared compile cache (program binaries keyed by the
-  device's identity, so identical devices share them; pyopencl's own cache is bypassed);
-  kernel objects are made once per link, from the program of the context's device, with their
-  buffer arguments set once; a run sets the merge buffer and static indices and enqueues the
-  kernels.
+- Code: the recipe of :class:`~arrayjit_backends.gpu_device.GpuDevices`: one program per
+  routine and device (device 0's built by ``compile``, another's at the routine's first link on
+  it), through the shared compile cache (program binaries keyed by the device's identity, so
+  identical devices share them; pyopencl's own cache is bypassed); kernel objects are made once
+  per link, from the program of the context's device, with their buffer arguments set once; a
+  run sets the merge buffer and static indices and enqueues the kernels.
 """
 
 from __future__ import annotations
 
-import hashlib
-import tempfile
 import threading
 from collections import deque
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
 import pyopencl as cl
 
 from arrayjit_backend_opencl.render import OpenclSyntax
-from arrayjit_backends.backend_impl import Run, kernel_name
-from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import (
-    Buf,
-    DeviceBackend,
-    DeviceInfo,
-    ImmediateQueue,
-    ScratchAccount,
-)
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.compile_cache import cache_key
+from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
+from arrayjit_backends.gpu_device import GpuCode, GpuDevices, keep_failed_source
+from arrayjit_backends.gpu_syntax import GpuKernel
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
-from arrayjit_ir.indexing import StaticSymbol
-from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import CompileError, Prec, Tnode
+from arrayjit_tnode import CompileError, Prec
 
 BUILD_OPTIONS = "-cl-std=CL1.2"
 
@@ -68,7 +55,7 @@ def find_platform() -> tuple[Any, list[Any]] | str:
     return "no OpenCL platform with a device found"
 
 
-class ClEvent(Event):
+class OpenclEvent(Event):
     """An OpenCL event (a queue marker)."""
 
     def __init__(self, event: Any, queue: Any) -> None:
@@ -85,7 +72,7 @@ class ClEvent(Event):
         poll_until(lambda: _complete(self.event))
 
 
-class ClQueue(ImmediateQueue):
+class OpenclQueue(ImmediateQueue):
     """A stream: an in-order command queue, and the events of its host transfers in flight.
 
     pyopencl returns a host transfer's event as a "nanny" event that holds the host array and,
@@ -108,11 +95,11 @@ class ClQueue(ImmediateQueue):
         in_flight.append(event)
 
     def marker(self) -> Event:
-        return ClEvent(cl.enqueue_marker(self.queue), self.queue)
+        return OpenclEvent(cl.enqueue_marker(self.queue), self.queue)
 
     def wait_device(self, event: Event) -> bool:
         # Another backend instance's event belongs to another OpenCL context: the host waits.
-        if not isinstance(event, ClEvent) or event.queue.context != self.queue.context:
+        if not isinstance(event, OpenclEvent) or event.queue.context != self.queue.context:
             return False
         cl.enqueue_barrier(self.queue, wait_for=[event.event])
         return True
@@ -140,45 +127,27 @@ def _complete(event: Any) -> bool:
     return bool(status == cl.command_execution_status.COMPLETE or status < 0)
 
 
-@dataclass
-class ClCode:
-    """A compiled routine: its rendered source and launches, and a program per device.
-
-    The program of device 0 is built by ``compile`` (so a source that does not build raises
-    there); another device's program is built the first time the routine is linked on it, so
-    a machine with several devices pays the builds of the devices it uses only.
-    """
-
-    name: str
-    rendered: GpuProgram
-    programs: dict[int, Any] = field(default_factory=dict)
-    """Device ordinal -> the program built for that device alone."""
-
-    @property
-    def source(self) -> str:
-        return self.rendered.source
-
-
-class OpenclDevices(DeviceBackend):
-    """The ``opencl`` backend's device side."""
+class OpenclDevices(GpuDevices):
+    """The ``opencl`` backend's device side: the driver hooks of :class:`GpuDevices`."""
 
     name: ClassVar[str] = "opencl"
+    most_streams: ClassVar[int] = 4
 
     def __init__(self) -> None:
         found = find_platform()
         if isinstance(found, str):
             raise RuntimeError(found)
         self.platform, self.devices = found
+        super().__init__(
+            OpenclSyntax(
+                group_size=min(256, min(d.max_work_group_size for d in self.devices)),
+                fp64=all(self._has(d, "cl_khr_fp64") for d in self.devices),
+            )
+        )
         self.context = cl.Context(self.devices)
         self._alloc_queues = [cl.CommandQueue(self.context, d) for d in self.devices]
         self._lock = threading.Lock()
-        self.cache = CompileCache()
-        self.scratch_account = ScratchAccount()
         dev0 = self.devices[0]
-        self.renderer = OpenclSyntax(
-            group_size=min(256, min(d.max_work_group_size for d in self.devices)),
-            fp64=all(self._has(d, "cl_khr_fp64") for d in self.devices),
-        )
         self._identity = (
             f"{self.platform.name} {self.platform.version}",
             f"{dev0.driver_version}",
@@ -191,16 +160,12 @@ class OpenclDevices(DeviceBackend):
         # context would belong to every device, and drivers disagree on what its binaries
         # query returns for devices it was not built for (PoCL omits them).
         self._build_contexts: dict[int, Any] = {}
-        self._build_lock = threading.Lock()
 
     @staticmethod
     def _has(device: Any, extension: str) -> bool:
         return extension in device.extensions.split()
 
     # ---- devices ----
-
-    def num_devices(self) -> int:
-        return len(self.devices)
 
     def supported_precs(self, ordinal: int) -> frozenset[Prec]:
         d = self.devices[ordinal]
@@ -209,9 +174,6 @@ class OpenclDevices(DeviceBackend):
         if not self._has(d, "cl_khr_fp64"):
             precs.discard(Prec.double)
         return frozenset(precs)
-
-    def suggested_num_streams(self, ordinal: int, config: str) -> int:
-        return {"only_devices_parallel": 1, "for_parallel_copying": 2}.get(config, 4)
 
     def device_info(self, ordinal: int) -> dict[str, Any]:
         d = self.devices[ordinal]
@@ -257,7 +219,7 @@ class OpenclDevices(DeviceBackend):
         )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
-        return ClQueue(name, cl.CommandQueue(self.context, self.devices[ordinal]))
+        return OpenclQueue(name, cl.CommandQueue(self.context, self.devices[ordinal]))
 
     # ---- memory ----
 
@@ -274,21 +236,21 @@ class OpenclDevices(DeviceBackend):
 
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         if src.nbytes:
-            assert isinstance(queue, ClQueue)
+            assert isinstance(queue, OpenclQueue)
             queue.keep(
                 cl.enqueue_copy(queue.queue, dst[0], src, dst_offset=dst[1], is_blocking=False)
             )
 
     def to_host(self, queue: StreamQueue, dst: np.ndarray, src: Buf) -> None:
         if dst.nbytes:
-            assert isinstance(queue, ClQueue)
+            assert isinstance(queue, OpenclQueue)
             queue.keep(
                 cl.enqueue_copy(queue.queue, dst, src[0], src_offset=src[1], is_blocking=False)
             )
 
     def copy(self, queue: StreamQueue, dst: Buf, src: Buf, nbytes: int, src_ordinal: int) -> None:
         if nbytes:
-            assert isinstance(queue, ClQueue)
+            assert isinstance(queue, OpenclQueue)
             cl.enqueue_copy(
                 queue.queue,
                 dst[0],
@@ -298,30 +260,10 @@ class OpenclDevices(DeviceBackend):
                 dst_offset=dst[1],
             )
 
-    # ---- code ----
+    # ---- code (the recipe is GpuDevices'; these are its hooks) ----
 
-    def compile(self, optimized: Optimized) -> ClCode:
-        prefix = kernel_name(optimized.name)
-        code = ClCode(optimized.name, self.renderer.render_program(optimized, prefix))
-        self.program(code, 0)
-        return code
-
-    def program(self, code: ClCode, ordinal: int) -> Any:
-        """``code``'s program for device ``ordinal``, built (or loaded from the compile cache)
-        the first time it is asked for.
-
-        Raises:
-            CompileError: the source does not build on that device.
-        """
-        with self._build_lock:
-            program = code.programs.get(ordinal)
-            if program is None:
-                program = code.programs[ordinal] = self._load_program(code, ordinal)
-            return program
-
-    def _load_program(self, code: ClCode, ordinal: int) -> Any:
-        device = self.devices[ordinal]
-        key = cache_key(
+    def binary_key(self, code: GpuCode, ordinal: int) -> str:
+        return cache_key(
             source=code.source,
             backend="opencl",
             renderer="opencl-c",
@@ -331,21 +273,7 @@ class OpenclDevices(DeviceBackend):
             device=self._device_ids[ordinal],
         )
 
-        def load(binary: bytes, from_cache: bool) -> Any:
-            # A program from a binary: pyopencl builds it without its own cache.
-            try:
-                return cl.Program(self.context, [device], [binary]).build(BUILD_OPTIONS)
-            except cl.Error as exc:
-                if from_cache:  # the cache discards it with a warning and builds from source
-                    raise ValueError(f"the OpenCL driver rejects its binary: {exc}") from exc
-                raise CompileError(
-                    f"OpenCL rejects the binary it built for routine {code.name} on {device.name}",
-                    str(exc),
-                ) from exc
-
-        return self.cache.load_or_build(key, lambda: self._build(code, ordinal), load)
-
-    def _build(self, code: ClCode, ordinal: int) -> bytes:
+    def build(self, code: GpuCode, ordinal: int) -> bytes:
         device = self.devices[ordinal]
         context = self._build_contexts.get(ordinal)
         if context is None:
@@ -357,72 +285,50 @@ class OpenclDevices(DeviceBackend):
             raw.build(BUILD_OPTIONS.encode(), [device])
         except cl.Error as exc:
             log = str(raw.get_build_info(device, cl.program_build_info.LOG))
-            path = _keep_source(self.cache.directory, code.source)
+            path = keep_failed_source(self.cache.directory, code.source, ".cl")
             raise CompileError(
                 f"OpenCL failed to build routine {code.name} on {device.name}", log, str(path)
             ) from exc
         binaries: list[bytes] = raw.get_info(cl.program_info.BINARIES)  # type: ignore[assignment]
         return bytes(binaries[0])
 
-    def link(
-        self,
-        code: Any,
-        queue: StreamQueue,
-        ordinal: int,
-        buffers: Mapping[Tnode, Buf],
-        merge_buffer: Callable[[], Buf | None],
-        merge_node: Tnode | None,
-    ) -> Run:
-        c: ClCode = code
-        assert isinstance(queue, ClQueue)
-        rendered = c.rendered
-        scratch = [self.alloc(ordinal, nbytes) for _, nbytes in rendered.scratch]
-        fixed: list[Any] = []
-        for tn in rendered.params.buffers:
-            mem, off = buffers[tn]
-            fixed += [mem, np.uint64(off)]
-        for mem in scratch:
-            fixed += [mem, np.uint64(0)]
-        has_merge = rendered.params.merge_node is not None
-        symbols = rendered.params.static_symbols
-        program = self.program(c, ordinal)
-        kernels = [cl.Kernel(program, k.name) for k in rendered.kernels]
-        for kernel in kernels:
-            for pos, arg in enumerate(fixed):
-                kernel.set_arg(pos, arg)
-        # An empty merge buffer still needs a buffer argument; only then is one allocated.
-        dummy = scratch[0] if scratch else self.alloc(ordinal, 1) if has_merge else None
-        launches = [
-            (
-                kernel,
-                (_round_up(k.global_size, k.local_size or 1),),
-                (k.local_size,) if k.local_size else None,
-            )
-            for kernel, k in zip(kernels, rendered.kernels)
-        ]
-        first_dynamic = len(fixed)
-        q = queue.queue
+    def load(self, code: GpuCode, binary: bytes, ordinal: int, from_cache: bool) -> Any:
+        # A program from a binary, for the device alone: pyopencl builds it without its cache.
+        device = self.devices[ordinal]
+        try:
+            return cl.Program(self.context, [device], [binary]).build(BUILD_OPTIONS)
+        except cl.Error as exc:
+            if from_cache:  # the cache discards it with a warning and builds from source
+                raise ValueError(f"the OpenCL driver rejects its binary: {exc}") from exc
+            raise CompileError(
+                f"OpenCL rejects the binary it built for routine {code.name} on {device.name}",
+                str(exc),
+            ) from exc
 
-        def run(bindings: Mapping[StaticSymbol, int]) -> None:
-            if has_merge or symbols:
-                args: list[Any] = []
-                if has_merge:
-                    where = merge_buffer()
-                    args += [where[0], np.uint64(where[1])] if where else [dummy, np.uint64(0)]
-                args += [np.int64(bindings[s]) for s in symbols]
-                for kernel in kernels:
-                    for pos, arg in enumerate(args, first_dynamic):
-                        kernel.set_arg(pos, arg)
-            for kernel, global_size, local_size in launches:
-                cl.enqueue_nd_range_kernel(q, kernel, global_size, local_size)
+    def kernel(self, module: Any, name: str, fixed: list[Any]) -> Any:
+        # Buffer arguments are set once per link; a launch sets only the dynamic ones.
+        kernel = cl.Kernel(module, name)
+        for pos, arg in enumerate(fixed):
+            kernel.set_arg(pos, arg)
+        return kernel, len(fixed)
 
-        run.keep_alive = (scratch, dummy, c)  # type: ignore[attr-defined]
-        held = sum(max(n, 1) for _, n in rendered.scratch) + (1 if has_merge and not scratch else 0)
-        self.scratch_account.hold(run, ordinal, held)  # freed with the run
-        return run
+    def launch_shape(self, spec: GpuKernel) -> Any:
+        local = spec.local_size
+        global_size = -(-spec.global_size // (local or 1)) * (local or 1)  # whole groups
+        return (global_size,), (local,) if local else None
 
-    def scratch_bytes(self, ordinal: int) -> int:
-        return self.scratch_account.bytes(ordinal)
+    def native_queue(self, queue: StreamQueue) -> Any:
+        assert isinstance(queue, OpenclQueue)
+        return queue.queue
+
+    def launch(self, queue: Any, kernel: Any, args: list[Any], shape: Any) -> None:
+        kern, first_dynamic = kernel
+        for pos, arg in enumerate(args, first_dynamic):
+            kern.set_arg(pos, arg)
+        cl.enqueue_nd_range_kernel(queue, kern, *shape)
+
+    def buffer_arg(self, mem: Any, offset: int) -> list[Any]:
+        return [mem, np.uint64(offset)]
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -433,20 +339,4 @@ class OpenclDevices(DeviceBackend):
         }
 
 
-def _round_up(n: int, m: int) -> int:
-    return -(-n // m) * m
-
-
-def _keep_source(directory: Path, source: str) -> Path:
-    name = f"{hashlib.sha256(source.encode()).hexdigest()[:16]}.cl"
-    try:
-        folder = directory / "failed"
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError:  # an unusable cache folder must not hide the compile error
-        folder = Path(tempfile.mkdtemp(prefix="arrayjit-failed-"))
-    path = folder / name
-    path.write_text(source)
-    return path
-
-
-__all__ = ["ClCode", "ClEvent", "ClQueue", "OpenclDevices", "find_platform"]
+__all__ = ["OpenclDevices", "OpenclEvent", "OpenclQueue", "find_platform"]
