@@ -56,6 +56,9 @@ _INT_CTYPES: dict[str, tuple[int, bool]] = {
 }
 """The integer compute types (the renderers' names for them): width and signedness."""
 
+_WRAPPING = {ops.Binop.add: "+", ops.Binop.sub: "-", ops.Binop.mul: "*"}
+"""Signed integer ops rendered in the unsigned type of the same width, so that they wrap."""
+
 
 def int_literal(v: int, ctype: str) -> str:
     """The C literal of the integer ``v`` (in ``ctype``'s range) as a ``ctype``."""
@@ -578,7 +581,9 @@ class CSyntax:
             case L.Ternop(op=ops.Ternop.fma, a=a, b=b, c=c):
                 x, y, z = (self.expr(t, prec, pre, indent) for t in (a, b, c))
                 if is_int:
-                    return f"(({ct})({x} * {y} + {z}))"
+                    return self.binop(
+                        ops.Binop.add, self.binop(ops.Binop.mul, x, y, ct, True), z, ct, True
+                    )
                 return f"fma{self._f(ct)}({x}, {y}, {z})"
         raise UsageError(f"the C renderer cannot render {type(e).__name__}")
 
@@ -619,6 +624,10 @@ class CSyntax:
         if is_int:
             signed = _INT_CTYPES.get(ct, (0, False))[1]
             match op:
+                case ops.Binop.add | ops.Binop.sub | ops.Binop.mul if signed:
+                    # In unsigned arithmetic, which wraps in every C dialect: signed overflow
+                    # is undefined in C, OpenCL C and CUDA (cc's -fwrapv covers cc alone).
+                    return f"(({ct})((u{ct})({x}) {_WRAPPING[op]} (u{ct})({y})))"
                 case ops.Binop.div if signed:  # -x in unsigned arithmetic: it wraps, no trap
                     return (
                         f"(({y}) == 0 ? ({ct})0 : ({y}) == -1 ? ({ct})(0 - (u{ct})({x})) : "
@@ -649,6 +658,8 @@ class CSyntax:
                     return f"(({x}) == 0 ? ({ct})0 : ({ct})(1 / {x}))"
                 case ops.Unop.trunc:
                     return x
+                case ops.Unop.neg if _INT_CTYPES.get(ct, (0, False))[1]:
+                    return f"(({ct})(0 - (u{ct})({x})))"  # -INT_MIN wraps (see binop)
                 case (
                     ops.Unop.relu
                     | ops.Unop.satur01
