@@ -596,3 +596,63 @@ def test_found_from_host_into_a_second_stream(backend: Any) -> None:
     state.run(r=r2)
     state.observe(ctx=r2, node="h1")
     state.teardown()
+
+
+def test_found_from_host_after_a_sibling_context_uploaded(backend: Any) -> None:
+    """Two contexts of one stream hold their own buffers of ``h0``; linking the second
+    uploads the new host value into it. The first buffer still lags the host: ``from_host``
+    into it must copy (freshness is a buffer's, not a device's)."""
+    state = machine_for(backend)
+    root = state.new_context(stream=state.new_stream())
+    r = state.link(ctx=root, name="inc")
+    state.set_values(node="h0", values=[0, 0, 0, 0])
+    state.link(ctx=root, name="tos")
+    state.from_host(ctx=r, node="h0")
+    state.observe(ctx=r, node="h0")
+    state.teardown()
+
+
+def test_found_set_values_waits_for_every_upload(backend: Any) -> None:
+    """Two uploads of one host array on two streams (each context's first link uploads its
+    buffer); the first stream lags. ``set_values`` must wait for both reads of the host array,
+    not only for the latest one."""
+    state = machine_for(backend)
+    s0, s1 = state.new_stream(), state.new_stream()
+    state.hold(stream=s0, ms=30)
+    r1 = state.link(ctx=state.new_context(stream=s0), name="inc")
+    state.link(ctx=state.new_context(stream=s1), name="inc")
+    state.set_values(node="h0", values=[9, 9, 9, 9])
+    state.observe(ctx=r1, node="h0")
+    state.teardown()
+
+
+def test_found_older_transfer_lands_last(backend: Any) -> None:
+    """Two streams write ``h1`` and copy it to the host; the first stream lags. The host array
+    must end with the value of the later ``to_host`` and keep it."""
+    state = machine_for(backend)
+    s0, s1 = state.new_stream(), state.new_stream()
+    r0 = state.link(ctx=state.new_context(stream=s0), name="inc")
+    state.set_values(node="h0", values=[5, 5, 5, 5])
+    r1 = state.link(ctx=state.new_context(stream=s1), name="inc")
+    state.hold(stream=s0, ms=30)
+    state.run(r=r0)
+    state.run(r=r1)
+    state.to_host(ctx=r0, node="h1")
+    state.to_host(ctx=r1, node="h1")
+    state.get_values(node="h1")
+    state.teardown()
+
+
+def test_found_streaming_merge_before_the_sources_next_write(backend: Any) -> None:
+    """A lagging stream reads ``h0`` through a Streaming merge; the source stream rewrites
+    ``h0`` next. The reader must see the value sent."""
+    state = machine_for(backend)
+    s0, s1 = state.new_stream(), state.new_stream()
+    src = state.link(ctx=state.new_context(stream=s0), name="rmw")
+    dst = state.link(ctx=state.new_context(stream=s1), name="mh")
+    state.device_to_device(node="h0", mode=MergeMode.Streaming, dst=dst, src=src)
+    state.hold(stream=s1, ms=30)
+    state.run(r=dst)
+    state.run(r=src)
+    state.observe(ctx=dst, node="h1")
+    state.teardown()
