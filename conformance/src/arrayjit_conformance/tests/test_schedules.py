@@ -17,19 +17,18 @@ run the work in any order it likes, on any number of threads, as long as nobody 
 reaches schedules in which one stream lags far behind the others (on ``sync_`` backends holds are
 no-ops and the machine checks the same program order without concurrency).
 
-Where the documented semantics leave a choice, the model allows each defensible value (a set
-of candidates per buffer, narrowed by observation) instead of guessing one implementation:
+The model follows the backends README ("Semantics decided here"):
 
-- ``from_host`` into a buffer that holds neither the host's value nor the node's latest value
-  (the node was last computed in another buffer, the host lags it) may copy the host array or
-  skip; when the host holds the node's latest value it must copy, and when the buffer itself
-  computed the latest value it must not;
-- a buffer that received its value by ``device_to_device`` is treated the same way (whether
-  such a copy counts as fresh is not specified);
-- a ``Streaming`` merge is a view of the source's buffer: a reader sees the value sent, or, if
-  the source was overwritten after the send in program order, the newer value;
-- the shared node ``s`` and the per-stream node ``g`` start uninitialized (NaN in the model:
-  any value is accepted until they are written).
+- freshness of hosted nodes is per buffer: a buffer is fresh when it read the host array since
+  the host array last changed, or computed the node's latest value itself; ``from_host`` copies
+  exactly into a buffer that is not fresh. ``set_values`` makes every buffer stale, a routine
+  writing a hosted node makes its buffer the only fresh one, ``to_host`` makes the copied buffer
+  the only fresh one, ``device_to_device(No)`` makes the destination fresh exactly when the
+  source is;
+- ``Copy`` and ``Streaming`` merges mean the same: the merge buffer holds the value the source
+  had when ``device_to_device`` was called (Streaming just avoids the copy where it can);
+- the shared node ``s`` and the per-stream node ``g`` start uninitialized (NaN cells in the
+  model: any value is accepted until they are written).
 
 Example counts: a fixed-seed set (:data:`CI_EXAMPLES` programs of at most :data:`CI_STEPS`
 steps) by default; ``ARRAYJIT_FUZZ_EXAMPLES // FUZZ_SHARE`` fresh random ones (and longer
@@ -81,28 +80,12 @@ CI_STEPS = 40
 FUZZ_SHARE = 10
 F32 = np.float32
 
-Cands = tuple[np.ndarray, ...]
-"""The values a buffer (or the host array) may hold: one unless the semantics leave a choice.
-NaN cells are unknown (uninitialized memory): any value matches them."""
-
 UNKNOWN = np.full(N, np.nan, dtype=F32)
-
-
-def _join(*groups: Cands) -> Cands:
-    """The union of candidate sets, without duplicates."""
-    seen: dict[bytes, np.ndarray] = {}
-    for group in groups:
-        for c in group:
-            seen.setdefault(c.tobytes(), c)
-    return tuple(seen.values())
+"""Uninitialized memory in the model: any value matches a NaN cell."""
 
 
 def _matches(got: np.ndarray, want: np.ndarray) -> bool:
     return bool(np.all(np.isnan(want) | (got == want)))
-
-
-def _show(cands: Cands) -> str:
-    return " or ".join(str(c.tolist()) for c in cands)
 
 
 # ---- the routines: compiled once per backend, linked into many contexts -----------------------
@@ -145,9 +128,7 @@ SPECS = {
 
 def _make_nodes() -> dict[str, Tnode]:
     nodes = {n: Tnode.create((N,), label=n, hosted=True) for n in HOSTED}
-    nodes["g"] = Tnode.create(
-        (N,), label="g", memory_mode=(mm.On_device(mm.Sharing.Per_stream), 1)
-    )
+    nodes["g"] = Tnode.create((N,), label="g", memory_mode=(mm.On_device(mm.Sharing.Per_stream), 1))
     nodes["s"] = Tnode.create(
         (N,), label="s", memory_mode=(mm.On_device(mm.Sharing.Shared_cross_streams), 1)
     )
@@ -247,9 +228,9 @@ def deadline(what: str, seconds: float = WAIT_LIMIT) -> Iterator[None]:
 class MStream:
     stream: Any
     index: int
-    merge: tuple[Any, ...] | None = None
-    """What the merge buffer holds in program order: None (unknown: set before this example),
-    ``("Copy", node, cands)`` or ``("Streaming", node, buffer id, cands, generation)``."""
+    merge: tuple[str, np.ndarray] | None = None
+    """The node the merge buffer holds and its value, in program order; None: unknown (set
+    before this example)."""
 
     def __repr__(self) -> str:
         return f"stream{self.index}"
@@ -272,35 +253,17 @@ class MCtx:
 
 @dataclass
 class Model:
-    """Values in program order. Versions name the successive values of a hosted node (a
-    ``set_values`` or a routine writing it makes a new one), so that ``from_host`` can tell
-    whether the host or a buffer holds the node's latest value."""
+    """Values in program order: the host arrays, every buffer (by id), and which buffers of
+    each hosted node are fresh."""
 
-    host: dict[str, Cands] = field(default_factory=dict)
-    host_ver: dict[str, int] = field(default_factory=dict)
-    latest: dict[str, int] = field(default_factory=dict)
-    buf: dict[int, Cands] = field(default_factory=dict)
-    buf_ver: dict[int, int] = field(default_factory=dict)
-    trusted: dict[int, bool] = field(default_factory=dict)
-    """The buffer got its version itself (an upload or a routine), not by device_to_device."""
-    gen: dict[int, int] = field(default_factory=dict)
-    """Bumped at every change of a buffer (for Streaming merges)."""
-    counter: int = 0
+    host: dict[str, np.ndarray] = field(default_factory=dict)
+    buf: dict[int, np.ndarray] = field(default_factory=dict)
+    fresh: dict[str, set[int]] = field(default_factory=lambda: {n: set() for n in HOSTED})
 
-    def fresh(self) -> int:
-        self.counter += 1
-        return self.counter
-
-    def new_buffer(self, value: Cands, ver: int = 0) -> int:
-        bid = self.fresh()
-        self.set_buf(bid, value, ver, trusted=True)
-        return bid
-
-    def set_buf(self, bid: int, value: Cands, ver: int, trusted: bool) -> None:
+    def new_buffer(self, value: np.ndarray) -> int:
+        bid = len(self.buf) + 1
         self.buf[bid] = value
-        self.buf_ver[bid] = ver
-        self.trusted[bid] = trusted
-        self.gen[bid] = self.gen.get(bid, 0) + 1
+        return bid
 
 
 class Schedules(RuleBasedStateMachine):
@@ -310,7 +273,7 @@ class Schedules(RuleBasedStateMachine):
 
     streams = Bundle("streams")
     contexts = Bundle("contexts")
-    routines = Bundle("routines")
+    """Contexts of linked routines (``MCtx.routine``), a routine's context is where it runs."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -326,11 +289,8 @@ class Schedules(RuleBasedStateMachine):
             for k, name in enumerate(HOSTED):
                 v = np.arange(N, dtype=F32) + F32(10 * (k + 1))
                 self.t[name].set_values(v)
-                self.model.host[name] = (v,)
-                ver = self.model.fresh()
-                self.model.host_ver[name] = ver
-                self.model.latest[name] = ver
-        self.shared_s = self.model.new_buffer((UNKNOWN,))
+                self.model.host[name] = v
+        self.shared_s = self.model.new_buffer(UNKNOWN)
 
     # ---- streams and contexts ----
 
@@ -341,17 +301,22 @@ class Schedules(RuleBasedStateMachine):
         self.used.append(ms)
         return ms
 
-    @precondition(lambda self: self.n_ctx < MAX_CONTEXTS)
-    @rule(target=contexts, stream=streams)
     def new_context(self, stream: MStream) -> MCtx:
-        self.n_ctx += 1
-        ctx = MCtx(self.backend.make_context(stream.stream), stream, {}, self.n_ctx)
-        self.contexts_seen.append(ctx)
-        return ctx
+        """A context without a parent (used by :meth:`link_new`)."""
+        return MCtx(self.backend.make_context(stream.stream), stream, {}, 0)
 
     @precondition(lambda self: self.n_ctx < MAX_CONTEXTS)
-    @rule(target=routines, ctx=contexts, name=st.sampled_from(sorted(SPECS)))
+    @rule(target=contexts, stream=streams, name=st.sampled_from(sorted(SPECS)))
+    def link_new(self, stream: MStream, name: str) -> Any:
+        """Link a routine into a new context on ``stream``."""
+        return self.link(self.new_context(stream), name)
+
+    @precondition(lambda self: self.n_ctx < MAX_CONTEXTS)
+    @rule(target=contexts, ctx=contexts, name=st.sampled_from(sorted(SPECS)))
     def link(self, ctx: MCtx, name: str) -> Any:
+        """Link into a child of ``ctx`` (a routine's context: contexts are persistent, so
+        linking twice from one gives two independent lineages): nodes new to the lineage get
+        buffers, hosted ones uploaded (fresh)."""
         spec, code = SPECS[name], self.env.codes[name]
         if "g" in spec.reads and "g" not in ctx.bufs:
             with pytest.raises(UsageError, match=r"lacks node g#\d+, which the routine reads"):
@@ -366,23 +331,20 @@ class Schedules(RuleBasedStateMachine):
                 continue
             if node == "s":
                 bufs[node] = self.shared_s
-            elif node in HOSTED:  # uploaded when first linked
-                bufs[node] = m.new_buffer(m.host[node], m.host_ver[node])
+            elif node in HOSTED:
+                bufs[node] = m.new_buffer(m.host[node])
+                m.fresh[node].add(bufs[node])
             else:
-                bufs[node] = m.new_buffer((UNKNOWN,))
+                bufs[node] = m.new_buffer(UNKNOWN)
         self.n_ctx += 1
         child = MCtx(r.context, ctx.stream, bufs, self.n_ctx, r, spec)
         self.contexts_seen.append(child)
         assert {self.env.names[tn] for tn in r.context.buffers} >= set(bufs)
         return child
 
-    @rule(target=contexts, ctx=routines)
-    def context_of(self, ctx: MCtx) -> MCtx:
-        return ctx
-
     # ---- running ----
 
-    @rule(r=routines)
+    @rule(r=contexts)
     def run(self, r: MCtx) -> None:
         spec = r.spec
         assert spec is not None
@@ -391,30 +353,20 @@ class Schedules(RuleBasedStateMachine):
         if spec.merge is not None:
             if stream.merge is None:
                 return  # the merge buffer holds what an earlier example left there
-            held = stream.merge[1]
+            held, value = stream.merge
             if held != spec.merge:
                 with pytest.raises(UsageError, match=r"reads the merge buffer as"):
                     r.routine()
                 return
-            if stream.merge[0] == "Copy":
-                inputs.append(stream.merge[2])
-            else:
-                _, _, bid, sent, gen = stream.merge
-                # A view of the source's buffer: newer values written since may show.
-                inputs.append(sent if m.gen[bid] == gen else _join(sent, m.buf[bid]))
+            inputs.append(value)
         with deadline(f"run {spec.name}"):
             r.routine()
-        outs: Cands = ()
         with np.errstate(all="ignore"):
-            for combo in _product(inputs):
-                outs = _join(outs, (np.asarray(spec.fn(*combo), dtype=F32),))
+            out = np.asarray(spec.fn(*inputs), dtype=F32)
         bid = r.bufs[spec.writes]
+        m.buf[bid] = out
         if spec.writes in HOSTED:
-            ver = m.fresh()
-            m.latest[spec.writes] = ver
-            m.set_buf(bid, outs, ver, trusted=True)
-        else:
-            m.set_buf(bid, outs, 0, trusted=True)
+            m.fresh[spec.writes] = {bid}
 
     # ---- host side ----
 
@@ -423,10 +375,8 @@ class Schedules(RuleBasedStateMachine):
         v = np.array(values, dtype=F32)
         with deadline(f"{node}.set_values"):
             self.t[node].set_values(v)
-        m = self.model
-        m.host[node] = (v,)
-        ver = m.fresh()
-        m.host_ver[node] = m.latest[node] = ver
+        self.model.host[node] = v
+        self.model.fresh[node] = set()
         self.stable.pop(node, None)
 
     @rule(ctx=contexts, node=st.sampled_from(HOSTED))
@@ -434,41 +384,38 @@ class Schedules(RuleBasedStateMachine):
         with deadline(f"from_host {node}"):
             done = self.backend.from_host(ctx.ctx, self.t[node])
         assert done == (node in ctx.bufs), f"from_host({ctx}, {node}) returned {done}"
-        if not done:
-            return
-        m, bid = self.model, ctx.bufs[node]
-        if m.buf_ver[bid] == m.host_ver[node]:
-            return  # copy or not, the buffer holds the host's value
-        if m.host_ver[node] == m.latest[node]:
-            m.set_buf(bid, m.host[node], m.host_ver[node], trusted=True)  # must copy
-        elif m.buf_ver[bid] == m.latest[node] and m.trusted[bid]:
-            return  # the buffer computed the latest value: the host's is older
-        else:  # unspecified: copy or skip
-            m.set_buf(bid, _join(m.buf[bid], m.host[node]), m.fresh(), trusted=False)
+        m = self.model
+        if done and ctx.bufs[node] not in m.fresh[node]:
+            m.buf[ctx.bufs[node]] = m.host[node]
+            m.fresh[node].add(ctx.bufs[node])
 
     @rule(ctx=contexts, node=st.sampled_from(HOSTED))
     def to_host(self, ctx: MCtx, node: str) -> None:
         with deadline(f"to_host {node}"):
             done = self.backend.to_host(ctx.ctx, self.t[node])
         assert done == (node in ctx.bufs), f"to_host({ctx}, {node}) returned {done}"
-        if not done:
-            return
-        m, bid = self.model, ctx.bufs[node]
-        m.host[node] = m.buf[bid]
-        m.host_ver[node] = m.buf_ver[bid]
-        self.stable.pop(node, None)
+        if done:
+            self.model.host[node] = self.model.buf[ctx.bufs[node]]
+            self.model.fresh[node] = {ctx.bufs[node]}
+            self.stable.pop(node, None)
 
     @rule(node=st.sampled_from(HOSTED))
     def get_values(self, node: str) -> None:
         with deadline(f"{node}.get_values"):
             got = self.t[node].get_values()
         want = self.model.host[node]
-        assert any(_matches(got, w) for w in want), (
+        assert _matches(got, want), (
             f"{node}.get_values() on {self.backend.name} gave {got.tolist()}, the program "
-            f"means {_show(want)} (a stale or lost value)"
+            f"means {want.tolist()} (a stale or lost value)"
         )
-        self.model.host[node] = (got,)
+        self.model.host[node] = got  # NaN (unknown) cells are known now
         self.stable[node] = got
+
+    @rule(ctx=contexts, node=st.sampled_from(HOSTED))
+    def observe(self, ctx: MCtx, node: str) -> None:
+        """``to_host`` then ``get_values``: a look at one buffer."""
+        self.to_host(ctx, node)
+        self.get_values(node)
 
     # ---- between streams ----
 
@@ -486,14 +433,16 @@ class Schedules(RuleBasedStateMachine):
         if not done:
             return
         m, sbid = self.model, src.bufs[node]
-        if mode is MergeMode.No:
-            dbid = dst.bufs[node]
-            if dbid != sbid:
-                m.set_buf(dbid, m.buf[sbid], m.buf_ver[sbid], trusted=False)
-        elif mode is MergeMode.Copy:
-            dst.stream.merge = ("Copy", node, m.buf[sbid])
-        else:
-            dst.stream.merge = ("Streaming", node, sbid, m.buf[sbid], m.gen[sbid])
+        if mode is not MergeMode.No:
+            dst.stream.merge = (node, m.buf[sbid])
+            return
+        dbid = dst.bufs[node]
+        m.buf[dbid] = m.buf[sbid]
+        if node in HOSTED:
+            if sbid in m.fresh[node]:
+                m.fresh[node].add(dbid)
+            else:
+                m.fresh[node].discard(dbid)
 
     @rule(stream=streams)
     def await_stream(self, stream: MStream) -> None:
@@ -518,12 +467,6 @@ class Schedules(RuleBasedStateMachine):
                 f"{got.tolist()}, and nobody asked for a new value since (a late transfer)"
             )
 
-    @rule(ctx=contexts, node=st.sampled_from(HOSTED))
-    def observe(self, ctx: MCtx, node: str) -> None:
-        """``to_host`` then ``get_values``: a look at one buffer."""
-        self.to_host(ctx, node)
-        self.get_values(node)
-
     def teardown(self) -> None:
         """Wait for every stream, then look at every host array and every hosted buffer of
         every context (the end of the program observes all it left behind)."""
@@ -536,15 +479,6 @@ class Schedules(RuleBasedStateMachine):
         for ctx in self.contexts_seen:
             for node in HOSTED:
                 self.observe(ctx, node)
-
-
-def _product(groups: list[Cands]) -> Iterator[tuple[np.ndarray, ...]]:
-    if not groups:
-        yield ()
-        return
-    for head in groups[0]:
-        for rest in _product(groups[1:]):
-            yield (head, *rest)
 
 
 def machine_settings() -> settings:
@@ -588,8 +522,8 @@ def machine_for(backend: Any) -> Schedules:
 def test_found_from_host_into_a_second_stream(backend: Any) -> None:
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
-    r1 = state.link(ctx=state.new_context(stream=s0), name="inc")
-    r2 = state.link(ctx=state.new_context(stream=s1), name="inc")
+    r1 = state.link_new(stream=s0, name="inc")
+    r2 = state.link_new(stream=s1, name="inc")
     state.set_values(node="h0", values=[9, 9, 9, 9])
     state.from_host(ctx=r1, node="h0")
     state.from_host(ctx=r2, node="h0")
@@ -606,7 +540,7 @@ def test_found_from_host_after_a_sibling_context_uploaded(backend: Any) -> None:
     root = state.new_context(stream=state.new_stream())
     r = state.link(ctx=root, name="inc")
     state.set_values(node="h0", values=[0, 0, 0, 0])
-    state.link(ctx=root, name="tos")
+    state.link(ctx=root, name="tos")  # a sibling of r's context, with its own buffer of h0
     state.from_host(ctx=r, node="h0")
     state.observe(ctx=r, node="h0")
     state.teardown()
@@ -619,8 +553,8 @@ def test_found_set_values_waits_for_every_upload(backend: Any) -> None:
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
     state.hold(stream=s0, ms=30)
-    r1 = state.link(ctx=state.new_context(stream=s0), name="inc")
-    state.link(ctx=state.new_context(stream=s1), name="inc")
+    r1 = state.link_new(stream=s0, name="inc")
+    state.link_new(stream=s1, name="inc")
     state.set_values(node="h0", values=[9, 9, 9, 9])
     state.observe(ctx=r1, node="h0")
     state.teardown()
@@ -631,9 +565,9 @@ def test_found_older_transfer_lands_last(backend: Any) -> None:
     must end with the value of the later ``to_host`` and keep it."""
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
-    r0 = state.link(ctx=state.new_context(stream=s0), name="inc")
+    r0 = state.link_new(stream=s0, name="inc")
     state.set_values(node="h0", values=[5, 5, 5, 5])
-    r1 = state.link(ctx=state.new_context(stream=s1), name="inc")
+    r1 = state.link_new(stream=s1, name="inc")
     state.hold(stream=s0, ms=30)
     state.run(r=r0)
     state.run(r=r1)
@@ -648,8 +582,8 @@ def test_found_streaming_merge_before_the_sources_next_write(backend: Any) -> No
     ``h0`` next. The reader must see the value sent."""
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
-    src = state.link(ctx=state.new_context(stream=s0), name="rmw")
-    dst = state.link(ctx=state.new_context(stream=s1), name="mh")
+    src = state.link_new(stream=s0, name="rmw")
+    dst = state.link_new(stream=s1, name="mh")
     state.device_to_device(node="h0", mode=MergeMode.Streaming, dst=dst, src=src)
     state.hold(stream=s1, ms=30)
     state.run(r=dst)
