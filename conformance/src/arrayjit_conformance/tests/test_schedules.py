@@ -75,7 +75,7 @@ MAX_STREAMS = 3
 MAX_CONTEXTS = 10
 WAIT_LIMIT = 30.0
 """Seconds any single blocking call may take before the test reports a deadlock."""
-CI_EXAMPLES = 25
+CI_EXAMPLES = 100
 CI_STEPS = 40
 FUZZ_SHARE = 10
 F32 = np.float32
@@ -469,7 +469,8 @@ class Schedules(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         """Wait for every stream, then look at every host array and every hosted buffer of
-        every context (the end of the program observes all it left behind)."""
+        every context (the end of the program observes all it left behind), then send the
+        host's values to every buffer and look again."""
         with deadline("awaiting every stream at the end"):
             for ms in self.used:
                 self.backend.await_stream(ms.stream)
@@ -478,6 +479,12 @@ class Schedules(RuleBasedStateMachine):
             self.get_values(node)
         for ctx in self.contexts_seen:
             for node in HOSTED:
+                self.observe(ctx, node)
+        # Then the host's value to every buffer in turn: each from_host follows a to_host
+        # from another buffer, so it must copy.
+        for ctx in self.contexts_seen:
+            for node in HOSTED:
+                self.from_host(ctx, node)
                 self.observe(ctx, node)
 
 
