@@ -523,10 +523,13 @@ def test_schedules(backend: Any) -> None:
 
 def machine_for(backend: Any) -> Schedules:
     """A fresh machine on ``backend``, for replaying a schedule step by step."""
-    return type("ScheduleMachine", (Schedules,), {"ENV": Env(backend)})()
+    machine: type[Schedules] = type("ScheduleMachine", (Schedules,), {"ENV": Env(backend)})
+    return machine()
 
 
 def test_found_from_host_into_a_second_stream(backend: Any) -> None:
+    """Issue 21, first defect: after ``set_values``, ``from_host`` into the first stream's
+    buffer must not make the second stream's buffer look fresh."""
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
     r1 = state.link_new(stream=s0, name="inc")
@@ -542,7 +545,8 @@ def test_found_from_host_into_a_second_stream(backend: Any) -> None:
 def test_found_from_host_after_a_sibling_context_uploaded(backend: Any) -> None:
     """Two contexts of one stream hold their own buffers of ``h0``; linking the second
     uploads the new host value into it. The first buffer still lags the host: ``from_host``
-    into it must copy (freshness is a buffer's, not a device's)."""
+    into it must copy (freshness is a buffer's, not a device's; the search's own variant of
+    issue 21's first defect)."""
     state = machine_for(backend)
     root = state.new_context(stream=state.new_stream())
     r = state.link(ctx=root, name="inc")
@@ -556,7 +560,7 @@ def test_found_from_host_after_a_sibling_context_uploaded(backend: Any) -> None:
 def test_found_set_values_waits_for_every_upload(backend: Any) -> None:
     """Two uploads of one host array on two streams (each context's first link uploads its
     buffer); the first stream lags. ``set_values`` must wait for both reads of the host array,
-    not only for the latest one."""
+    not only for the latest one. Found by the search (not among issue 21's three defects)."""
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
     state.hold(stream=s0, ms=30)
@@ -569,7 +573,7 @@ def test_found_set_values_waits_for_every_upload(backend: Any) -> None:
 
 def test_found_older_transfer_lands_last(backend: Any) -> None:
     """Two streams write ``h1`` and copy it to the host; the first stream lags. The host array
-    must end with the value of the later ``to_host`` and keep it."""
+    must end with the value of the later ``to_host`` and keep it (issue 21, second defect)."""
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
     r0 = state.link_new(stream=s0, name="inc")
@@ -586,7 +590,7 @@ def test_found_older_transfer_lands_last(backend: Any) -> None:
 
 def test_found_streaming_merge_before_the_sources_next_write(backend: Any) -> None:
     """A lagging stream reads ``h0`` through a Streaming merge; the source stream rewrites
-    ``h0`` next. The reader must see the value sent."""
+    ``h0`` next. The reader must see the value sent (issue 21, third defect)."""
     state = machine_for(backend)
     s0, s1 = state.new_stream(), state.new_stream()
     src = state.link_new(stream=s0, name="rmw")
@@ -597,3 +601,15 @@ def test_found_streaming_merge_before_the_sources_next_write(backend: Any) -> No
     state.run(r=src)
     state.observe(ctx=dst, node="h1")
     state.teardown()
+
+
+def test_deadline_fails_a_blocked_wait() -> None:
+    """The deadlock check itself: a wait that never ends fails within the deadline, and the
+    timer is gone afterwards."""
+    never = threading.Event()
+    with (
+        pytest.raises(Deadlock, match=r"waiting for nothing did not return within 0.05 s"),
+        deadline("waiting for nothing", 0.05),
+    ):
+        never.wait()
+    assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
