@@ -27,8 +27,11 @@ The model follows the backends README ("Semantics decided here"):
   source is;
 - ``Copy`` and ``Streaming`` merges mean the same: the merge buffer holds the value the source
   had when ``device_to_device`` was called (Streaming just avoids the copy where it can);
-- the shared node ``s`` and the per-stream node ``g`` start uninitialized (NaN cells in the
-  model: any value is accepted until they are written).
+- the shared node ``s`` (one buffer per device) and the per-stream node ``g`` (one per context
+  lineage) start uninitialized (NaN cells in the model: any value is accepted until they are
+  written).
+
+Streams alternate between two devices where the backend has two.
 
 Example counts: a fixed-seed set (:data:`CI_EXAMPLES` programs of at most :data:`CI_STEPS`
 steps) by default; ``ARRAYJIT_FUZZ_EXAMPLES // FUZZ_SHARE`` fresh random ones (and longer
@@ -179,11 +182,16 @@ class Env:
             assert code.optimized.merge_node == (self.nodes[spec.merge] if spec.merge else None)
             have = {self.names[tn] for tn in code.optimized.context_nodes}
             assert have == {*spec.reads, spec.writes}, f"{name}: context nodes {have}"
-        self.device = backend.get_device(0)
-        self.streams = [backend.new_stream(self.device) for _ in range(MAX_STREAMS)]
+        # Streams alternate between the first two devices where there are two (transfers and
+        # merges between devices then take part in the search).
+        self.devices = min(backend.num_devices(), 2)
+        self.streams = [
+            backend.new_stream(backend.get_device(k % self.devices)) for k in range(MAX_STREAMS)
+        ]
         # The shared node gets its device buffer when a routine using it is first linked;
         # after that, routines that only read it link anywhere on the device.
-        backend.link(backend.make_context(self.streams[0]), self.codes["tos"])
+        for stream in self.streams[: self.devices]:
+            backend.link(backend.make_context(stream), self.codes["tos"])
 
 
 # ---- deadlines -----------------------------------------------------------------------------
@@ -290,7 +298,8 @@ class Schedules(RuleBasedStateMachine):
                 v = np.arange(N, dtype=F32) + F32(10 * (k + 1))
                 self.t[name].set_values(v)
                 self.model.host[name] = v
-        self.shared_s = self.model.new_buffer(UNKNOWN)
+        self.shared_s = [self.model.new_buffer(UNKNOWN) for _ in range(env.devices)]
+        """The buffer of ``s`` on each device."""
 
     # ---- streams and contexts ----
 
@@ -330,7 +339,7 @@ class Schedules(RuleBasedStateMachine):
             if node in bufs:
                 continue
             if node == "s":
-                bufs[node] = self.shared_s
+                bufs[node] = self.shared_s[ctx.stream.stream.device.ordinal]
             elif node in HOSTED:
                 bufs[node] = m.new_buffer(m.host[node])
                 m.fresh[node].add(bufs[node])
