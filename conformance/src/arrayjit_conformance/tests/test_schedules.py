@@ -201,6 +201,17 @@ class Deadlock(AssertionError):
     """A blocking call did not return within :data:`WAIT_LIMIT`."""
 
 
+def _stderr() -> Any:
+    """The process's standard error (fd 2, which pytest captures into the report), whatever
+    object ``sys.stderr`` is now: faulthandler needs a real file descriptor."""
+    return sys.__stderr__ if sys.__stderr__ is not None else 2
+
+
+def _dump_stacks() -> None:
+    with contextlib.suppress(OSError, ValueError):
+        faulthandler.dump_traceback(file=_stderr(), all_threads=True)
+
+
 @contextlib.contextmanager
 def deadline(what: str, seconds: float = WAIT_LIMIT) -> Iterator[None]:
     """Fail with :class:`Deadlock` (after printing every thread's stack to stderr) if the block
@@ -211,7 +222,7 @@ def deadline(what: str, seconds: float = WAIT_LIMIT) -> Iterator[None]:
     if threading.current_thread() is threading.main_thread() and hasattr(signal, "setitimer"):
 
         def on_alarm(signum: int, frame: Any) -> None:
-            faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+            _dump_stacks()
             raise Deadlock(f"{what} did not return within {seconds:g} s (deadlock?)")
 
         old = signal.signal(signal.SIGALRM, on_alarm)
@@ -222,7 +233,7 @@ def deadline(what: str, seconds: float = WAIT_LIMIT) -> Iterator[None]:
             signal.setitimer(signal.ITIMER_REAL, 0)
             signal.signal(signal.SIGALRM, old)
     else:
-        faulthandler.dump_traceback_later(seconds, exit=False)
+        faulthandler.dump_traceback_later(seconds, exit=False, file=_stderr())
         try:
             yield
         finally:
