@@ -470,6 +470,22 @@ class Schedules(RuleBasedStateMachine):
             self.backend.await_stream(stream.stream)
         assert self.backend.is_idle(stream.stream)
 
+    @rule(stream=streams)
+    def sync_event(self, stream: MStream) -> None:
+        """Block on an event of everything scheduled on ``stream`` so far."""
+        event = self.backend.all_work(stream.stream)
+        with deadline(f"sync of all work of {stream}"):
+            self.backend.sync(event)
+        assert self.backend.is_done(event)
+
+    @rule(waiter=streams, on=streams)
+    def will_wait_for(self, waiter: MStream, on: MStream) -> None:
+        """Make ``waiter`` wait for everything scheduled on ``on`` so far (an ordering the
+        program does not need: it must change no value)."""
+        event = self.backend.all_work(on.stream)
+        with deadline(f"{waiter} waiting for {on}"):
+            self.backend.will_wait_for(self.backend.make_context(waiter.stream), event)
+
     @rule(stream=streams, ms=st.integers(5, 30))
     def hold(self, stream: MStream, ms: int) -> None:
         stream.stream.hold(ms / 1000)
