@@ -1,6 +1,5 @@
 """The cc backend against the reference interpreter and numpy."""
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,15 +17,8 @@ from arrayjit_tnode import CompileError, Tnode
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(params=["sync_cc", "multicore_cc"])
-def backend(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Any]:
-    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
-    be = fresh_backend(request.param)
-    be.initialize()
-    yield be
-    be.finalize()
+BACKENDS = ["sync_cc", "multicore_cc"]
+"""The backends every test taking the ``backend`` fixture runs on (see conftest.py)."""
 
 
 def test_fetch_ops_and_static_bindings(backend: Any) -> None:

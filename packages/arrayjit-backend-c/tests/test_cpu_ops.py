@@ -1,30 +1,20 @@
 """Every op on every precision, and a few compositions, on both CPU backends under both
 schedulers, against the reference interpreter (and numpy)."""
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from cpu_helpers import BINOPS, FLOATS, INTS, UNOPS, compare, run_both
 
-from arrayjit_backends import fresh_backend
 from arrayjit_ir import ir, ops
 from arrayjit_tnode import Tnode
 
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(params=["sync_cc", "multicore_cc", "sync_llvm", "multicore_llvm"])
-def backend(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Any]:
-    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
-    be = fresh_backend(request.param)
-    be.initialize()
-    yield be
-    be.finalize()
+BACKENDS = ["sync_cc", "multicore_cc", "sync_llvm", "multicore_llvm"]
+"""The backends every test taking the ``backend`` fixture runs on (see conftest.py)."""
 
 
 def unop_inputs(op: str, prec: str, n: int) -> np.ndarray:

@@ -22,15 +22,8 @@ from arrayjit_tnode import CompileError, Tnode
 RNG = np.random.default_rng(0)
 
 
-@pytest.fixture(params=["sync_llvm", "multicore_llvm"])
-def backend(
-    request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Any]:
-    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
-    be = fresh_backend(request.param)
-    be.initialize()
-    yield be
-    be.finalize()
+BACKENDS = ["sync_llvm", "multicore_llvm"]
+"""The backends every test taking the ``backend`` fixture runs on (see conftest.py)."""
 
 
 @pytest.mark.parametrize("prec", ["int32", "int64", "byte", "uint64"])

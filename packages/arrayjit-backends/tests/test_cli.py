@@ -1,5 +1,6 @@
 """The `arrayjit` command."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,16 @@ def test_demo_checks_against_numpy(backend: str, capsys: pytest.CaptureFixture[s
 def test_unknown_backend_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--backend", "nope"]) == 2
     assert "unknown backend 'nope'; valid names:" in capsys.readouterr().err
+
+
+def test_distributed_demo_without_the_package_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "arrayjit_distributed.demo", None)  # import fails
+    assert main(["demo", "--distributed"]) == 2
+    err = capsys.readouterr().err
+    assert "demo --distributed needs arrayjit-distributed" in err
+    assert "pip install 'arrayjit-distributed[mpich]'" in err and "mpiexec -n 2" in err
 
 
 def test_show_prints_optimized_ir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -87,14 +87,26 @@ def test_a_failing_rank_ends_the_job(backend: str, n: int, scenario: str, cause:
             assert f"arrayjit-distributed: rank {rank} of {n}: rank 1 failed" in out, out
 
 
+DEMO_ENTRIES = {
+    "module": ["-m", "arrayjit_distributed.demo"],
+    "cli": ["-m", "arrayjit_backends.cli", "demo", "--distributed"],
+}
+
+
 @pytest.mark.parametrize(
-    ("backend", "n"), [("multicore_cc", 2), ("multicore_cc", 3), ("opencl", 2)]
+    ("backend", "n", "entry"),
+    [
+        ("multicore_cc", 2, "module"),
+        ("multicore_cc", 3, "cli"),
+        ("opencl", 2, "module"),
+    ],
 )
-def test_data_parallel_demo(backend: str, n: int) -> None:
+def test_data_parallel_demo(backend: str, n: int, entry: str) -> None:
     """The demo's own checks (identical parameters on every rank, equal to numpy's
-    whole-batch SGD) pass, and it says so."""
+    whole-batch SGD) pass, and it says so, whether started as the package's module or as
+    ``arrayjit demo --distributed``."""
     require(backend)
-    demo = ["-m", "arrayjit_distributed.demo", "--backend", backend, "--steps", "10"]
+    demo = [*DEMO_ENTRIES[entry], "--backend", backend, "--steps", "10"]
     done = subprocess.run(
         [mpiexec(), "-n", str(n), sys.executable, *demo],
         capture_output=True,

@@ -606,6 +606,32 @@ def test_set_values_refuses_ragged_lists() -> None:
     np.testing.assert_array_equal(tn.get_values(), [[1, 2], [3, 4]])
 
 
+def test_a_write_waits_for_a_pending_copy_to_the_host_and_spends_it() -> None:
+    tn = Tnode.create((2,), hosted=True, label="w")
+    log: list[str] = []
+
+    def land() -> None:  # the copy to the host lands before the caller's write
+        log.append("sync")
+        tn.array[...] = 5.0  # type: ignore[index]
+
+    tn.prepare_read(lambda: False, land, lambda: log.append("transfer"))
+    tn.set_values([1.0, 2.0])
+    assert log == ["sync", "transfer"]
+    np.testing.assert_array_equal(tn.get_values(), [1.0, 2.0])  # the hook is spent
+    assert log == ["sync", "transfer"]
+
+
+def test_a_write_after_a_failed_copy_to_the_host_wins() -> None:
+    tn = Tnode.create((2,), hosted=True, label="f")
+
+    def failing_sync() -> None:
+        raise RuntimeError("copy skipped")
+
+    tn.prepare_read(lambda: False, failing_sync, lambda: pytest.fail("no transfer"))
+    tn.set_value((0,), 3.0)  # the failed copy never lands: the write does not raise
+    np.testing.assert_array_equal(tn.get_values(), [3.0, 0.0])
+
+
 def test_a_read_hook_that_fails_stays_until_replaced() -> None:
     tn = Tnode.create((2,), hosted=True, label="h")
     calls: list[int] = []

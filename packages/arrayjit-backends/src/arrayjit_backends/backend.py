@@ -3,15 +3,17 @@
 One implementation serves every backend: it speaks only the device form
 (:class:`~arrayjit_backends.device_impl.DeviceBackend`), and CPU compilers reach that form
 through :class:`~arrayjit_backends.device_impl.CpuDevices`. It keeps, per device and buffer, the
-last writer's event and the streams reading it, and inserts the waits itself, so users never
-need ``will_wait_for`` for correctness:
+last writer's event and the streams reading it (:mod:`arrayjit_backends.hazards`), and inserts
+the waits itself, so users never need ``will_wait_for`` for correctness:
 
 - a routine reading a buffer that another stream is writing waits for that writer's event;
-- ``from_host`` into a buffer waits for the streams still reading or writing it;
-- ``to_host`` runs after the buffer's writer and installs ``prepare_read`` on the node, so
-  ``get_values()`` waits for the copy;
+- ``from_host`` into a buffer waits for the streams still reading or writing it, and for
+  copies into the host array requested before it;
+- ``to_host`` runs after the buffer's writer and after the transfers of the host array requested
+  before it, and installs ``prepare_read`` on the node, so ``get_values()`` waits for the copy;
 - ``device_to_device`` orders the copy after the source's writer and before the destination's
-  next reader.
+  next reader; a ``Streaming`` merge buffer is a reader of the source's buffer, and a write to
+  that buffer first gives the merge buffer its own copy.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from arrayjit_backends import settings
+from arrayjit_backends import hazards, settings
 from arrayjit_backends.backend_impl import NoDeviceBackend, Run
 from arrayjit_backends.bindings import (
     Bindings,
@@ -37,6 +39,7 @@ from arrayjit_backends.bindings import (
     with_static_ranges,
 )
 from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
+from arrayjit_backends.hazards import BufferHazards, Key
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
 from arrayjit_ir import lower, optimize, optimize_batch, pretty
@@ -91,8 +94,8 @@ class Device:
             lambda nbytes: runtime.alloc(ordinal, nbytes), lambda mem: runtime.free(ordinal, mem)
         )
         self.lock = threading.RLock()
-        self.writers: dict[tuple[int, BufferLoc], tuple[Stream, Event]] = {}
-        self.readers: dict[tuple[int, BufferLoc], dict[Stream, Event]] = {}
+        self.hazards = BufferHazards()
+        """Writers, readers and merge-buffer views of this device's buffers."""
         self.shared: dict[Tnode, BufferLoc] = {}
         self.streams: list[Stream] = []
 
@@ -174,10 +177,7 @@ class Context:
 
 def _free_pools(device: Device, pools: frozenset[int]) -> None:
     """Release a context's pools and forget the synchronization state of their buffers."""
-    with device.lock:  # reentrant: a collection may run this while the lock is held
-        for table in (device.writers, device.readers):
-            for key in [k for k in list(table) if k[1].pool_id in pools]:
-                table.pop(key, None)
+    device.hazards.forget_pools(pools)
     for p in pools:
         device.slab.free_pool(p)
 
@@ -215,13 +215,13 @@ class Routine:
         self._symbols = opt.static_symbols
         self._run = run
         locs = context.buffers
-        self._reads = [
-            (tn, (tn.id, locs[tn]))
+        self._reads: list[Key] = [
+            (tn.id, locs[tn])
             for tn in opt.context_nodes
             if opt.traced[tn].read_only or opt.traced[tn].read_before_write
         ]
-        self._writes = [(tn, (tn.id, locs[tn])) for tn in self.outputs]
-        self._hosted_outputs = [tn for tn in self.outputs if tn.is_hosted()]
+        self._writes: list[Key] = [(tn.id, locs[tn]) for tn in self.outputs]
+        self._hosted_outputs = [(tn, locs[tn]) for tn in self.outputs if tn.is_hosted()]
 
     def schedule(self) -> None:
         """Schedule one run on the context's stream (what calling the routine does).
@@ -242,25 +242,21 @@ class Routine:
                 f"routine {self.name} on {stream.name} reads the merge buffer as "
                 f"{want.debug_label}, but it holds {have}"
             )
-        queue = stream.queue
-        for _, key in self._reads:
-            w = dev.writers.get(key)
-            if w is not None and w[0] is not stream and not w[1].is_done():
-                queue.wait_for(w[1])
-        for _, key in self._writes:  # write after another stream's read or write
-            backend._wait_users(stream, key)
+        queue, table = stream.queue, dev.hazards
+        for key in self._writes:  # write after other streams' reads and write
+            backend._before_write(stream, key)
+        reads = self._reads
+        if want is not None and (view := table.view_of(stream)) is not None:
+            reads = [*reads, view]  # a Streaming merge buffer reads the source's buffer
+        for key in reads:
+            table.order_read(stream, key)
         values = {s: self._bindings[s.name] for s in self._symbols}
         run = self._run
         queue.schedule(lambda: run(values))
-        if self._writes or self._reads:
-            event = queue.all_work()
-            for _, key in self._writes:
-                dev.writers[key] = (stream, event)
-            for _, key in self._reads:
-                dev.readers.setdefault(key, {})[stream] = event
-        for tn in self._hosted_outputs:
-            tn.devices_not_lagging_host.clear()
-            tn.devices_not_lagging_host.add(dev.id)
+        if self._writes or reads:
+            table.record(stream, queue.all_work(), reads, self._writes)
+        for tn, loc in self._hosted_outputs:
+            hazards.mark_only_fresh(tn, dev.id, loc)
 
     __call__ = schedule
 
@@ -563,7 +559,6 @@ class Backend:
         child = Context(self, ctx.stream, ctx, buffers, pools)
         for tn in new:
             if tn.is_hosted() and (tn in private or tn in missing_shared):
-                tn.devices_not_lagging_host.discard(dev.id)
                 self._upload(child, tn)
         return child
 
@@ -579,18 +574,36 @@ class Backend:
 
     # ---- transfers ----
 
-    @staticmethod
-    def _wait_writer(stream: Stream, dev: Device, key: tuple[int, BufferLoc]) -> None:
-        w = dev.writers.get(key)
-        if w is not None and w[0] is not stream and not w[1].is_done():
-            stream.queue.wait_for(w[1])
+    def _before_write(self, stream: Stream, key: Key) -> None:
+        """Order a write of buffer ``key`` of ``stream``'s device (scheduled next on
+        ``stream``): merge buffers reading that buffer directly get their own copy of the
+        value they were sent, then the write waits for other streams' readers and writer."""
+        table = stream.device.hazards
+        if table.views:
+            for viewer, tn in table.viewers(key):
+                self._merge_copy(viewer, tn, key[1], stream.device)
+                table.drop_view(viewer)
+        table.order_write(stream, key)
 
-    def _wait_users(self, stream: Stream, key: tuple[int, BufferLoc]) -> None:
-        dev = stream.device
-        self._wait_writer(stream, dev, key)
-        for s, e in dev.readers.get(key, {}).items():
-            if s is not stream and not e.is_done():
-                stream.queue.wait_for(e)
+    def _merge_copy(self, stream: Stream, tn: Tnode, loc: BufferLoc, src_dev: Device) -> Event:
+        """Schedule on ``stream`` a copy of ``tn``'s buffer ``loc`` on ``src_dev`` into the
+        stream's own merge buffer, ordered after that buffer's writer; later writers of the
+        buffer wait for it."""
+        key = (tn.id, loc)
+        src_dev.hazards.order_read(stream, key)
+        queue, runtime = stream.queue, self.runtime
+        src_buf, src_ordinal, nbytes = src_dev.slab.buf(loc), src_dev.ordinal, tn.size_in_bytes
+        merge_buf = stream.merge_buffer_for(tn)
+
+        def copy_merge() -> None:
+            runtime.copy(queue, merge_buf, src_buf, nbytes, src_ordinal)
+            stream.merge_src = merge_buf
+
+        queue.schedule(copy_merge)
+        self.copies += 1
+        event = queue.all_work()
+        src_dev.hazards.record(stream, event, reads=[key])
+        return event
 
     def _check_host_array(self, tn: Tnode, what: str) -> np.ndarray:
         arr = tn.array
@@ -611,20 +624,22 @@ class Backend:
 
     def _upload(self, ctx: Context, tn: Tnode) -> None:
         arr = self._check_host_array(tn, "from_host")
-        stream, dev = ctx.stream, ctx.device
-        key = (tn.id, ctx.buffers[tn])
-        self._wait_users(stream, key)
+        stream, dev, loc = ctx.stream, ctx.device, ctx.buffers[tn]
+        key = (tn.id, loc)
+        self._before_write(stream, key)
+        hazards.order_upload(tn, stream)  # after copies into the host array requested before
         buf, runtime, queue = ctx.buf(tn), self.runtime, stream.queue
         queue.schedule(lambda: runtime.to_device(queue, buf, arr))
         self.copies += 1
         event = queue.all_work()
-        tn.prepare_write(event.is_done, event.wait)  # a failed upload reads nothing any more
-        dev.writers[key] = (stream, event)
-        tn.devices_not_lagging_host.add(dev.id)
+        hazards.record_upload(tn, stream, event)  # set_values waits for it
+        dev.hazards.record(stream, event, writes=[key])
+        hazards.mark_fresh(tn, dev.id, loc)
 
     def from_host(self, ctx: Context, tn: Tnode) -> bool:
         """Schedule a copy of ``tn``'s host array into its buffer in ``ctx``. No copy is made
-        when the device already holds the host's latest value.
+        when that buffer already holds the node's latest value: it read the host array since
+        the host array last changed, or it computed the node's latest value itself.
 
         Returns:
             False where ``tn`` is not hosted or has no buffer in ``ctx``.
@@ -636,7 +651,7 @@ class Backend:
         if not tn.is_hosted() or tn not in ctx.buffers:
             return False
         self._check_host_array(tn, "from_host")
-        if ctx.device.id in tn.devices_not_lagging_host:
+        if hazards.is_fresh(tn, ctx.device.id, ctx.buffers[tn]):
             return True
         self._upload(ctx, tn)
         return True
@@ -652,18 +667,17 @@ class Backend:
         if not tn.is_hosted() or tn not in ctx.buffers:
             return False
         arr = self._check_host_array(tn, "to_host")
-        stream, dev = ctx.stream, ctx.device
-        key = (tn.id, ctx.buffers[tn])
-        self._wait_writer(stream, dev, key)
-        tn.do_write()  # a pending upload still reading the host array finishes first
+        stream, dev, loc = ctx.stream, ctx.device, ctx.buffers[tn]
+        key = (tn.id, loc)
+        dev.hazards.order_read(stream, key)
+        hazards.order_download(tn, stream)  # transfers of the host array land in request order
         buf, runtime, queue = ctx.buf(tn), self.runtime, stream.queue
         queue.schedule(lambda: runtime.to_host(queue, arr, buf))
         self.copies += 1
         event = queue.all_work()
-        tn.prepare_read(event.succeeded, event.sync)  # a skipped copy raises, never stale
-        dev.readers.setdefault(key, {})[stream] = event
-        tn.devices_not_lagging_host.clear()
-        tn.devices_not_lagging_host.add(dev.id)
+        hazards.record_download(tn, stream, event)  # get_values waits for it
+        dev.hazards.record(stream, event, reads=[key])
+        hazards.mark_only_fresh(tn, dev.id, loc)  # other buffers may hold other values
         return True
 
     def device_to_device(
@@ -682,40 +696,46 @@ class Backend:
         if tn not in src.buffers:
             return False
         stream, queue, runtime = dst.stream, dst.stream.queue, self.runtime
-        src_key = (tn.id, src.buffers[tn])
-        self._wait_writer(stream, src.device, src_key)
-        src_buf, src_ordinal, nbytes = src.buf(tn), src.device.ordinal, tn.size_in_bytes
+        src_dev, src_loc = src.device, src.buffers[tn]
+        src_key = (tn.id, src_loc)
         if into_merge_buffer is MergeMode.No:
             if tn not in dst.buffers:
                 return False
-            if dst.device is src.device and dst.buffers[tn] == src.buffers[tn]:
+            if dst.device is src_dev and dst.buffers[tn] == src_loc:
                 return True  # one buffer shared by both streams
-            dst_key = (tn.id, dst.buffers[tn])
-            self._wait_users(stream, dst_key)
+            dst_loc = dst.buffers[tn]
+            dst_key = (tn.id, dst_loc)
+            src_dev.hazards.order_read(stream, src_key)
+            self._before_write(stream, dst_key)
+            src_buf, src_ordinal, nbytes = src.buf(tn), src_dev.ordinal, tn.size_in_bytes
             dst_buf = dst.buf(tn)
             queue.schedule(lambda: runtime.copy(queue, dst_buf, src_buf, nbytes, src_ordinal))
             self.copies += 1
             event = queue.all_work()
-            dst.device.writers[dst_key] = (stream, event)
-        else:
-            stream.merge_node = tn
-            if into_merge_buffer is MergeMode.Copy or dst.device is not src.device:
-                merge_buf = stream.merge_buffer_for(tn)
+            dst.device.hazards.record(stream, event, writes=[dst_key])
+            src_dev.hazards.record(stream, event, reads=[src_key])
+            if tn.is_hosted():  # the destination now holds what the source held
+                if hazards.is_fresh(tn, src_dev.id, src_loc):
+                    hazards.mark_fresh(tn, dst.device.id, dst_loc)
+                else:
+                    hazards.mark_stale(tn, dst.device.id, dst_loc)
+            return True
+        stream.merge_node = tn
+        dst.device.hazards.drop_view(stream)
+        if into_merge_buffer is MergeMode.Copy or dst.device is not src_dev:
+            self._merge_copy(stream, tn, src_loc, src_dev)
+            return True
+        # Streaming: the merge buffer is the source's buffer. Routines reading it count as
+        # readers of that buffer, and a write to it first gives the merge buffer a copy.
+        src_dev.hazards.order_read(stream, src_key)
+        src_buf = src.buf(tn)
 
-                def copy_merge() -> None:
-                    runtime.copy(queue, merge_buf, src_buf, nbytes, src_ordinal)
-                    stream.merge_src = merge_buf
+        def stream_merge() -> None:
+            stream.merge_src = src_buf
 
-                queue.schedule(copy_merge)
-                self.copies += 1
-            else:
-
-                def stream_merge() -> None:
-                    stream.merge_src = src_buf
-
-                queue.schedule(stream_merge)
-            event = queue.all_work()
-        src.device.readers.setdefault(src_key, {})[stream] = event
+        queue.schedule(stream_merge)
+        src_dev.hazards.record(stream, queue.all_work(), reads=[src_key])
+        src_dev.hazards.set_view(stream, tn, src_key)
         return True
 
     # ---- events ----
@@ -781,20 +801,16 @@ class Backend:
         stream, dev = ctx.stream, ctx.device
         read_keys = [(tn.id, ctx.buffers[tn]) for tn in reads]
         write_keys = [(tn.id, ctx.buffers[tn]) for tn in writes]
-        for key in read_keys:
-            self._wait_writer(stream, dev, key)
         for key in write_keys:
-            self._wait_users(stream, key)
+            self._before_write(stream, key)
+        for key in read_keys:
+            dev.hazards.order_read(stream, key)
         stream.queue.schedule(task)
         event = stream.queue.all_work()
-        for key in write_keys:
-            dev.writers[key] = (stream, event)
-        for key in read_keys:
-            dev.readers.setdefault(key, {})[stream] = event
+        dev.hazards.record(stream, event, read_keys, write_keys)
         for tn in writes:
             if tn.is_hosted():
-                tn.devices_not_lagging_host.clear()
-                tn.devices_not_lagging_host.add(dev.id)
+                hazards.mark_only_fresh(tn, dev.id, ctx.buffers[tn])
         return event
 
     # ---- memory and debugging ----

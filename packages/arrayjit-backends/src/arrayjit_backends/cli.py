@@ -3,6 +3,8 @@
 - ``arrayjit backends``: each registered backend, available or why not, devices, streams; then
   the first-party backends that are not installed, each with its install command.
 - ``arrayjit demo [--backend B] [--size N] [--steps K]``: an end-to-end check against numpy.
+  With ``--distributed`` (run under ``mpiexec -n P``), the data-parallel demo of
+  ``arrayjit-distributed``: every rank trains on its shard, gradients all-reduced.
 - ``arrayjit show FILE.py``: the optimized IR of the computations a file defines: every
   module-level value that is an assignment or a computation, in definition order.
 - ``arrayjit bench [--from-json FILE] [--plot FILE]``: the benchmark table of a
@@ -11,12 +13,14 @@
 
 User errors (an unknown backend, a missing file, a bad number) are one line on stderr and exit
 status 2, never a traceback. A compile that takes longer than a second prints what it is doing
-on stderr; that notice belongs to the command only, library calls stay silent.
+on stderr; that notice belongs to the command only, library calls stay silent. With
+``ARRAYJIT_LOG_LEVEL`` set, the command prints the arrayjit loggers' records on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
 import runpy
 import sys
 import threading
@@ -24,6 +28,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from arrayjit_backends import settings
 from arrayjit_backends.registry import available_backends, entries, fresh_backend
 from arrayjit_ir import lower, optimize, pretty
 from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch
@@ -33,6 +38,7 @@ DESCRIPTION = "arrayjit: a Python array compiler. Inspect backends, run checks a
 EPILOG = """examples:
   arrayjit backends                  every backend: available or why not, and what to install
   arrayjit demo --backend sync_llvm  the end-to-end check on one backend
+  mpiexec -n 2 arrayjit demo --distributed   data-parallel training over two MPI ranks
   arrayjit bench --plot bench.svg    the table of `tox -e bench`, and a chart of it
   arrayjit cache info                where the compile cache is and how big
 """
@@ -117,7 +123,9 @@ def _announce_slow_compiles(be: Any, out: Any = None) -> None:
     be.compile = compile_with_notice
 
 
-def _demo(name: str | None, size: int | None, steps: int) -> int:
+def _demo(name: str | None, size: int | None, steps: int, distributed: bool) -> int:
+    if distributed:
+        return _distributed_demo(name, steps)
     from arrayjit_backends.demo import run_demo
 
     be = fresh_backend(name)
@@ -129,6 +137,18 @@ def _demo(name: str | None, size: int | None, steps: int) -> int:
     finally:
         be.finalize()
     return 0 if ok else 1
+
+
+def _distributed_demo(name: str | None, steps: int) -> int:
+    try:
+        from arrayjit_distributed.demo import main as distributed_main
+    except ImportError as exc:
+        raise UsageError(
+            f"demo --distributed needs arrayjit-distributed ({exc}); install it with "
+            "pip install 'arrayjit-distributed[mpich]' and run under mpiexec -n 2"
+        ) from None
+    args = ["--steps", str(steps)] + (["--backend", name] if name is not None else [])
+    return distributed_main(args)
 
 
 def _show(path: str) -> int:
@@ -206,6 +226,12 @@ def parser() -> argparse.ArgumentParser:
     demo.add_argument("--backend", default=None, help="backend name (default: the best available)")
     demo.add_argument("--size", type=_positive, default=None, help="elements of the fused check")
     demo.add_argument("--steps", type=_positive, default=10, help="MLP training steps (>= 1)")
+    demo.add_argument(
+        "--distributed",
+        action="store_true",
+        help="data-parallel training over MPI ranks (run as mpiexec -n 2 arrayjit demo "
+        "--distributed; needs arrayjit-distributed)",
+    )
     show = sub.add_parser("show", help="print the optimized IR of a file's computations")
     show.add_argument("file", help="a Python file defining computations at module level")
     bench = sub.add_parser(
@@ -237,10 +263,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         p.print_help()
         return 0
     try:
+        if settings.configure_logging() is not None:
+            # An application may install a handler (the library never does): the levels alone
+            # would show nothing below WARNING.
+            logging.basicConfig(format="%(levelname)s %(name)s: %(message)s")
         if args.command == "backends":
             return _backends()
         if args.command == "demo":
-            return _demo(args.backend, args.size, args.steps)
+            return _demo(args.backend, args.size, args.steps, args.distributed)
         if args.command == "bench":
             return _bench(args.from_json, args.plot)
         if args.command == "cache":

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
 
 from arrayjit_ir import ir
+from arrayjit_ir.assignments import Block
 from arrayjit_tnode import Tnode
 
 
@@ -58,42 +60,42 @@ def fused_check(backend: Any, n: int, out: TextIO) -> bool:
     return ok
 
 
-def mlp_check(backend: Any, steps: int, out: TextIO) -> bool:
-    """SGD on a 2-8-1 MLP: forward, backward and update compiled as one routine."""
-    rng = np.random.default_rng(1)
-    bsz, hid, lr = 32, 8, 0.05
-    xs = rng.uniform(-1, 1, (bsz, 2)).astype(np.float32)
-    ts = (np.sin(2 * xs[:, :1]) + xs[:, 1:] ** 2).astype(np.float32)
-    w1v = (rng.standard_normal((2, hid)) * 0.5).astype(np.float32)
-    w2v = (rng.standard_normal((hid, 1)) * 0.5).astype(np.float32)
+def _node(dims: tuple[int, ...], label: str, value: Any = None) -> Tnode:
+    tn = Tnode.create(dims, label=label, hosted=value is not None)
+    if value is not None:
+        tn.set_values(value)
+    return tn
 
-    def node(dims: tuple[int, ...], label: str, value: Any = None) -> Tnode:
-        tn = Tnode.create(dims, label=label, hosted=value is not None)
-        if value is not None:
-            tn.set_values(value)
-        return tn
 
-    x, t, w1, w2 = (
-        node((bsz, 2), "x", xs),
-        node((bsz, 1), "t", ts),
-        node((2, hid), "w1", w1v),
-        node((hid, 1), "w2", w2v),
-    )
-    rate = node((), "lr", np.float32(lr / bsz))
-    z, h, p, dp = (
-        node((bsz, hid), "z"),
-        node((bsz, hid), "h"),
-        node((bsz, 1), "p"),
-        node((bsz, 1), "dp"),
-    )
-    g1, g2, dh, dz = (
-        node((2, hid), "g1"),
-        node((hid, 1), "g2"),
-        node((bsz, hid), "dh"),
-        node((bsz, hid), "dz"),
-    )
-    loss = node((), "loss", np.float32(0))
-    step = ir.block(
+@dataclass
+class Mlp:
+    """A 2-layer MLP ``relu(x @ w1) @ w2`` trained by SGD on the squared error: the nodes and
+    the two halves of a training step (``grads`` computes ``loss``, ``g1``, ``g2``; ``update``
+    applies ``w -= lr / batch * g``). The demo runs both halves as one routine; the
+    data-parallel demo of arrayjit-distributed all-reduces the gradients in between."""
+
+    w1: Tnode
+    w2: Tnode
+    g1: Tnode
+    g2: Tnode
+    loss: Tnode
+    grads: Block
+    update: Block
+
+
+def mlp(xs: np.ndarray, ts: np.ndarray, w1v: np.ndarray, w2v: np.ndarray, lr: float) -> Mlp:
+    """The MLP's nodes (inputs ``xs``, targets ``ts``, parameters starting at ``w1v``, ``w2v``;
+    hosted) and its step."""
+    bsz, din = xs.shape
+    hid = w1v.shape[1]
+    x, t = _node((bsz, din), "x", xs), _node((bsz, 1), "t", ts)
+    w1, w2 = _node((din, hid), "w1", w1v), _node((hid, 1), "w2", w2v)
+    rate = _node((), "lr", np.float32(lr / bsz))
+    z, h, dh, dz = (_node((bsz, hid), label) for label in ("z", "h", "dh", "dz"))
+    p, dp = _node((bsz, 1), "p"), _node((bsz, 1), "dp")
+    g1, g2 = _node((din, hid), "g1"), _node((hid, 1), "g2")
+    loss = _node((), "loss", np.float32(0))
+    grads = ir.block(
         ir.accum(z, "add", x, w1, op="mul", spec="bi,ih->bh"),
         ir.unop(h, "relu", z),
         ir.accum(p, "add", h, w2, op="mul", spec="bh,ho->bo"),
@@ -103,28 +105,63 @@ def mlp_check(backend: Any, steps: int, out: TextIO) -> bool:
         ir.accum(dh, "add", dp, w2, op="mul", spec="bo,ho->bh"),
         ir.binop(dz, "relu_gate", z, dh),
         ir.accum(g1, "add", x, dz, op="mul", spec="bi,bh->ih"),
+    )
+    update = ir.block(
         ir.accum(w1, "sub", rate, g1, op="mul", spec=",ih->ih", initialize_neutral=False),
         ir.accum(w2, "sub", rate, g2, op="mul", spec=",ho->ho", initialize_neutral=False),
     )
+    return Mlp(w1, w2, g1, g2, loss, grads, update)
+
+
+def mlp_data(
+    bsz: int, din: int, hid: int, seed: int = 1
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A batch of ``bsz`` samples (inputs in [-1, 1], targets ``sin(2 x0) + x1^2``) and
+    starting parameters: ``(xs, ts, w1v, w2v)``, float32."""
+    rng = np.random.default_rng(seed)
+    xs = rng.uniform(-1, 1, (bsz, din)).astype(np.float32)
+    ts = (np.sin(2 * xs[:, :1]) + xs[:, 1:2] ** 2).astype(np.float32)
+    w1v = (rng.standard_normal((din, hid)) * 0.5).astype(np.float32)
+    w2v = (rng.standard_normal((hid, 1)) * 0.5).astype(np.float32)
+    return xs, ts, w1v, w2v
+
+
+def numpy_sgd(
+    xs: np.ndarray, ts: np.ndarray, w1v: np.ndarray, w2v: np.ndarray, lr: float, steps: int
+) -> tuple[np.ndarray, np.ndarray, list[float]]:
+    """The oracle: the same SGD on the whole batch in float64, written plainly in numpy;
+    ``(w1, w2, losses)`` with the loss before each step's update."""
+    a1, a2 = w1v.astype(np.float64), w2v.astype(np.float64)
+    xs64, ts64 = xs.astype(np.float64), ts.astype(np.float64)
+    losses = []
+    for _ in range(steps):
+        zz = xs64 @ a1
+        hh = np.maximum(zz, 0)
+        d = hh @ a2 - ts64
+        losses.append(float((d * d).sum()))
+        g2v, g1v = hh.T @ d, xs64.T @ ((zz > 0) * (d @ a2.T))
+        a1, a2 = a1 - lr / len(xs) * g1v, a2 - lr / len(xs) * g2v
+    return a1, a2, losses
+
+
+def mlp_check(backend: Any, steps: int, out: TextIO) -> bool:
+    """SGD on a 2-8-1 MLP: forward, backward and update compiled as one routine."""
+    hid, lr = 8, 0.05
+    xs, ts, w1v, w2v = mlp_data(32, 2, hid)
+    net = mlp(xs, ts, w1v, w2v, lr)
+    step = ir.block(net.grads, net.update)
     stream = backend.new_stream(backend.get_device(0))
     routine = backend.link(backend.make_context(stream), backend.compile(step, name="sgd_step"))
     losses = []
-    a1, a2 = w1v.astype(np.float64), w2v.astype(np.float64)
-    ref_losses = []
     for _ in range(steps):
         routine()
-        backend.to_host(routine.context, loss)
-        losses.append(float(loss.get_values()))
-        zz = xs @ a1
-        hh = np.maximum(zz, 0)
-        d = hh @ a2 - ts
-        ref_losses.append(float((d * d).sum()))
-        g2v, g1v = hh.T @ d, xs.T @ ((zz > 0) * (d @ a2.T))
-        a1, a2 = a1 - lr / bsz * g1v, a2 - lr / bsz * g2v
-    backend.to_host(routine.context, w1)
+        backend.to_host(routine.context, net.loss)
+        losses.append(float(net.loss.get_values()))
+    a1, _, ref_losses = numpy_sgd(xs, ts, w1v, w2v, lr, steps)
+    backend.to_host(routine.context, net.w1)
     ok = bool(
         np.allclose(losses, ref_losses, rtol=1e-3)
-        and np.allclose(w1.get_values(), a1, rtol=1e-3, atol=1e-4)
+        and np.allclose(net.w1.get_values(), a1, rtol=1e-3, atol=1e-4)
         and losses[-1] < losses[0]
     )
     print(

@@ -234,7 +234,7 @@ def fresh_backend(name: str | None = None) -> BackendInterface:
     """
     from arrayjit_backends import settings
 
-    settings.check_environment()
+    settings.apply_environment()  # unknown ARRAYJIT_* names warn; ARRAYJIT_LOG_LEVEL applies
     if name is not None and not isinstance(name, str):
         raise UsageError(
             f"fresh_backend: name must be a string or None, got {name!r} ({type(name).__name__}); "

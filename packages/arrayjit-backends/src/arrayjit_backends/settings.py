@@ -10,6 +10,7 @@ pass silently, and a variable of a newer release must not break this one);
 from __future__ import annotations
 
 import difflib
+import logging
 import os
 import warnings
 from collections.abc import Mapping
@@ -43,6 +44,11 @@ SETTINGS: dict[str, Setting] = {
         Setting("ARRAYJIT_DEBUG_DIR", "write each compiled routine's IR and source here"),
         Setting("ARRAYJIT_REGEN_GOLDEN", "1 rewrites the IR golden files (tests)", "0"),
         Setting("ARRAYJIT_BENCH_QUICK", "1 runs only the smallest benchmark sizes", "0"),
+        Setting(
+            "ARRAYJIT_LOG_LEVEL",
+            "level of the arrayjit_* loggers (DEBUG, INFO, WARNING, ERROR, CRITICAL or a "
+            "number); unset: logging's own configuration decides",
+        ),
         Setting(
             "ARRAYJIT_FUZZ_EXAMPLES",
             "random programs per backend in the conformance suite (0: a fixed-seed few)",
@@ -98,4 +104,88 @@ def debug_dir() -> Path | None:
     return Path(value) if value else None
 
 
-__all__ = ["SETTINGS", "Setting", "check_environment", "debug_dir", "flag", "get"]
+PACKAGE_LOGGERS = (
+    "arrayjit_tnode",
+    "arrayjit_ir",
+    "arrayjit_backends",
+    "arrayjit_backend_c",
+    "arrayjit_backend_opencl",
+    "arrayjit_backend_cuda",
+    "arrayjit_distributed",
+    "arrayjit_conformance",
+)
+"""The loggers :func:`configure_logging` sets: one per package, named like the import package
+(each module logs to ``logging.getLogger(__name__)``, a child of its package's logger)."""
+
+_LEVEL_NAMES = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def log_level(argument: str | int | None = None) -> int | None:
+    """The level ``ARRAYJIT_LOG_LEVEL`` (or ``argument``) names: a standard level name (any
+    case) or a non-negative number; ``None`` when unset or empty.
+
+    Raises:
+        UsageError: the value is neither; the message lists the valid names.
+    """
+    if isinstance(argument, int):
+        value = str(argument)
+    else:
+        value = get("ARRAYJIT_LOG_LEVEL", argument).strip()
+    if not value:
+        return None
+    if value.upper() in _LEVEL_NAMES:
+        level = logging.getLevelName(value.upper())
+        assert isinstance(level, int)
+        return level
+    if value.isdigit():
+        return int(value)
+    raise UsageError(
+        f"ARRAYJIT_LOG_LEVEL: unknown level {value!r}; valid: {', '.join(_LEVEL_NAMES)} "
+        f"or a non-negative number"
+    )
+
+
+def configure_logging(level: str | int | None = None) -> int | None:
+    """Set the level of every package logger (:data:`PACKAGE_LOGGERS`) to ``level``, else to
+    ``ARRAYJIT_LOG_LEVEL``; with neither, leave them alone. Returns the level set, or None.
+
+    No handler is installed: a library leaves output to the application (``logging.basicConfig``
+    or its own handlers; without any, Python prints only warnings and errors). The ``arrayjit``
+    command installs one when ``ARRAYJIT_LOG_LEVEL`` is set.
+    :func:`fresh_backend <arrayjit_backends.registry.fresh_backend>` calls this.
+
+    Raises:
+        UsageError: ``level`` is not a level (see :func:`log_level`).
+    """
+    resolved = log_level(level)
+    if resolved is None:
+        return None
+    for name in PACKAGE_LOGGERS:
+        logging.getLogger(name).setLevel(resolved)
+    return resolved
+
+
+def apply_environment() -> None:
+    """What :func:`fresh_backend <arrayjit_backends.registry.fresh_backend>` does with the
+    environment: :func:`check_environment`, then :func:`configure_logging`. An invalid
+    ``ARRAYJIT_LOG_LEVEL`` is a warning (logging left as it was), not an error: a typo in a
+    diagnostic setting must not stop the program."""
+    check_environment()
+    try:
+        configure_logging()
+    except UsageError as exc:
+        warnings.warn(f"{exc}; logging levels left unchanged", UserWarning, stacklevel=3)
+
+
+__all__ = [
+    "PACKAGE_LOGGERS",
+    "SETTINGS",
+    "Setting",
+    "apply_environment",
+    "check_environment",
+    "configure_logging",
+    "debug_dir",
+    "flag",
+    "get",
+    "log_level",
+]

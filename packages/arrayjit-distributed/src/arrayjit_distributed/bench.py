@@ -23,8 +23,9 @@ import numpy as np
 from mpi4py import MPI
 
 from arrayjit_backends import fresh_backend
+from arrayjit_backends.demo import mlp_data
 from arrayjit_distributed.communicator import Communicator
-from arrayjit_distributed.data_parallel import build, make_data
+from arrayjit_distributed.data_parallel import build
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 from arrayjit_tnode import memory_mode as mm
@@ -101,7 +102,7 @@ def bench_step(
     rank, size = world.Get_rank(), world.Get_size()
     backend = fresh_backend(backend_name)
     backend.initialize()
-    xs, ts, w1v, w2v = make_data(per_rank * size, din, hid)
+    xs, ts, w1v, w2v = mlp_data(per_rank * size, din, hid)
     shard = slice(rank * per_rank, (rank + 1) * per_rank)
     mlp = build(backend, xs[shard], ts[shard], w1v, w2v, 1e-3)
     for _ in range(3):

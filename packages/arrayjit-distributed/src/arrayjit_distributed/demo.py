@@ -15,7 +15,8 @@ import numpy as np
 from mpi4py import MPI
 
 from arrayjit_backends import fresh_backend
-from arrayjit_distributed.data_parallel import build, make_data, numpy_training
+from arrayjit_backends.demo import mlp_data, numpy_sgd
+from arrayjit_distributed.data_parallel import build
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -30,7 +31,7 @@ def main(argv: list[str] | None = None) -> int:
     backend = fresh_backend(args.backend)
     backend.initialize()
     lr, hid = 0.05, 8
-    xs, ts, w1v, w2v = make_data(args.per_rank * size, 2, hid)
+    xs, ts, w1v, w2v = mlp_data(args.per_rank * size, 2, hid)
     shard = slice(rank * args.per_rank, (rank + 1) * args.per_rank)
     # Only rank 0's starting parameters count: the others start from noise until broadcast.
     start = (w1v, w2v) if rank == 0 else (w1v + 1, w2v - 1)
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         mlp.step()
         losses.append(mlp.read()[2])
     w1, w2, _ = mlp.read()
-    ref1, ref2, ref_losses = numpy_training(xs, ts, w1v, w2v, lr, args.steps)
+    ref1, ref2, ref_losses = numpy_sgd(xs, ts, w1v, w2v, lr, args.steps)
     everyone = world.allgather((w1.tobytes(), w2.tobytes()))
     identical = all(e == everyone[0] for e in everyone)
     close = bool(

@@ -21,6 +21,7 @@ Passes, in order:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -35,6 +36,9 @@ from arrayjit_ir.optimized import Optimized, TracedNode
 from arrayjit_ir.virtualize import virtualize
 from arrayjit_tnode import Prec, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
+from arrayjit_tnode.tnode import STACK_THRESHOLD_BYTES
+
+logger = logging.getLogger(__name__)
 
 # Provenances of the decisions the optimizer takes (they appear in MemoryModeError messages).
 PROV_VIRTUAL = 29
@@ -221,6 +225,53 @@ def _read_counts(stmts: Sequence[L.Stmt]) -> dict[Tnode, int]:
     return counts
 
 
+def _explain(
+    tn: Tnode,
+    t: TracedNode,
+    why: dict[Tnode, str],
+    shared: set[Tnode],
+    merge_nodes: list[Tnode],
+    reads: int,
+    before: str,
+    prior: mm.MemoryMode | None,
+) -> str:
+    """Why ``tn`` settled to its mode in this routine, in words (for the debug log);
+    ``before`` is its mode (as text) when the routine came, ``prior`` its mode just before it
+    was settled to a leaf."""
+    if tn in why:
+        reason = why[tn]
+    elif tn in shared:
+        reason = "not virtual: other routines of the batch use it (shared)"
+    elif t.read_only:
+        reason = "input: only read here"
+    elif t.read_before_write:
+        reason = "input: read before it is written"
+    elif reads == 0:
+        reason = "output: written, never read here"
+    elif tn.is_hosted():
+        reason = "hosted: the user declared it so"
+    elif tn in merge_nodes:
+        reason = "not virtual: its merge buffer is read"
+    else:
+        reason = f"not virtual: it was {before} before this routine"
+    mode = tn.memory_mode
+    if isinstance(prior, (mm.Never_virtual, mm.Device_only)) and isinstance(mode, mm.Local):
+        reason += f"; Local: {tn.size_in_bytes} bytes fit the {STACK_THRESHOLD_BYTES}-byte stack"
+    elif isinstance(prior, (mm.Never_virtual, mm.Device_only)) and isinstance(mode, mm.On_device):
+        if tn.sharing is mm.Sharing.Shared_cross_streams:
+            reason += "; On_device: shared across streams, so it needs a persistent buffer"
+        else:
+            reason += (
+                f"; On_device: {tn.size_in_bytes} bytes exceed the "
+                f"{STACK_THRESHOLD_BYTES}-byte stack"
+            )
+    elif isinstance(prior, mm.Materialized) and isinstance(mode, mm.On_device):
+        reason += "; On_device: materialized, and no host array was asked for"
+    elif isinstance(mode, mm.Hosted):
+        reason += "; Hosted: it has a host array"
+    return reason
+
+
 def optimize(
     llc: L.Stmt,
     *,
@@ -256,6 +307,8 @@ def optimize(
         raise UsageError(f"routine {name}: reads the merge buffer of several nodes: {labels}")
 
     traced = _trace(stmts)
+    logging_decisions = logger.isEnabledFor(logging.DEBUG)
+    before = {tn: tn.debug_memory_mode for tn in traced} if logging_decisions else {}
     shared_set = set(shared)
     for tn in shared_set & set(traced):
         tn.update_memory_mode(mm.Materialized(), PROV_SHARED)
@@ -272,9 +325,11 @@ def optimize(
         and tn not in merge_nodes
         and not isinstance(tn.memory_mode, mm.Effectively_constant)
     }
-    new_stmts, virtual = virtualize(stmts, candidates)
+    why: dict[Tnode, str] = {}
+    new_stmts, virtual = virtualize(stmts, candidates, why)
 
     # Settle every node's mode (cleanup).
+    prior: dict[Tnode, mm.MemoryMode | None] = {}
     for tn, t in traced.items():
         if tn in virtual:
             tn.update_memory_mode(mm.Virtual(), PROV_VIRTUAL)
@@ -287,7 +342,19 @@ def optimize(
             tn.update_memory_mode(mm.Never_virtual(), PROV_INTERMEDIATE)
         if tn.known_constant() and not tn.is_hosted() and tn not in virtual:
             tn.update_memory_mode(mm.Materialized(), PROV_INPUT)
+        prior[tn] = tn.memory_mode
         tn.default_to_most_local(PROV_SETTLE)
+    if logging_decisions:
+        for tn, t in sorted(traced.items()):
+            logger.debug(
+                "routine %s: node %s is %s: %s",
+                name,
+                tn.debug_label,
+                tn.debug_memory_mode,
+                _explain(
+                    tn, t, why, shared_set, merge_nodes, counts.get(tn, 0), before[tn], prior[tn]
+                ),
+            )
 
     code = hoist_across_statements(
         eliminate_common_subexpressions(_simplify_stmt(L.seq(*new_stmts)))

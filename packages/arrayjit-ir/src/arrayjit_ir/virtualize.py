@@ -361,26 +361,57 @@ class _Plan:
         )
 
 
-def choose_virtual(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> set[Tnode]:
+def choose_virtual(
+    stmts: Sequence[L.Stmt], allowed: set[Tnode], why: dict[Tnode, str] | None = None
+) -> set[Tnode]:
     """The nodes of ``allowed`` to make virtual: see the module docstring.
 
     Candidates breaking a rule are materialized one at a time. Work first, the earliest
     first: whether a node is heavy depends on earlier nodes only, so materializing the earliest
     offender can make later ones light. Meaning next, the latest first: where a node's
-    computation runs depends on later (reading) nodes only."""
+    computation runs depends on later (reading) nodes only.
+
+    When ``why`` is given, it receives, for every node of ``allowed``, the reason for the
+    decision in words (the optimizer logs it)."""
     cands = _candidates(stmts, allowed)
     writers: dict[Tnode, list[int]] = {}
     for k, st in enumerate(stmts):
         for tn in dict.fromkeys(w.tn for w in L.writes(st)):
             writers.setdefault(tn, []).append(k)
     virtual = {tn for tn, c in cands.items() if c.sites}
+    reasons: dict[Tnode, str] = {}
+    for tn in allowed - cands.keys():
+        reasons[tn] = (
+            "not virtual: its writes are not one definition computing each cell "
+            "(consecutive statements writing only it, reduction loops innermost)"
+        )
+    for tn in cands.keys() - virtual:
+        reasons[tn] = "not virtual: no other statement reads it"
     while True:
         plan = _Plan(cands, virtual)
         order = sorted(virtual, key=lambda tn: cands[tn].first)
         costly = next((tn for tn in order if plan.repeats_work(tn)), None)
-        if costly is None:
+        if costly is not None:
+            sites = cands[costly].sites
+            reasons[costly] = (
+                f"not virtual (work rule): inlining would run its reduction again at each of "
+                f"{len(sites)} read(s)"
+                if len(sites) > 1
+                else "not virtual (work rule): its one read visits a cell more than once"
+            )
+        else:
             costly = next((tn for tn in reversed(order) if plan.changes_meaning(tn, writers)), None)
+            if costly is not None:
+                reasons[costly] = (
+                    "not virtual (meaning rule): a node its computation reads is written "
+                    "between its definition and a read of it"
+                )
         if costly is None:
+            for tn in virtual:
+                n = len(cands[tn].sites)
+                reasons[tn] = f"virtual: inlined at its {n} read(s)"
+            if why is not None:
+                why.update(reasons)
             return virtual
         virtual.discard(costly)
 
@@ -410,14 +441,16 @@ def _map_gets_stmt(s: L.Stmt, defs: dict[Tnode, Definition]) -> L.Stmt:
     return s
 
 
-def virtualize(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> tuple[list[L.Stmt], set[Tnode]]:
-    """Inline the nodes :func:`choose_virtual` picks from ``allowed``.
+def virtualize(
+    stmts: Sequence[L.Stmt], allowed: set[Tnode], why: dict[Tnode, str] | None = None
+) -> tuple[list[L.Stmt], set[Tnode]]:
+    """Inline the nodes :func:`choose_virtual` picks from ``allowed`` (``why``: see there).
 
     Returns:
         The remaining top-level statements (reads of virtual nodes replaced by local scopes)
         and the set of virtual nodes.
     """
-    virtual = choose_virtual(stmts, allowed)
+    virtual = choose_virtual(stmts, allowed, why)
     defs: dict[Tnode, Definition] = {}
     out: list[L.Stmt] = []
     pending: dict[Tnode, list[L.Stmt]] = {}

@@ -1,6 +1,6 @@
 """arrayjit_tnode: precisions, host arrays, tensor nodes and memory modes."""
 
-from arrayjit_tnode import errors, memory_mode, precision
+from arrayjit_tnode import errors, from_array, memory_mode, precision
 from arrayjit_tnode.__about__ import __version__
 from arrayjit_tnode.errors import (
     ArrayjitError,
@@ -10,8 +10,17 @@ from arrayjit_tnode.errors import (
     StreamError,
     UsageError,
 )
+from arrayjit_tnode.from_array import create_from_padded, create_with_reshape
 from arrayjit_tnode.precision import Prec
-from arrayjit_tnode.tnode import Padding, Tnode, all_nodes, find, registered_nodes
+from arrayjit_tnode.tnode import (
+    Padding,
+    Tnode,
+    all_nodes,
+    find,
+    log_accessible_headers,
+    print_accessible_headers,
+    registered_nodes,
+)
 
 __all__ = [
     "ArrayjitError",
@@ -25,9 +34,14 @@ __all__ = [
     "UsageError",
     "__version__",
     "all_nodes",
+    "create_from_padded",
+    "create_with_reshape",
     "errors",
     "find",
+    "from_array",
+    "log_accessible_headers",
     "memory_mode",
     "precision",
+    "print_accessible_headers",
     "registered_nodes",
 ]

@@ -14,11 +14,12 @@ import logging
 import math
 import operator
 import re
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, SupportsIndex
+from typing import Any, SupportsIndex, TextIO
 
 import numpy as np
 
@@ -114,6 +115,27 @@ def registered_nodes() -> list[Tnode]:
 
 all_nodes = registered_nodes
 """Alias of :func:`registered_nodes`."""
+
+
+def print_accessible_headers(
+    pred: Callable[[Tnode], bool] | None = None, file: TextIO | None = None
+) -> None:
+    """Print the :meth:`Tnode.header` of every live node (by id) for which ``pred`` holds
+    (default: all) to ``file`` (default: standard output): what is in memory, while debugging."""
+    for tn in registered_nodes():
+        if pred is None or pred(tn):
+            print(tn.header(), file=file if file is not None else sys.stdout)
+
+
+def log_accessible_headers(
+    pred: Callable[[Tnode], bool] | None = None, level: int = logging.DEBUG
+) -> None:
+    """Log, at ``level``, the header of every live node for which ``pred`` holds, one record
+    each (nothing when the logger is off for ``level``)."""
+    if logger.isEnabledFor(level):
+        for tn in registered_nodes():
+            if pred is None or pred(tn):
+                logger.log(level, "%s", tn.header())
 
 
 class Tnode:
@@ -639,10 +661,24 @@ class Tnode:
                 hook.transfer()
 
     def do_write(self) -> None:
-        """Wait until no device is still reading the host array."""
+        """Wait until no transfer still reads the host array (the write hook) or is about to
+        overwrite it (the read hook: a copy to the host requested earlier), so that what the
+        caller writes next is not overwritten by an older value. The read hook is then spent:
+        the host array holds the caller's values, and a copy that failed, which can never
+        land, is no reason for later reads to raise (its stream reports the failure)."""
         hook, self._prepare_write = self._prepare_write, None
         if hook is not None and not hook.is_done():
             hook.sync()
+        read, self._prepare_read = self._prepare_read, None
+        if read is None:
+            return
+        try:
+            if not read.is_done():
+                read.sync()
+        except Exception:  # a failed copy never lands: nothing more to wait for
+            return
+        if read.transfer is not None:
+            read.transfer()
 
     # ---- host values ----
 
@@ -799,6 +835,26 @@ class Tnode:
         size = f"{self.size_in_bytes} bytes" if self.dims_known else "? bytes"
         return f"#{self.id} {self.debug_name} [{mode}] {dims or 'scalar'} {self._prec} {size}"
 
+    @property
+    def debug_memory_mode(self) -> str:
+        """The mode and its provenance as text: ``Virtual/29``, or ``undecided``."""
+        if self.memory_mode is None:
+            return "undecided"
+        return f"{self.memory_mode}/{self.memory_mode_provenance}"
+
+    def log_debug_info(self, level: int = logging.DEBUG) -> None:
+        """Log, at ``level`` on this module's logger, the header, the sharing, the devices not
+        lagging the host and the backend annotations (nothing if the logger is off for it)."""
+        if logger.isEnabledFor(level):
+            logger.log(
+                level,
+                "%s; sharing %s; devices not lagging host %s; backend info %s",
+                self.header(),
+                self.sharing.value,
+                sorted(self.devices_not_lagging_host),
+                self.backend_info,
+            )
+
     def __repr__(self) -> str:
         return f"<Tnode {self.debug_label} {self.dims if self.dims_known else '(lazy)'}>"
 
@@ -817,5 +873,7 @@ __all__ = [
     "Tnode",
     "all_nodes",
     "find",
+    "log_accessible_headers",
+    "print_accessible_headers",
     "registered_nodes",
 ]

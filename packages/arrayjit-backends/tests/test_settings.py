@@ -1,0 +1,121 @@
+"""ARRAYJIT_LOG_LEVEL: parsing, the per-package loggers it sets, fresh_backend and the
+``arrayjit`` command applying it."""
+
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from arrayjit_backends import UsageError, fresh_backend, settings
+
+
+@pytest.fixture
+def restore_levels() -> Iterator[None]:
+    saved = {n: logging.getLogger(n).level for n in settings.PACKAGE_LOGGERS}
+    yield
+    for name, level in saved.items():
+        logging.getLogger(name).setLevel(level)
+
+
+def test_log_level_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARRAYJIT_LOG_LEVEL", raising=False)
+    assert settings.log_level() is None
+    assert settings.log_level("debug") == logging.DEBUG
+    assert settings.log_level(" Warning ") == logging.WARNING
+    assert settings.log_level("15") == 15
+    assert settings.log_level(logging.ERROR) == logging.ERROR
+    monkeypatch.setenv("ARRAYJIT_LOG_LEVEL", "info")
+    assert settings.log_level() == logging.INFO
+    with pytest.raises(
+        UsageError,
+        match=r"ARRAYJIT_LOG_LEVEL: unknown level 'LOUD'; valid: DEBUG, INFO, WARNING, ERROR, "
+        r"CRITICAL or a non-negative number",
+    ):
+        settings.log_level("LOUD")
+    with pytest.raises(UsageError, match=r"unknown level '-1'"):
+        settings.log_level("-1")
+
+
+def test_configure_logging_sets_every_package_logger(
+    monkeypatch: pytest.MonkeyPatch, restore_levels: None
+) -> None:
+    monkeypatch.delenv("ARRAYJIT_LOG_LEVEL", raising=False)
+    for name in settings.PACKAGE_LOGGERS:
+        logging.getLogger(name).setLevel(logging.NOTSET)
+    assert settings.configure_logging() is None  # unset: nothing changes
+    assert all(logging.getLogger(n).level == logging.NOTSET for n in settings.PACKAGE_LOGGERS)
+    assert settings.configure_logging("error") == logging.ERROR
+    assert all(logging.getLogger(n).level == logging.ERROR for n in settings.PACKAGE_LOGGERS)
+    # Module loggers are children of the package loggers.
+    assert logging.getLogger("arrayjit_ir.optimize").getEffectiveLevel() == logging.ERROR
+    assert not logging.getLogger("arrayjit_tnode").handlers  # the library installs none
+
+
+def test_fresh_backend_applies_the_level(
+    monkeypatch: pytest.MonkeyPatch, restore_levels: None, caplog: pytest.LogCaptureFixture
+) -> None:
+    from arrayjit_ir import ir
+    from arrayjit_tnode import Tnode
+
+    monkeypatch.setenv("ARRAYJIT_LOG_LEVEL", "DEBUG")
+    be = fresh_backend("sync_interp")
+    try:
+        assert logging.getLogger("arrayjit_ir").level == logging.DEBUG
+        x = Tnode.create((3,), label="xin", hosted=True)
+        t = Tnode.create((3,), label="mid")
+        y = Tnode.create((3,), label="yout", hosted=True)
+        be.compile(ir.block(ir.unop(t, "exp", x), ir.unop(y, "neg", t)), name="logged")
+    finally:
+        be.finalize()
+    msgs = [r.getMessage() for r in caplog.records if r.name == "arrayjit_ir.optimize"]
+    assert (
+        f"routine logged: node {t.debug_label} is Virtual/29: virtual: inlined at its 1 read(s)"
+        in msgs
+    )
+
+
+def test_bad_level_in_the_environment_warns(
+    monkeypatch: pytest.MonkeyPatch, restore_levels: None
+) -> None:
+    logging.getLogger("arrayjit_ir").setLevel(logging.WARNING)
+    monkeypatch.setenv("ARRAYJIT_LOG_LEVEL", "verbose")
+    with pytest.warns(
+        UserWarning, match=r"unknown level 'verbose'.*; logging levels left unchanged"
+    ):
+        be = fresh_backend("sync_interp")
+    be.finalize()
+    assert logging.getLogger("arrayjit_ir").level == logging.WARNING
+
+
+def test_the_command_prints_debug_records(tmp_path: Path) -> None:
+    program = tmp_path / "prog.py"
+    program.write_text(
+        "from arrayjit_ir import ir\n"
+        "from arrayjit_tnode import Tnode\n"
+        "x = Tnode.create((3,), label='xin', hosted=True)\n"
+        "y = Tnode.create((3,), label='yout', hosted=True)\n"
+        "comp = ir.unop(y, 'relu', x)\n"
+    )
+    env = {**os.environ, "ARRAYJIT_LOG_LEVEL": "DEBUG"}
+    done = subprocess.run(
+        [sys.executable, "-m", "arrayjit_backends.cli", "show", str(program)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "DEBUG arrayjit_ir.optimize: routine" in done.stderr
+    assert "yout#" in done.stderr and "output: written, never read here" in done.stderr
+    quiet = subprocess.run(
+        [sys.executable, "-m", "arrayjit_backends.cli", "show", str(program)],
+        capture_output=True,
+        text=True,
+        env={k: v for k, v in os.environ.items() if k != "ARRAYJIT_LOG_LEVEL"},
+        check=False,
+    )
+    assert quiet.returncode == 0 and "DEBUG" not in quiet.stderr
