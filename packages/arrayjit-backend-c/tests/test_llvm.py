@@ -370,3 +370,30 @@ def test_debug_dir_gets_the_llvm_ir(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert "define void @aj_expo_0(" in source and "yout" in source
     assert "@llvm.exp.f32" in source
     be.finalize()
+
+
+def test_used_memory_counts_link_scratch(cache_dir: Path) -> None:
+    import gc
+
+    from arrayjit_tnode import memory_mode as mm
+
+    n = PARALLEL_MIN_WORK * 2
+    x = Tnode.create((4, n), label="x", hosted=True)
+    t = Tnode.create((4, n), label="t", memory_mode=(mm.Local(), 1))  # too big for the stack
+    tot = Tnode.create((4,), label="tot", hosted=True)
+    comp = ir.block(ir.unop(t, "exp", x), ir.accum(tot, "add", t, spec="ij->i"))
+    be = fresh_backend("sync_llvm")
+    try:
+        dev = be.get_device(0)
+        code = be.compile(comp, name="scratchy")
+        assert t in code.native.kernel.scratch
+        gc.collect()
+        before = be.get_used_memory(dev)
+        r = be.link(be.make_context(be.new_stream(dev)), code)
+        grown = be.get_used_memory(dev) - before
+        assert grown >= x.size_in_bytes + tot.size_in_bytes + t.size_in_bytes
+        del r
+        gc.collect()
+        assert be.get_used_memory(dev) <= before
+    finally:
+        be.finalize()

@@ -86,6 +86,41 @@ def test_integer_overflow_wraps() -> None:
     assert ops.apply_binop(Binop.add, big, np.int32(1), I32).tolist() == [-(2**31)]
 
 
+def test_integer_division_edge_cases() -> None:
+    """INT_MIN / -1 wraps to INT_MIN, INT_MIN % -1 is 0, and INT_MIN as either operand
+    truncates toward zero (abs(INT_MIN) is negative in int32: no shortcut through it)."""
+    lo = -(2**31)
+    a = np.array([lo, lo, 1, lo, lo, 7], dtype=np.int32)
+    b = np.array([-1, 2, lo, 3, lo, lo], dtype=np.int32)
+    assert ops.apply_binop(Binop.div, a, b, I32).tolist() == [lo, lo // 2, 0, -715827882, 1, 0]
+    assert ops.apply_binop(Binop.mod, a, b, I32).tolist() == [0, 0, 1, -2, 0, 7]
+    assert ops.apply_unop(Unop.recip, np.array([lo, -1], np.int32), I32).tolist() == [0, -1]
+    assert ops.apply_unop(Unop.neg, np.array([lo], np.int32), I32).tolist() == [lo]
+
+
+def test_float_to_int_saturates() -> None:
+    x = np.array([np.nan, np.inf, -np.inf, 3e9, -2.5, 2.0**63, 2.0**64, -0.5, 255.9])
+    u64, i32 = np.dtype(np.uint64), np.dtype(np.int32)
+    top, top32 = 2**64 - 1, 2**31 - 1
+    assert ops.float_to_int(x, u64).tolist() == [0, top, 0, 3 * 10**9, 0, 2**63, top, 0, 255]
+    assert ops.float_to_int(x, i32).tolist() == [
+        0,
+        top32,
+        -(2**31),
+        top32,
+        -2,
+        top32,
+        top32,
+        0,
+        255,
+    ]
+    assert ops.float_to_int(x, np.dtype(np.uint8)).tolist()[-2:] == [0, 255]
+    # Integer math computed in double converts its result by the same rule.
+    assert ops.apply_binop(Binop.pow, np.int32(2), np.int32(40), I32) == 2**31 - 1
+    assert ops.apply_unop(Unop.log, np.int32(0), I32) == -(2**31)
+    assert ops.apply_unop(Unop.sqrt, np.int32(-4), I32) == 0
+
+
 def test_ternops() -> None:
     c = np.array([1, 0, 2], dtype=np.float64)
     x, y = np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0, 30.0])
@@ -153,3 +188,50 @@ def test_c_spelling_tables_cover_ops() -> None:
     assert set(ops.C_UNOP) | {Unop.uint4x32_to_prec_uniform} == set(Unop)
     assert set(ops.C_TERNOP) == set(Ternop)
     assert ops.C_BINOP[Binop.add].format("a", "b") == "(a + b)"
+
+
+def test_max_min_propagate_nan_and_order_signed_zeros() -> None:
+    a = np.array([np.nan, 1.0, -0.0, 0.0, -np.inf], dtype=np.float32)
+    b = np.array([1.0, np.nan, 0.0, -0.0, np.nan], dtype=np.float32)
+    mx, mn = ops.apply_binop(Binop.max, a, b, F32), ops.apply_binop(Binop.min, a, b, F32)
+    assert np.isnan(mx[[0, 1, 4]]).all() and np.isnan(mn[[0, 1, 4]]).all()
+    assert not np.signbit(mx[2:4]).any() and np.signbit(mn[2:4]).all()
+    r = ops.apply_unop(Unop.relu, np.array([np.nan, -0.0, -1.0], dtype=np.float32), F32)
+    s = ops.apply_unop(Unop.satur01, np.array([np.nan, -0.0, 2.0], dtype=np.float32), F32)
+    assert np.isnan(r[0]) and np.isnan(s[0]) and not np.signbit(r[1]) and not np.signbit(s[1])
+    assert list(r[1:]) == [0.0, 0.0] and list(s[1:]) == [0.0, 1.0]
+
+
+def test_fma_rounds_once() -> None:
+    eps32, eps64 = 2.0**-23, 2.0**-52
+    got32 = ops.apply_ternop(Ternop.fma, 1 + eps32, 1 - eps32, -1.0, F32)
+    assert got32 == np.float32(-(eps32**2))  # two roundings would give 0
+    got64 = ops.apply_ternop(Ternop.fma, 1 + eps64, 1 - eps64, -1.0, np.dtype(np.float64))
+    assert got64 == -(eps64**2)
+    big = float(np.finfo(np.float64).max)
+    assert ops.apply_ternop(Ternop.fma, big, 2.0, -big, np.dtype(np.float64)) == big
+    assert ops.apply_ternop(Ternop.fma, big, -big, np.inf, np.dtype(np.float64)) == np.inf
+    # 2^24 + 3 - 2^-46, just below a float32 tie: rounding to double first would make it the
+    # tie 2^24 + 3, then rounding to even would give 2^24 + 4.
+    got = ops.apply_ternop(Ternop.fma, 1 + eps32, 1 - eps32, 2.0**24 + 2, F32)
+    assert got == np.float32(2.0**24 + 2)
+    assert np.float32(np.float64(1 + eps32) * (1 - eps32) + (2.0**24 + 2)) == 2.0**24 + 4
+
+
+@pytest.mark.parametrize("shape", [(), (1,)])
+def test_pow_follows_ieee_special_cases(shape: tuple[int, ...]) -> None:
+    cases = [
+        (-np.inf, 0.5, np.inf),
+        (np.nan, 0.0, 1.0),
+        (1.0, np.nan, 1.0),
+        (-0.0, -3.0, -np.inf),
+        (-0.0, -2.0, np.inf),
+        (-1.0, np.inf, 1.0),
+        (-np.inf, -3.0, -0.0),
+        (-8.0, 1.0 / 3.0, np.nan),
+        (0.5, -np.inf, np.inf),
+    ]
+    for a, b, want in cases:
+        got = ops.apply_binop(Binop.pow, np.full(shape, a), np.full(shape, b), F32)
+        assert np.array_equal(got, np.full(shape, want, dtype=np.float32), equal_nan=True)
+        assert np.signbit(got).all() == bool(np.signbit(want)), (a, b)

@@ -13,7 +13,16 @@ from pathlib import Path
 
 from arrayjit_tnode import CompileError
 
-FLAGS = ("-O3", "-march=native", "-fPIC", "-shared", "-fwrapv", "-fno-math-errno", "-std=gnu11")
+FLAGS = (
+    "-O3",
+    "-march=native",
+    "-fPIC",
+    "-shared",
+    "-fwrapv",
+    "-fno-math-errno",
+    "-ffp-contract=off",  # a*b + c rounds twice, as the IR defines; fma only where written
+    "-std=gnu11",
+)
 
 
 @functools.cache

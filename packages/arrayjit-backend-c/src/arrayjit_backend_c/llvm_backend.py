@@ -32,6 +32,7 @@ import numpy as np
 from arrayjit_backend_c.llvm_gen import LlvmGen, LlvmKernel, Segment
 from arrayjit_backends.backend_impl import NoDeviceBackend, Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
+from arrayjit_backends.device_impl import ScratchAccount
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import CompileError, Prec, Tnode
@@ -302,6 +303,7 @@ class LlvmBackend(NoDeviceBackend):
         self.workers = workers or os.cpu_count() or 1
         self._lock = threading.Lock()
         self.crew = Crew(self.workers - 1)
+        self.scratch_account = ScratchAccount()
 
     def _key(self, ir: str) -> str:
         return cache_key(
@@ -410,7 +412,11 @@ class LlvmBackend(NoDeviceBackend):
                         combine(*args, *fold)
 
         run.keep_alive = keep_alive  # type: ignore[attr-defined]
+        self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run
         return run
+
+    def scratch_bytes(self) -> int:
+        return self.scratch_account.bytes(0)
 
     def finalize(self) -> None:
         """Stop the helper threads (the backend is finalized: nothing runs any more)."""

@@ -5,8 +5,11 @@ The generated code computes what the shared C renderer's code computes
 is evaluated in the compute type of the node it is stored into (half, bfloat16 and fp8 compute in
 float and round to nearest-even when stored); ``where``'s condition in its own natural precision;
 integers wrap; integer division and remainder by zero give 0 (and ``x / -1`` is ``-x``, never a
-trap); a float converted to an integer is truncated toward zero through int64, non-finite values
-giving 0. Float arithmetic is IEEE (no fast-math flags), math functions are LLVM intrinsics.
+trap); a float converted to an integer saturates (``llvm.fptosi.sat``/``llvm.fptoui.sat``: NaN
+gives 0, values beyond the range its nearest end, others truncate toward zero), as integer ops
+computed in double do. Float arithmetic is IEEE (no fast-math or contraction flags), math
+functions are LLVM intrinsics; float ``max``/``min`` are ``llvm.maximum``/``llvm.minimum`` (NaN
+propagates).
 
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.c_syntax.
@@ -34,8 +37,10 @@ import numpy as np
 
 from arrayjit_backends.c_syntax import (
     PARALLEL_MIN_WORK,
+    SIMD_LANES,
     KernelParams,
     ScalarReduction,
+    _local_sum,
     _loop_work,
     is_parallel_loop,
     kernel_params,
@@ -44,8 +49,9 @@ from arrayjit_backends.c_syntax import (
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 STACK_LIMIT_BYTES = 1 << 16
@@ -139,13 +145,12 @@ def _vec_literal(bits64: int) -> str:
 
 
 def _const(v: float, ty: _Ty) -> str:
-    if ty is _VEC:
-        return _vec_literal(int(v) if np.isfinite(v) else 0)
+    if ty is _VEC:  # through int64, as a float read into uint4x32
+        return _vec_literal(int(ops.float_to_int(v, np.dtype(np.int64))))
     if ty.is_float:
         return _fconst(v, ty)
-    if not np.isfinite(v):
-        return "0"
-    return _iconst(int(v), ty.bits)
+    dtype = np.dtype(f"{'i' if ty.signed else 'u'}{ty.bits // 8}")
+    return _iconst(int(ops.float_to_int(v, dtype)), ty.bits)
 
 
 # ---- conversion helpers, defined in the module when used (always inlined) ----
@@ -258,19 +263,6 @@ define internal i8 @aj_f32_to_fp8(float %f) #1 {
 }""",
 }
 
-for _ll, _sfx in (("float", "f32"), ("double", "f64")):
-    # C's cast through int64, pinned as the interpreter pins it: truncate toward zero,
-    # saturate, and give 0 for infinities and NaN.
-    _HELPERS[f"aj_{_sfx}_to_i64"] = f"""
-define internal i64 @aj_{_sfx}_to_i64({_ll} %x) #1 {{
-  %t = call i64 @llvm.fptosi.sat.i64.{_sfx}({_ll} %x)
-  %a = call {_ll} @llvm.fabs.{_sfx}({_ll} %x)
-  %fin = fcmp olt {_ll} %a, 0x7FF0000000000000
-  %r = select i1 %fin, i64 %t, i64 0
-  ret i64 %r
-}}"""
-
-
 # Threefry-4x32 (Salmon et al. 2011, the Random123 constants): rotation pairs by round mod 8 and
 # the key-schedule parity.
 _THREEFRY_ROTATIONS = ((10, 26), (11, 21), (13, 27), (23, 5), (6, 20), (17, 11), (25, 10), (18, 20))
@@ -326,14 +318,6 @@ _HELPER_INTRINSICS: dict[str, tuple[str, ...]] = {
     "aj_f32_to_fp8": (
         "declare float @llvm.fabs.f32(float)",
         "declare float @llvm.roundeven.f32(float)",
-    ),
-    "aj_f32_to_i64": (
-        "declare i64 @llvm.fptosi.sat.i64.f32(float)",
-        "declare float @llvm.fabs.f32(float)",
-    ),
-    "aj_f64_to_i64": (
-        "declare i64 @llvm.fptosi.sat.i64.f64(double)",
-        "declare double @llvm.fabs.f64(double)",
     ),
 }
 
@@ -629,8 +613,10 @@ class LlvmGen:
             return f.tmp(f"{'sext' if src.signed else 'zext'} {src.ll} {v} to {dst.ll}")
         if not src.is_float:
             return f.tmp(f"{'sitofp' if src.signed else 'uitofp'} {src.ll} {v} to {dst.ll}")
-        wide = self._call("i64", self._helper(f"aj_{src.suffix}_to_i64"), f"{src.ll} {v}")
-        return self.cast(wide, _I64, dst)
+        # The saturating rule of arrayjit_ir.ops.float_to_int is LLVM's saturating conversion.
+        fn = f"llvm.fpto{'s' if dst.signed else 'u'}i.sat.{dst.ll}.{src.suffix}"
+        self._decls[f"declare {dst.ll} @{fn}({src.ll})"] = None
+        return self._call(dst.ll, fn, f"{src.ll} {v}")
 
     def _bool(self, c: str, ty: _Ty) -> str:
         """An ``i1`` as 1 or 0 of type ``ty``."""
@@ -804,10 +790,8 @@ class LlvmGen:
                     return f.tmp(f"frem {t} {x}, {y}")
                 case ops.Binop.pow:
                     return self._intrinsic("pow", ty, x, y)
-                case ops.Binop.max:
-                    return self._intrinsic("maxnum", ty, x, y)
-                case ops.Binop.min:
-                    return self._intrinsic("minnum", ty, x, y)
+                case ops.Binop.max | ops.Binop.min:  # IEEE maximum/minimum: NaN propagates
+                    return self._intrinsic(f"{op.value}imum", ty, x, y)
         else:
             match op:
                 case ops.Binop.add | ops.Binop.sub | ops.Binop.mul:
@@ -830,6 +814,12 @@ class LlvmGen:
             return self._fn.tmp(f"fcmp {pred} {ty.ll} {x}, {y}")
         pred = rel if rel in ("eq", "ne") else ("s" if ty.signed else "u") + rel
         return self._fn.tmp(f"icmp {pred} {ty.ll} {x}, {y}")
+
+    def _above_zero(self, x: str, ty: _Ty) -> str:
+        """``x > 0``, true for a NaN ``x`` too (``!(x <= 0)``)."""
+        if ty.is_float:
+            return self._fn.tmp(f"fcmp ugt {ty.ll} {x}, {ty.zero}")
+        return self._cmp("gt", x, ty.zero, ty)
 
     def _int_divmod(self, op: ops.Binop, x: str, y: str, ty: _Ty) -> str:
         # Division by zero gives 0; for signed types x / -1 is -x and x % -1 is 0 (never the
@@ -856,11 +846,11 @@ class LlvmGen:
                 return x
             case ops.Unop.uint4x32_to_prec_uniform:
                 raise UsageError("the LLVM generator does not support uint4x32_to_prec_uniform yet")
-            case ops.Unop.relu:
-                return self._select(self._cmp("gt", x, ty.zero, ty), ty, x, ty.zero)
+            case ops.Unop.relu:  # max(x, +0): NaN passes (unordered), -0 becomes +0
+                return self._select(self._above_zero(x, ty), ty, x, ty.zero)
             case ops.Unop.satur01:
                 hi = self._select(self._cmp("gt", x, ty.one, ty), ty, ty.one, x)
-                return self._select(self._cmp("lt", x, ty.zero, ty), ty, ty.zero, hi)
+                return self._select(self._above_zero(x, ty), ty, hi, ty.zero)
             case ops.Unop.not_:
                 return self._bool(self._cmp("eq", x, ty.zero, ty), ty)
             case ops.Unop.neg:
@@ -921,6 +911,14 @@ class LlvmGen:
                     self.stmt(x)
             case L.For_loop() if (red := scalar_reduction(s)) is not None:
                 self.reduction(red)
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=L.Set_local() as step) if (
+                local := _local_sum(s)
+            ) is not None:
+                # An inlined sum's loop (a block of a blocked sum): reassociated, so it
+                # vectorizes, as the cc backend's ``omp simd`` reduction does.
+                op = ops.Binop.add if local[0] == "+" else ops.Binop.mul
+                if lo <= hi:
+                    self.loop(i, str(lo), str(hi + 1), lambda: self._local_step(op, step), False)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
                     self.loop(i, str(lo), str(hi + 1), lambda: self.stmt(body), guard=False)
@@ -936,9 +934,20 @@ class LlvmGen:
                 )
             case L.Set_local(scope=sc, value=v):
                 val = self.expr(v, sc.tn.prec)
+                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
+                    val = self._load_conv(sc.tn.prec, self._store_conv(sc.tn.prec, val))
                 f.do(f"store {compute_type(sc.tn.prec).ll} {val}, ptr {self._local(sc)}")
             case _:
                 raise UsageError(f"the LLVM generator cannot generate {type(s).__name__}")
+
+    def _local_step(self, op: ops.Binop, s: L.Set_local) -> None:
+        """``local = local op term`` (a :func:`_local_sum` loop's body), reassociable."""
+        assert isinstance(s.value, L.Binop)
+        ty = compute_type(s.scope.tn.prec)
+        ptr = self._local(s.scope)
+        term = self.expr(s.value.b, s.scope.tn.prec)
+        acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")
+        self._fn.do(f"store {ty.ll} {self._reduce(op, acc, term, ty, True)}, ptr {ptr}")
 
     def loop(self, sym: Symbol, lo: str, stop: str, body: Callable[[], None], guard: bool) -> None:
         """``for sym in [lo, stop): body()`` as a bottom-tested loop (guarded when the bounds are
@@ -973,7 +982,7 @@ class LlvmGen:
             case ops.Binop.add | ops.Binop.mul if ty.is_float:
                 return self._fn.tmp(f"f{op.value} {flags}{ty.ll} {acc}, {x}")
             case ops.Binop.max | ops.Binop.min if ty.is_float:
-                return self._intrinsic(f"{op.value}num", ty, acc, x, flags=flags)
+                return self._intrinsic(f"{op.value}imum", ty, acc, x, flags=flags)
         return self.binop(op, acc, x, ty)
 
     def _identity(self, op: ops.Binop, ty: _Ty) -> str:
@@ -1000,8 +1009,14 @@ class LlvmGen:
         def nest(k: int) -> None:
             if k == len(loops):
                 a = self._fn.tmp(f"load {ty.ll}, ptr {acc}")
-                term = self.expr(red.term, red.target.tn.prec)
-                self._fn.do(f"store {ty.ll} {self._reduce(red.op, a, term, ty, True)}, ptr {acc}")
+                prec = red.target.tn.prec
+                if red.fused:  # a multiply-accumulate: fma(x, w, acc)
+                    assert isinstance(red.term, L.Binop)
+                    x, w = self.expr(red.term.a, prec), self.expr(red.term.b, prec)
+                    new = self._intrinsic("fma", ty, x, w, a, flags="reassoc ")
+                else:
+                    new = self._reduce(red.op, a, self.expr(red.term, prec), ty, True)
+                self._fn.do(f"store {ty.ll} {new}, ptr {acc}")
                 return
             lp = loops[k]
             lo, stop = first if k == 0 else (str(lp.from_), str(lp.to_inclusive + 1))
@@ -1079,7 +1094,8 @@ class LlvmGen:
         self.check_precisions(opt)
         self._reset()
         params = kernel_params(opt)
-        groups = split_segments(opt.code)
+        # Blocks of sums vectorize (reassociated): wider blocks, same error bound.
+        groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
         touched = [
             _touched(g if isinstance(g, L.For_loop) else L.Seq(tuple(g)), set()) for g in groups
         ]

@@ -10,9 +10,13 @@ from pathlib import Path
 from typing import ClassVar
 
 from arrayjit_backends.gpu_syntax import GpuSyntax
+from arrayjit_ir import ops
 from arrayjit_tnode import CompileError, Prec
 
 DEFAULT_ARCH = "sm_80"
+NVCC_FLAGS = ("-O3", "--fmad=false")
+"""``--fmad=false``: no contraction of ``a*b + c`` into one fma (each operation rounds, as the
+IR defines); the explicit ``fma`` op and multiply-accumulate steps still call ``fma``."""
 
 
 class CudaSyntax(GpuSyntax):
@@ -29,6 +33,7 @@ class CudaSyntax(GpuSyntax):
     group_id = "blockIdx.x"
     barrier = "__syncthreads();"
     index_type = "long long"
+    helper_qualifier: ClassVar[str] = "__device__ inline"
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "__half"}
 
     def buffer_params(self, name: str, ctype: str) -> list[str]:
@@ -60,7 +65,13 @@ class CudaSyntax(GpuSyntax):
             frexp="frexpf",
             rint="rintf",
         )
-        return "#include <cstdint>\n#include <cuda_fp16.h>\n" + helpers
+        minmax = ops.c_minmax("__device__ inline")
+        return (
+            "#include <cstdint>\n#include <cuda_fp16.h>\n"
+            + helpers
+            + minmax
+            + self.int_conversions()
+        )
 
 
 def nvcc_path() -> str | None:
@@ -90,7 +101,7 @@ def compile_to(
     src.write_text(source)
     out = folder / f"{name}.{target}"
     proc = subprocess.run(
-        [nvcc, f"--{target}", f"-arch={arch}", "-O3", "-o", str(out), str(src)],
+        [nvcc, f"--{target}", f"-arch={arch}", *NVCC_FLAGS, "-o", str(out), str(src)],
         capture_output=True,
         text=True,
         check=False,
@@ -104,4 +115,4 @@ def compile_to(
     return data
 
 
-__all__ = ["DEFAULT_ARCH", "CudaSyntax", "compile_to", "nvcc_path", "nvcc_version"]
+__all__ = ["DEFAULT_ARCH", "NVCC_FLAGS", "CudaSyntax", "compile_to", "nvcc_path", "nvcc_version"]

@@ -25,10 +25,22 @@ from typing import Any, ClassVar
 import numpy as np
 import pycuda.driver as cuda
 
-from arrayjit_backend_cuda.render import CudaSyntax, compile_to, nvcc_path, nvcc_version
+from arrayjit_backend_cuda.render import (
+    NVCC_FLAGS,
+    CudaSyntax,
+    compile_to,
+    nvcc_path,
+    nvcc_version,
+)
 from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
+from arrayjit_backends.device_impl import (
+    Buf,
+    DeviceBackend,
+    DeviceInfo,
+    ImmediateQueue,
+    ScratchAccount,
+)
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
@@ -131,6 +143,7 @@ class CudaDevices(DeviceBackend):
         self.nvcc_version = nvcc_version(self.nvcc)
         self.cache = CompileCache()
         self.renderer = CudaSyntax(group_size=BLOCK)
+        self.scratch_account = ScratchAccount()
         self._local = threading.local()
 
     @contextlib.contextmanager
@@ -166,6 +179,34 @@ class CudaDevices(DeviceBackend):
     def device_info(self, ordinal: int) -> dict[str, Any]:
         d = self.devices[ordinal]
         return {"ordinal": ordinal, "name": d.name(), "arch": self.arch(ordinal)}
+
+    def info(self, ordinal: int) -> DeviceInfo:
+        d = self.devices[ordinal]
+        attr = cuda.device_attribute
+
+        def get(name: str) -> int:
+            return int(d.get_attribute(getattr(attr, name)))
+
+        return DeviceInfo(
+            name=f"{d.name()} ({self.arch(ordinal)})",
+            ordinal=ordinal,
+            kind="gpu",
+            # An integrated GPU shares the host's memory.
+            unified_memory=bool(get("INTEGRATED")),
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=get("MULTIPROCESSOR_COUNT"),
+            global_memory=int(d.total_memory()),
+            max_shared_memory=get("MAX_SHARED_MEMORY_PER_BLOCK"),
+            max_workgroup_size=(
+                get("MAX_BLOCK_DIM_X"),
+                get("MAX_BLOCK_DIM_Y"),
+                get("MAX_BLOCK_DIM_Z"),
+            ),
+            max_workgroup_total=get("MAX_THREADS_PER_BLOCK"),
+            float4_type="float4",
+            smem_prefix=CudaSyntax.local_qualifier,
+            barrier=CudaSyntax.barrier,
+        )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
         return CuQueue(name, self, ordinal)
@@ -223,7 +264,7 @@ class CudaDevices(DeviceBackend):
                 renderer="cuda-c",
                 compiler=self.nvcc,
                 compiler_version=self.nvcc_version,
-                options=("--cubin", "-O3"),
+                options=("--cubin", *NVCC_FLAGS),
                 device=arch,
             )
             build: Callable[[], bytes] = partial(
@@ -286,7 +327,12 @@ class CudaDevices(DeviceBackend):
                 function(*args, block=block, grid=grid, stream=stream)
 
         run.keep_alive = (scratch, c)  # type: ignore[attr-defined]
+        held = sum(max(n, 1) for _, n in rendered.scratch)
+        self.scratch_account.hold(run, ordinal, held)  # freed with the run
         return run
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        return self.scratch_account.bytes(ordinal)
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "nvcc": self.nvcc, "nvcc_version": self.nvcc_version}

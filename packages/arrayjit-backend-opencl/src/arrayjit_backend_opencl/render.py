@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from arrayjit_backends.gpu_syntax import GpuSyntax
+from arrayjit_ir import ops
 from arrayjit_tnode import Prec
 
 _MATH = (
@@ -17,8 +18,6 @@ _MATH = (
     "sqrt",
     "tanh",
     "trunc",
-    "fmax",
-    "fmin",
     "pow",
     "fmod",
     "fma",
@@ -53,7 +52,8 @@ class OpenclSyntax(GpuSyntax):
 
     @property
     def prelude(self) -> str:  # type: ignore[override]
-        lines = []
+        # No contraction of a*b + c into one fma: each operation rounds (the IR's rule).
+        lines = ["#pragma OPENCL FP_CONTRACT OFF"]
         if self.fp64:
             lines.append("#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
         lines += [
@@ -73,7 +73,8 @@ class OpenclSyntax(GpuSyntax):
                 rint="rint",
             )
         )
-        return "\n".join(lines) + _HALF
+        lines.append(ops.c_minmax("inline", ("float", "double") if self.fp64 else ("float",)))
+        return "\n".join(lines) + _HALF + self.int_conversions()
 
 
 __all__ = ["OpenclSyntax"]

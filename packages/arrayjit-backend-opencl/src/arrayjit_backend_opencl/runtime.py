@@ -11,8 +11,10 @@
   host reads and writes waiting for it.
 - Precisions: all but uint4x32; double only with ``cl_khr_fp64``; half, bfloat16 and fp8 are
   stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.render`).
-- Code: one program per routine, built per device through the shared compile cache (program
-  binaries; pyopencl's own cache is bypassed); kernel objects are made once per link with their
+- Code: one program per routine and device (device 0's built by ``compile``, another's at the
+  routine's first link on it), through the shared compile cache (program binaries keyed by the
+  device's identity, so identical devices share them; pyopencl's own cache is bypassed);
+  kernel objects are made once per link, from the program of the context's device, with their
   buffer arguments set once; a run sets the merge buffer and static indices and enqueues the
   kernels.
 """
@@ -24,8 +26,7 @@ import tempfile
 import threading
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from functools import partial
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -35,7 +36,13 @@ import pyopencl as cl
 from arrayjit_backend_opencl.render import OpenclSyntax
 from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import Buf, DeviceBackend, ImmediateQueue
+from arrayjit_backends.device_impl import (
+    Buf,
+    DeviceBackend,
+    DeviceInfo,
+    ImmediateQueue,
+    ScratchAccount,
+)
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
 from arrayjit_ir.indexing import StaticSymbol
@@ -135,11 +142,17 @@ def _complete(event: Any) -> bool:
 
 @dataclass
 class ClCode:
-    """A compiled routine: its program and how to launch it."""
+    """A compiled routine: its rendered source and launches, and a program per device.
+
+    The program of device 0 is built by ``compile`` (so a source that does not build raises
+    there); another device's program is built the first time the routine is linked on it, so
+    a machine with several devices pays the builds of the devices it uses only.
+    """
 
     name: str
-    program: Any
     rendered: GpuProgram
+    programs: dict[int, Any] = field(default_factory=dict)
+    """Device ordinal -> the program built for that device alone."""
 
     @property
     def source(self) -> str:
@@ -160,6 +173,7 @@ class OpenclDevices(DeviceBackend):
         self._alloc_queues = [cl.CommandQueue(self.context, d) for d in self.devices]
         self._lock = threading.Lock()
         self.cache = CompileCache()
+        self.scratch_account = ScratchAccount()
         dev0 = self.devices[0]
         self.renderer = OpenclSyntax(
             group_size=min(256, min(d.max_work_group_size for d in self.devices)),
@@ -170,6 +184,14 @@ class OpenclDevices(DeviceBackend):
             f"{dev0.driver_version}",
             ";".join(d.name for d in self.devices),
         )
+        # What a program binary depends on, per device: not the ordinal, so identical devices
+        # (two GPUs of one model, PoCL's devices) share their cache entries.
+        self._device_ids = [f"{d.name} | {d.version} | {d.driver_version}" for d in self.devices]
+        # Sources are built in a context of their device alone: a program of the shared
+        # context would belong to every device, and drivers disagree on what its binaries
+        # query returns for devices it was not built for (PoCL omits them).
+        self._build_contexts: dict[int, Any] = {}
+        self._build_lock = threading.Lock()
 
     @staticmethod
     def _has(device: Any, extension: str) -> bool:
@@ -201,6 +223,38 @@ class OpenclDevices(DeviceBackend):
             "compute_units": d.max_compute_units,
             "max_work_group_size": d.max_work_group_size,
         }
+
+    def info(self, ordinal: int) -> DeviceInfo:
+        d = self.devices[ordinal]
+        kinds = cl.device_type
+        kind = (
+            "gpu"
+            if d.type & kinds.GPU
+            else "cpu"
+            if d.type & kinds.CPU
+            else "accelerator"
+            if d.type & kinds.ACCELERATOR
+            else "unknown"
+        )
+        try:  # deprecated since OpenCL 2.0; some drivers no longer answer
+            unified = bool(d.host_unified_memory)
+        except cl.Error:
+            unified = False
+        return DeviceInfo(
+            name=d.name,
+            ordinal=ordinal,
+            kind=kind,
+            unified_memory=unified,
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=int(d.max_compute_units),
+            global_memory=int(d.global_mem_size),
+            max_shared_memory=int(d.local_mem_size),
+            max_workgroup_size=tuple(int(n) for n in d.max_work_item_sizes),
+            max_workgroup_total=int(d.max_work_group_size),
+            float4_type="float4",
+            smem_prefix=OpenclSyntax.local_qualifier,
+            barrier=OpenclSyntax.barrier,
+        )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
         return ClQueue(name, cl.CommandQueue(self.context, self.devices[ordinal]))
@@ -248,49 +302,67 @@ class OpenclDevices(DeviceBackend):
 
     def compile(self, optimized: Optimized) -> ClCode:
         prefix = "aj_" + "".join(c if c.isalnum() else "_" for c in optimized.name)
-        rendered = self.renderer.render_program(optimized, prefix)
-        binaries, keys, builds = [], [], []
-        for k, device in enumerate(self.devices):
-            key = cache_key(
-                source=rendered.source,
-                backend="opencl",
-                renderer="opencl-c",
-                compiler=self._identity[0],
-                compiler_version=self._identity[1],
-                options=(BUILD_OPTIONS,),
-                device=f"{k}:{device.name}",
-            )
-            build: Callable[[], bytes] = partial(self._build, rendered, device, optimized)
-            binaries.append(self.cache.get_or_build(key, build))
-            keys.append(key)
-            builds.append(build)
-        # A program from binaries: pyopencl builds it without its own cache.
-        try:
-            program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
-        except cl.Error as exc:  # a cached binary the driver rejects: rebuild from source
-            for key in keys:
-                self.cache.discard(key, f"the OpenCL driver rejects its binary: {exc}")
-            binaries = [build() for build in builds]
-            for key, binary in zip(keys, binaries):
-                self.cache.put(key, binary)
-            program = cl.Program(self.context, self.devices, binaries).build(BUILD_OPTIONS)
-        return ClCode(optimized.name, program, rendered)
+        code = ClCode(optimized.name, self.renderer.render_program(optimized, prefix))
+        self.program(code, 0)
+        return code
 
-    def _build(self, rendered: GpuProgram, device: Any, optimized: Optimized) -> bytes:
+    def program(self, code: ClCode, ordinal: int) -> Any:
+        """``code``'s program for device ``ordinal``, built (or loaded from the compile cache)
+        the first time it is asked for.
+
+        Raises:
+            CompileError: the source does not build on that device.
+        """
+        with self._build_lock:
+            program = code.programs.get(ordinal)
+            if program is None:
+                program = code.programs[ordinal] = self._load_program(code, ordinal)
+            return program
+
+    def _load_program(self, code: ClCode, ordinal: int) -> Any:
+        device = self.devices[ordinal]
+        key = cache_key(
+            source=code.source,
+            backend="opencl",
+            renderer="opencl-c",
+            compiler=self._identity[0],
+            compiler_version=self._identity[1],
+            options=(BUILD_OPTIONS,),
+            device=self._device_ids[ordinal],
+        )
+
+        def load(binary: bytes, from_cache: bool) -> Any:
+            # A program from a binary: pyopencl builds it without its own cache.
+            try:
+                return cl.Program(self.context, [device], [binary]).build(BUILD_OPTIONS)
+            except cl.Error as exc:
+                if from_cache:  # the cache discards it with a warning and builds from source
+                    raise ValueError(f"the OpenCL driver rejects its binary: {exc}") from exc
+                raise CompileError(
+                    f"OpenCL rejects the binary it built for routine {code.name} on {device.name}",
+                    str(exc),
+                ) from exc
+
+        return self.cache.load_or_build(key, lambda: self._build(code, ordinal), load)
+
+    def _build(self, code: ClCode, ordinal: int) -> bytes:
+        device = self.devices[ordinal]
+        context = self._build_contexts.get(ordinal)
+        if context is None:
+            context = self._build_contexts[ordinal] = cl.Context([device])
         # pyopencl's Program(context, source) would consult its own on-disk cache; the raw
         # program object builds the source as it is (our compile cache keeps the binary).
-        raw = cl._cl._Program(self.context, rendered.source)
+        raw = cl._cl._Program(context, code.source)
         try:
             raw.build(BUILD_OPTIONS.encode(), [device])
         except cl.Error as exc:
             log = str(raw.get_build_info(device, cl.program_build_info.LOG))
-            path = _keep_source(self.cache.directory, rendered.source)
+            path = _keep_source(self.cache.directory, code.source)
             raise CompileError(
-                f"OpenCL failed to build routine {optimized.name} on {device.name}", log, str(path)
+                f"OpenCL failed to build routine {code.name} on {device.name}", log, str(path)
             ) from exc
-        devices: list[Any] = raw.get_info(cl.program_info.DEVICES)  # type: ignore[assignment]
         binaries: list[bytes] = raw.get_info(cl.program_info.BINARIES)  # type: ignore[assignment]
-        return bytes(binaries[devices.index(device)])
+        return bytes(binaries[0])
 
     def link(
         self,
@@ -313,11 +385,13 @@ class OpenclDevices(DeviceBackend):
             fixed += [mem, np.uint64(0)]
         has_merge = rendered.params.merge_node is not None
         symbols = rendered.params.static_symbols
-        kernels = [cl.Kernel(c.program, k.name) for k in rendered.kernels]
+        program = self.program(c, ordinal)
+        kernels = [cl.Kernel(program, k.name) for k in rendered.kernels]
         for kernel in kernels:
             for pos, arg in enumerate(fixed):
                 kernel.set_arg(pos, arg)
-        dummy = scratch[0] if scratch else self.alloc(ordinal, 1)
+        # An empty merge buffer still needs a buffer argument; only then is one allocated.
+        dummy = scratch[0] if scratch else self.alloc(ordinal, 1) if has_merge else None
         launches = [
             (
                 kernel,
@@ -343,7 +417,12 @@ class OpenclDevices(DeviceBackend):
                 cl.enqueue_nd_range_kernel(q, kernel, global_size, local_size)
 
         run.keep_alive = (scratch, dummy, c)  # type: ignore[attr-defined]
+        held = sum(max(n, 1) for _, n in rendered.scratch) + (1 if has_merge and not scratch else 0)
+        self.scratch_account.hold(run, ordinal, held)  # freed with the run
         return run
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        return self.scratch_account.bytes(ordinal)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -7,21 +7,11 @@ Backends are found through the ``arrayjit.backends`` entry points.
 """
 
 from arrayjit_backends.__about__ import __version__
-from arrayjit_backends.backend import (
-    Backend,
-    Capabilities,
-    Code,
-    Config,
-    Context,
-    Device,
-    MergeMode,
-    Routine,
-    Stream,
-    make_cpu_backend,
-)
+from arrayjit_backends.backend import Backend, Capabilities, Config
 from arrayjit_backends.backend_impl import NoDeviceBackend
 from arrayjit_backends.backend_intf import BackendInterface
-from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, ImmediateQueue
+from arrayjit_backends.context import Buffer, Code, Context, Device, Routine, Stream
+from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, DeviceInfo, ImmediateQueue
 from arrayjit_backends.missing import MissingBackend
 from arrayjit_backends.registry import (
     BackendEntry,
@@ -30,9 +20,11 @@ from arrayjit_backends.registry import (
     backend_names,
     device_entry,
     fresh_backend,
+    make_cpu_backend,
     no_device_entry,
     register,
 )
+from arrayjit_backends.transfers import MergeMode
 from arrayjit_tnode.errors import (
     ArrayjitError,
     BackendMissingError,
@@ -49,6 +41,7 @@ __all__ = [
     "BackendInterface",
     "BackendMissingError",
     "BackendStatus",
+    "Buffer",
     "Capabilities",
     "Code",
     "CompileError",
@@ -57,6 +50,7 @@ __all__ = [
     "CpuDevices",
     "Device",
     "DeviceBackend",
+    "DeviceInfo",
     "ImmediateQueue",
     "MemoryModeError",
     "MergeMode",

@@ -1,19 +1,26 @@
-"""The generic Backend: devices, streams, contexts, routines, memory and synchronization.
+"""The generic Backend: the facade users call (devices, streams, contexts, compiling,
+linking, transfers, events, memory), one implementation for every backend.
 
-One implementation serves every backend: it speaks only the device form
-(:class:`~arrayjit_backends.device_impl.DeviceBackend`), and CPU compilers reach that form
-through :class:`~arrayjit_backends.device_impl.CpuDevices`. It keeps, per device and buffer, the
-last writer's event and the streams reading it (:mod:`arrayjit_backends.hazards`), and inserts
-the waits itself, so users never need ``will_wait_for`` for correctness:
+It speaks only the device form (:class:`~arrayjit_backends.device_impl.DeviceBackend`), and CPU
+compilers reach that form through :class:`~arrayjit_backends.device_impl.CpuDevices`. Each
+method checks its arguments (errors name the node, backend and stream), then builds or uses:
 
-- a routine reading a buffer that another stream is writing waits for that writer's event;
-- ``from_host`` into a buffer waits for the streams still reading or writing it, and for
-  copies into the host array requested before it;
-- ``to_host`` runs after the buffer's writer and after the transfers of the host array requested
-  before it, and installs ``prepare_read`` on the node, so ``get_values()`` waits for the copy;
-- ``device_to_device`` orders the copy after the source's writer and before the destination's
-  next reader; a ``Streaming`` merge buffer is a reader of the source's buffer, and a write to
-  that buffer first gives the merge buffer its own copy.
+- :mod:`~arrayjit_backends.context`: devices, streams, contexts, buffers, code and routines
+  (calling a routine schedules it);
+- :mod:`~arrayjit_backends.transfers`: ``from_host``, ``to_host`` and ``device_to_device``;
+- :mod:`~arrayjit_backends.hazards`: per device and buffer, the last writer's event and the
+  streams reading it, from which the waits are inserted, so users never need ``will_wait_for``
+  for correctness:
+
+  - a routine reading a buffer that another stream is writing waits for that writer's event;
+  - ``from_host`` into a buffer waits for the streams still reading or writing it, and for
+    copies into the host array requested before it;
+  - ``to_host`` runs after the buffer's writer and after the transfers of the host array
+    requested before it, and installs ``prepare_read`` on the node, so ``get_values()`` waits
+    for the copy;
+  - ``device_to_device`` orders the copy after the source's writer and before the
+    destination's next reader; a ``Streaming`` merge buffer is a reader of the source's
+    buffer, and a write to that buffer first gives the merge buffer its own copy.
 """
 
 from __future__ import annotations
@@ -21,35 +28,41 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
-import threading
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
-from arrayjit_backends import hazards, settings
-from arrayjit_backends.backend_impl import NoDeviceBackend, Run
+from arrayjit_backends import hazards, settings, transfers
 from arrayjit_backends.bindings import (
-    Bindings,
     check_code_kind,
     check_compile_args,
+    check_host_memory_types,
     with_static_ranges,
 )
-from arrayjit_backends.device_impl import Buf, CpuDevices, DeviceBackend
-from arrayjit_backends.hazards import BufferHazards, Key
-from arrayjit_backends.scheduler import Event, StreamQueue
-from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
+from arrayjit_backends.context import (
+    Buffer,
+    Code,
+    Context,
+    Device,
+    Routine,
+    Stream,
+    extend,
+    free_pools,
+    given_buffers,
+)
+from arrayjit_backends.device_impl import Buf, DeviceBackend
+from arrayjit_backends.scheduler import Event
+from arrayjit_backends.slab import BufferLoc
+from arrayjit_backends.transfers import MergeMode
 from arrayjit_ir import lower, optimize, optimize_batch, pretty
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, Tnode, UsageError
-
-_device_ids = itertools.count()
-_ids_lock = threading.Lock()
+from arrayjit_tnode import Prec, StreamError, Tnode, UsageError
+from arrayjit_tnode import memory_mode as mm
 
 
 class Config(enum.Enum):
@@ -60,17 +73,6 @@ class Config(enum.Enum):
     MOST_PARALLEL_STREAMS = "most_parallel_streams"
 
 
-class MergeMode(enum.Enum):
-    """How ``device_to_device`` delivers a value."""
-
-    No = "No"
-    """Copy into the destination's own buffer of the node."""
-    Streaming = "Streaming"
-    """The destination's merge buffer reads the source's buffer directly (one memory)."""
-    Copy = "Copy"
-    """Copy into the destination stream's merge buffer (growing it when needed)."""
-
-
 @dataclass(frozen=True)
 class Capabilities:
     """What a backend supports; the conformance suite skips the rest with these reasons."""
@@ -79,199 +81,9 @@ class Capabilities:
     max_devices: int
     multiple_streams: bool
     unified_memory: bool
-
-
-class Device:
-    """A device of a backend, with its memory and synchronization bookkeeping."""
-
-    def __init__(self, backend: Backend, ordinal: int) -> None:
-        with _ids_lock:
-            self.id = next(_device_ids)
-        self.ordinal = ordinal
-        self.backend = backend
-        runtime = backend.runtime
-        self.slab = Slab(
-            lambda nbytes: runtime.alloc(ordinal, nbytes), lambda mem: runtime.free(ordinal, mem)
-        )
-        self.lock = threading.RLock()
-        self.hazards = BufferHazards()
-        """Writers, readers and merge-buffer views of this device's buffers."""
-        self.shared: dict[Tnode, BufferLoc] = {}
-        self.streams: list[Stream] = []
-
-    def __repr__(self) -> str:
-        return f"<Device {self.backend.name}:{self.ordinal} id={self.id}>"
-
-
-class Stream:
-    """A stream of a device: work on one stream runs in order."""
-
-    def __init__(self, device: Device, index: int, queue: StreamQueue) -> None:
-        self.device = device
-        self.index = index
-        self.queue = queue
-        self.name = queue.name
-        self.merge_node: Tnode | None = None
-        """The node the merge buffer will hold once the stream reaches its last transfer."""
-        self.merge_src: Buf | None = None
-        """Where the merge buffer's value is now (set by the stream's own tasks)."""
-        self._merge_mem: Any = None
-        self.merge_capacity = 0
-        """Bytes of the stream's own merge buffer (grown when a larger node arrives)."""
-
-    def merge_buffer_for(self, tn: Tnode) -> Buf:
-        """The stream's own merge buffer, grown when ``tn`` is larger than it."""
-        if self._merge_mem is None or self.merge_capacity < tn.size_in_bytes:
-            dev = self.device
-            self._merge_mem = dev.backend.runtime.alloc(dev.ordinal, max(tn.size_in_bytes, 1))
-            self.merge_capacity = tn.size_in_bytes
-        return (self._merge_mem, 0)
-
-    def hold(self, seconds: float) -> None:
-        """Test hook: delay this stream's next task by ``seconds`` without blocking the caller
-        (a no-op on ``sync_`` streams, whose tasks run at once on the caller's thread). Tests
-        use it to force a schedule in which one stream lags behind the others."""
-        self.queue.hold(seconds)
-
-    def __repr__(self) -> str:
-        return f"<Stream {self.name}>"
-
-
-class Context:
-    """Maps nodes to buffers on one stream. Contexts are persistent: linking twice from one
-    parent gives two independent children. Pools a context added are freed when it (and every
-    child and routine using it) is gone."""
-
-    def __init__(
-        self,
-        backend: Backend,
-        stream: Stream,
-        parent: Context | None,
-        buffers: Mapping[Tnode, BufferLoc],
-        own_pools: Sequence[int] = (),
-    ) -> None:
-        self.backend = backend
-        self.stream = stream
-        self.parent = parent
-        self.buffers: Mapping[Tnode, BufferLoc] = MappingProxyType(dict(buffers))
-        if own_pools:
-            weakref.finalize(self, _free_pools, stream.device, frozenset(own_pools))
-
-    @property
-    def device(self) -> Device:
-        """The stream's device."""
-        return self.stream.device
-
-    @property
-    def nodes(self) -> list[Tnode]:
-        """Nodes with a buffer in this context."""
-        return list(self.buffers)
-
-    def buf(self, tn: Tnode) -> Buf:
-        """``(memory handle, offset)`` of ``tn``'s buffer."""
-        return self.device.slab.buf(self.buffers[tn])
-
-    def __repr__(self) -> str:
-        return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
-
-
-def _free_pools(device: Device, pools: frozenset[int]) -> None:
-    """Release a context's pools and forget the synchronization state of their buffers."""
-    device.hazards.forget_pools(pools)
-    for p in pools:
-        device.slab.free_pool(p)
-
-
-@dataclass
-class Code:
-    """A compiled routine: its optimized IR and the native code."""
-
-    name: str
-    optimized: Optimized
-    native: Any
-    embedded: frozenset[Tnode] = frozenset()
-    kind: str = ""
-    """Which backends can link it (:meth:`DeviceBackend.code_kind`)."""
-
-
-class Routine:
-    """A linked routine: calling it schedules its work on its context's stream."""
-
-    def __init__(
-        self,
-        backend: Backend,
-        context: Context,
-        code: Code,
-        run: Run,
-    ) -> None:
-        self.backend = backend
-        self.context = context
-        self.name = code.name
-        opt = code.optimized
-        self.inputs: tuple[Tnode, ...] = opt.inputs
-        self.outputs: tuple[Tnode, ...] = opt.outputs
-        self.merge_buffer_input: Tnode | None = opt.merge_node
-        self._bindings = Bindings(opt.static_symbols, code.name)
-        self._symbols = opt.static_symbols
-        self._run = run
-        locs = context.buffers
-        self._reads: list[Key] = [
-            (tn.id, locs[tn])
-            for tn in opt.context_nodes
-            if opt.traced[tn].read_only or opt.traced[tn].read_before_write
-        ]
-        self._writes: list[Key] = [(tn.id, locs[tn]) for tn in self.outputs]
-        self._hosted_outputs = [(tn, locs[tn]) for tn in self.outputs if tn.is_hosted()]
-
-    def schedule(self) -> None:
-        """Schedule one run on the context's stream (what calling the routine does).
-
-        Raises:
-            UsageError: the backend was finalized, or the stream's merge buffer holds another
-                node than the one this routine reads.
-            StreamError: an earlier task on the stream failed.
-        """
-        backend = self.backend
-        backend._check_live()
-        stream = self.context.stream
-        dev = stream.device
-        want = self.merge_buffer_input
-        if want is not None and stream.merge_node != want:
-            have = stream.merge_node.debug_label if stream.merge_node is not None else "nothing"
-            raise UsageError(
-                f"routine {self.name} on {stream.name} reads the merge buffer as "
-                f"{want.debug_label}, but it holds {have}"
-            )
-        queue, table = stream.queue, dev.hazards
-        for key in self._writes:  # write after other streams' reads and write
-            backend._before_write(stream, key)
-        reads = self._reads
-        if want is not None and (view := table.view_of(stream)) is not None:
-            reads = [*reads, view]  # a Streaming merge buffer reads the source's buffer
-        for key in reads:
-            table.order_read(stream, key)
-        values = {s: self._bindings[s.name] for s in self._symbols}
-        run = self._run
-        queue.schedule(lambda: run(values))
-        if self._writes or reads:
-            table.record(stream, queue.all_work(), reads, self._writes)
-        for tn, loc in self._hosted_outputs:
-            hazards.mark_only_fresh(tn, dev.id, loc)
-
-    __call__ = schedule
-
-    @property
-    def bindings(self) -> Bindings:
-        """The static-index values the next runs use (checked against their ranges)."""
-        return self._bindings
-
-    @bindings.setter
-    def bindings(self, values: Mapping[str, int]) -> None:
-        # Assigning a mapping sets each value through the checks; it never replaces them.
-        self._bindings.update(values)
-
-    def __repr__(self) -> str:
-        return f"<Routine {self.name} on {self.context.stream.name}>"
+    use_host_memory: bool = False
+    """Whether :meth:`Backend.use_host_memory` is available: routines can run on the host
+    arrays of hosted nodes directly (the seed's ``use_host_memory``, only on unified memory)."""
 
 
 class Backend:
@@ -296,7 +108,12 @@ class Backend:
             max_devices=len(self._devices),
             multiple_streams=True,
             unified_memory=runtime.unified_memory,
+            use_host_memory=runtime.unified_memory,
         )
+        self._host_memory_nodes: weakref.WeakSet[Tnode] = weakref.WeakSet()
+        """Nodes declared by :meth:`use_host_memory`."""
+        self._placed: weakref.WeakSet[Tnode] = weakref.WeakSet()
+        """Nodes that got a buffer from this backend (too late to declare them)."""
         self._stream_ids = itertools.count()
         self.copies = 0
         """Host<->device and device<->device copies scheduled so far (for tests and debugging)."""
@@ -305,7 +122,7 @@ class Backend:
 
     def initialize(self, config: Config = Config.MOST_PARALLEL_STREAMS) -> None:
         """Set the stream strategy; safe to call again."""
-        self._check_live()
+        self.check_live()
         self.config = config
         self._initialized = True
 
@@ -327,7 +144,9 @@ class Backend:
         self.runtime.finalize()
         self._finalized = True
 
-    def _check_live(self) -> None:
+    def check_live(self) -> None:
+        """Raise :class:`UsageError` once the backend is finalized (the calls that do work,
+        and running a routine, start with this)."""
         if self._finalized:
             raise UsageError(f"backend {self.name} was finalized; create a fresh one")
 
@@ -348,7 +167,7 @@ class Backend:
         Raises:
             UsageError: ``ordinal`` is not an integer, or no such device.
         """
-        self._check_live()
+        self.check_live()
         if isinstance(ordinal, bool) or not isinstance(ordinal, (int, np.integer)):
             raise UsageError(
                 f"get_device: ordinal must be an integer, got {ordinal!r} "
@@ -380,7 +199,7 @@ class Backend:
         return stream.name
 
     def _check_device(self, device: Device) -> None:
-        self._check_live()
+        self.check_live()
         if not isinstance(device, Device):
             raise UsageError(
                 f"expected a Device of backend {self.name}, got {device!r} "
@@ -390,7 +209,7 @@ class Backend:
             raise UsageError(f"device {device!r} does not belong to backend {self.name}")
 
     def _check_context(self, ctx: Context, what: str) -> None:
-        self._check_live()
+        self.check_live()
         if not isinstance(ctx, Context):
             raise UsageError(
                 f"{what}: expected a Context of backend {self.name}, got {ctx!r} "
@@ -404,15 +223,89 @@ class Backend:
 
     # ---- contexts ----
 
-    def make_context(self, stream: Stream) -> Context:
-        """A context on ``stream`` without a parent."""
-        self._check_device(stream.device)
-        return Context(self, stream, None, {})
+    def make_context(
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None = None
+    ) -> Context:
+        """A context on ``stream`` without a parent, holding ``ctx_arrays`` (none by default).
 
-    def make_child(self, ctx: Context) -> Context:
-        """A context with ``ctx``'s stream and buffers, and ``ctx`` as its parent."""
+        A given buffer is the node's buffer as it is (what the context it came from left in
+        it, or zeros for a fresh one): linking uploads nothing into it, not even for a hosted
+        node. Synchronization is tracked per node and buffer, so contexts sharing a buffer on
+        different streams are ordered as usual.
+
+        Raises:
+            UsageError: ``stream`` is not a stream of this backend, or a given buffer is not a
+                :class:`Buffer` of the stream's device, is smaller than its node, or is not
+                aligned to the node's element size.
+        """
+        self._check_stream(stream, "make_context")
+        locs, given = given_buffers(stream, ctx_arrays, "make_context")
+        self._placed.update(locs)
+        return Context(self, stream, None, locs, given=given)
+
+    def make_child(self, ctx: Context, ctx_arrays: Mapping[Tnode, Buffer] | None = None) -> Context:
+        """A context with ``ctx``'s stream and ``ctx`` as its parent; its buffers are
+        ``ctx_arrays`` when given (replacing the parent's, as in the seed), else the parent's.
+
+        Raises:
+            UsageError: as :meth:`make_context`.
+        """
         self._check_context(ctx, "make_child")
-        return Context(self, ctx.stream, ctx, ctx.buffers)
+        if ctx_arrays is None:
+            return Context(self, ctx.stream, ctx, ctx.buffers)
+        locs, given = given_buffers(ctx.stream, ctx_arrays, "make_child")
+        self._placed.update(locs)
+        return Context(self, ctx.stream, ctx, locs, given=given)
+
+    def _check_stream(self, stream: Stream, what: str) -> None:
+        if not isinstance(stream, Stream):
+            raise UsageError(
+                f"{what}: expected a Stream of backend {self.name}, got {stream!r} "
+                f"({type(stream).__name__})"
+            )
+        self._check_device(stream.device)
+
+    def alloc_buffer(
+        self, size_in_bytes: int, stream: Stream, old_buffer: Buffer | None = None
+    ) -> Buffer:
+        """A buffer of at least ``size_in_bytes`` on ``stream``'s device: ``old_buffer``
+        itself when it is on that device and large enough (its contents kept), else a new,
+        zero-filled one (the old one is then released once nothing uses it). Counted by
+        :meth:`get_used_memory` while it lives.
+
+        Raises:
+            UsageError: ``size_in_bytes`` is not a non-negative integer, ``stream`` is not a
+                stream of this backend, or ``old_buffer`` is not a :class:`Buffer`.
+        """
+        self._check_stream(stream, "alloc_buffer")
+        if isinstance(size_in_bytes, bool) or not isinstance(size_in_bytes, (int, np.integer)):
+            raise UsageError(
+                f"alloc_buffer: size_in_bytes must be an integer, got {size_in_bytes!r}"
+            )
+        if size_in_bytes < 0:
+            raise UsageError(f"alloc_buffer: size_in_bytes must be >= 0, got {size_in_bytes}")
+        dev = stream.device
+        if old_buffer is not None:
+            if not isinstance(old_buffer, Buffer):
+                raise UsageError(f"alloc_buffer: old_buffer must be a Buffer, got {old_buffer!r}")
+            if old_buffer.device is dev and old_buffer.size_in_bytes >= size_in_bytes:
+                return old_buffer
+        pool = dev.slab.alloc_pool(int(size_in_bytes))
+        buf = Buffer(dev, BufferLoc(pool, 0), int(size_in_bytes), None)
+        weakref.finalize(buf, free_pools, dev, frozenset([pool]))
+        return buf
+
+    def alloc_zero_init_array(self, prec: Prec, dims: Sequence[int], stream: Stream) -> Buffer:
+        """A new zero-filled buffer for an array of ``prec`` and ``dims`` (the seed's
+        ``alloc_zero_init_array``).
+
+        Raises:
+            UsageError: as :meth:`alloc_buffer`, or ``prec`` is not a precision.
+        """
+        if not isinstance(prec, Prec):
+            raise UsageError(f"alloc_zero_init_array: prec must be a Prec, got {prec!r}")
+        nbytes = prec.byte_size * int(np.prod([int(d) for d in dims], dtype=np.int64))
+        return self.alloc_buffer(nbytes, stream)
 
     # ---- compiling and linking ----
 
@@ -427,47 +320,81 @@ class Backend:
         Raises:
             UsageError: unbound static symbols, a precision the backend does not support, or
                 other invalid computations.
+            MemoryModeError: the computation writes a ``Hosted(Constant)`` or
+                ``Hosted(Volatile)`` node (see
+                :func:`~arrayjit_backends.bindings.check_host_memory_types`).
             CompileError: the native compiler failed.
         """
-        self._check_live()
+        self.check_live()
         check_compile_args(comp, name, bindings)
         c = Comp.of(comp)
         llc = lower(c)
         opt = optimize(llc, name=name, static_symbols=tuple(bindings))
         opt = with_static_ranges(opt, llc, tuple(bindings))
         self._check_precs(opt)
+        check_host_memory_types(opt)
         kind = self.runtime.code_kind()
         code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes, kind)
         self._write_debug(code)
         return code
 
+    @overload
     def compile_batch(
         self,
         comps: Sequence[Comp | Assignment],
         names: Sequence[str],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code]: ...
+    @overload
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment | None],
+        names: Sequence[str | None],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code | None]: ...
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment | None],
+        names: Sequence[str | None],
         bindings: Sequence[StaticSymbol] = (),
-    ) -> list[Code]:
+    ) -> list[Code] | list[Code | None]:
         """Compile several computations that will run in one context lineage: nodes several of
-        them touch are never virtual or local."""
-        self._check_live()
+        them touch are never virtual or local.
+
+        As in the seed, entries are optional: a ``None`` computation gives a ``None`` code at
+        its position (its name may be ``None`` too), so a batch keeps the positions of a
+        caller's table; :meth:`link_batch` passes ``None`` codes through as ``None`` routines.
+
+        Raises:
+            UsageError: ``comps`` and ``names`` differ in length, a computation has no name,
+                or any error of :meth:`compile`.
+            MemoryModeError: a computation writes a hosted node that must not change on
+                devices (see :func:`~arrayjit_backends.bindings.check_host_memory_types`).
+        """
+        self.check_live()
         if len(comps) != len(names):
             raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
-        for comp, name in zip(comps, names):
+        present = [k for k, comp in enumerate(comps) if comp is not None]
+        for k in present:
+            comp, name = comps[k], names[k]
+            if name is None:
+                raise UsageError(f"compile_batch: entry {k} has a computation but no name")
             check_compile_args(comp, name, bindings)
-        cs = [Comp.of(c) for c in comps]
+        cs = [Comp.of(comps[k]) for k in present]  # type: ignore[arg-type]
         llcs = [lower(c) for c in cs]
-        opts = optimize_batch(llcs, list(names), tuple(bindings))
+        given = [names[k] for k in present]
+        opts = optimize_batch(llcs, given, tuple(bindings))  # type: ignore[arg-type]
         opts = [with_static_ranges(o, llc, tuple(bindings)) for o, llc in zip(opts, llcs)]
         for o in opts:
             self._check_precs(o)
-        natives = self.runtime.compile_batch(opts)
+            check_host_memory_types(o)
+        natives = self.runtime.compile_batch(opts) if opts else []
         kind = self.runtime.code_kind()
-        codes = [
-            Code(n, o, nat, c.embedded_nodes, kind)
-            for n, o, nat, c in zip(names, opts, natives, cs)
-        ]
-        for code in codes:
+        codes: list[Code | None] = [None] * len(comps)
+        for k, o, nat, c in zip(present, opts, natives, cs):
+            code = Code(o.name, o, nat, c.embedded_nodes, kind)
             self._write_debug(code)
+            codes[k] = code
         return codes
 
     def _write_debug(self, code: Code) -> None:
@@ -505,7 +432,7 @@ class Backend:
             raise UsageError(f"link: expected the Code of a compile, got {code!r}")
         self._check_context(ctx, f"link {code.name}")
         check_code_kind(code.kind, self.runtime.code_kind(), code.name, self.name)
-        child = self._extend(ctx, code)
+        child = extend(ctx, code, self._host_memory_nodes, self._placed)
         stream = child.stream
         bufs = {tn: child.buf(tn) for tn in code.optimized.context_nodes}
 
@@ -522,119 +449,70 @@ class Backend:
         )
         return Routine(self, child, code, run)
 
-    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]:
+    @overload
+    def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]: ...
+    @overload
+    def link_batch(self, ctx: Context, codes: Sequence[Code | None]) -> list[Routine | None]: ...
+    def link_batch(
+        self, ctx: Context, codes: Sequence[Code | None]
+    ) -> list[Routine] | list[Routine | None]:
         """Link several codes in a chain: each routine's context is the child of the previous
-        one's, so later routines see earlier routines' buffers."""
-        routines = []
+        one's, so later routines see earlier routines' buffers. A ``None`` code (an absent
+        entry of :meth:`compile_batch`) gives a ``None`` routine and leaves the chain as it
+        is."""
+        routines: list[Routine | None] = []
         for code in codes:
+            if code is None:
+                routines.append(None)
+                continue
             r = self.link(ctx, code)
             routines.append(r)
             ctx = r.context
         return routines
 
-    def _extend(self, ctx: Context, code: Code) -> Context:
-        opt = code.optimized
-        dev = ctx.device
-        new = [tn for tn in opt.context_nodes if tn not in ctx.buffers]
-        for tn in new:
-            hosted_source = tn.is_hosted() or tn in code.embedded
-            if tn in opt.inputs and not hosted_source and tn not in dev.shared:
-                raise UsageError(
-                    f"link {code.name}: the context on {ctx.stream.name} lacks node "
-                    f"{tn.debug_label}, which the routine reads; compute it in an earlier "
-                    f"routine of this context, or make it hosted"
-                )
-        buffers = dict(ctx.buffers)
-        shared = [tn for tn in new if tn.potentially_cross_stream()]
-        private = [tn for tn in new if not tn.potentially_cross_stream()]
-        pools: list[int] = []
-        with dev.lock:
-            missing_shared = [tn for tn in shared if tn not in dev.shared]
-            for tn, loc in zip(missing_shared, self._pack(dev, missing_shared, pools=None)):
-                dev.shared[tn] = loc
-            for tn in shared:
-                buffers[tn] = dev.shared[tn]
-        for tn, loc in zip(private, self._pack(dev, private, pools)):
-            buffers[tn] = loc
-        child = Context(self, ctx.stream, ctx, buffers, pools)
-        for tn in new:
-            if tn.is_hosted() and (tn in private or tn in missing_shared):
-                self._upload(child, tn)
-        return child
+    # ---- host memory (the seed's use_host_memory) ----
 
-    def _pack(self, dev: Device, nodes: list[Tnode], pools: list[int] | None) -> list[BufferLoc]:
-        if not nodes:
-            return []
-        items = [(tn.size_in_bytes, tn.prec.byte_size) for tn in nodes]
-        plan = plan_pool_segments(items, DEFAULT_POOL_CAP, [tn.debug_label for tn in nodes])
-        ids = [dev.slab.alloc_pool(size) for size in plan.sizes]
-        if pools is not None:
-            pools.extend(ids)
-        return [BufferLoc(ids[seg], off) for seg, off in plan.placements]
+    def use_host_memory(self, tn: Tnode) -> None:
+        """Declare that routines of this backend compute on ``tn``'s host array directly: its
+        buffer in every context is the host array itself, so nothing is copied in or out
+        (``from_host`` and ``to_host`` copy nothing and return True). Ordering is kept as for
+        any buffer: ``get_values()`` waits for the routines writing the node, ``set_values()``
+        for those reading or writing it, and other streams wait as usual. Routines keep
+        computing on the array that was the host array when the node was first linked.
 
-    # ---- transfers ----
-
-    def _before_write(self, stream: Stream, key: Key) -> None:
-        """Order a write of buffer ``key`` of ``stream``'s device (scheduled next on
-        ``stream``): merge buffers reading that buffer directly get their own copy of the
-        value they were sent, then the write waits for other streams' readers and writer."""
-        table = stream.device.hazards
-        if table.views:
-            for viewer, tn in table.viewers(key):
-                self._merge_copy(viewer, tn, key[1], stream.device)
-                table.drop_view(viewer)
-        table.order_write(stream, key)
-
-    def _merge_copy(self, stream: Stream, tn: Tnode, loc: BufferLoc, src_dev: Device) -> Event:
-        """Schedule on ``stream`` a copy of ``tn``'s buffer ``loc`` on ``src_dev`` into the
-        stream's own merge buffer, ordered after that buffer's writer; later writers of the
-        buffer wait for it."""
-        key = (tn.id, loc)
-        src_dev.hazards.order_read(stream, key)
-        queue, runtime = stream.queue, self.runtime
-        src_buf, src_ordinal, nbytes = src_dev.slab.buf(loc), src_dev.ordinal, tn.size_in_bytes
-        merge_buf = stream.merge_buffer_for(tn)
-
-        def copy_merge() -> None:
-            runtime.copy(queue, merge_buf, src_buf, nbytes, src_ordinal)
-            stream.merge_src = merge_buf
-
-        queue.schedule(copy_merge)
-        self.copies += 1
-        event = queue.all_work()
-        src_dev.hazards.record(stream, event, reads=[key])
-        return event
-
-    def _check_host_array(self, tn: Tnode, what: str) -> np.ndarray:
-        arr = tn.array
-        assert arr is not None
-        shape = tn.prec.host_shape(tn.dims)
-        if arr.shape != shape or arr.dtype != tn.prec.numpy_dtype:
+        Raises:
+            UsageError: the backend cannot (``capabilities.use_host_memory`` is False: its
+                device memory is not host memory), ``tn`` is not hosted, its sharing is
+                ``Per_stream`` (one host array cannot be a buffer per stream), or it already
+                has a buffer from this backend (declare before linking).
+        """
+        self.check_live()
+        if not isinstance(tn, Tnode):
+            raise UsageError(f"use_host_memory: expected a Tnode, got {tn!r}")
+        if not self.capabilities.use_host_memory:
             raise UsageError(
-                f"{what}: node {tn.debug_label} has a host array of shape {list(arr.shape)} and "
-                f"dtype {arr.dtype}, expected shape {list(shape)} and dtype {tn.prec.numpy_dtype}"
-                f" (backend {self.name})"
+                f"use_host_memory: backend {self.name} cannot compute on host arrays directly "
+                f"(its device memory is not host memory); node {tn.debug_label} is copied by "
+                f"from_host and to_host"
             )
-        if not arr.flags.c_contiguous:
+        if not tn.is_hosted():
             raise UsageError(
-                f"{what}: node {tn.debug_label}'s host array is not C-contiguous "
-                f"(backend {self.name})"
+                f"use_host_memory: node {tn.debug_label} is not hosted (memory mode "
+                f"{tn.memory_mode}); create it with hosted=True"
             )
-        return arr
+        if tn.sharing is mm.Sharing.Per_stream:
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} has sharing Per_stream, but its one "
+                f"host array cannot be a buffer per stream"
+            )
+        if tn in self._placed and tn not in self._host_memory_nodes:
+            raise UsageError(
+                f"use_host_memory: node {tn.debug_label} already has a buffer on backend "
+                f"{self.name}; declare it before linking a routine that uses it"
+            )
+        self._host_memory_nodes.add(tn)
 
-    def _upload(self, ctx: Context, tn: Tnode) -> None:
-        arr = self._check_host_array(tn, "from_host")
-        stream, dev, loc = ctx.stream, ctx.device, ctx.buffers[tn]
-        key = (tn.id, loc)
-        self._before_write(stream, key)
-        hazards.order_upload(tn, stream)  # after copies into the host array requested before
-        buf, runtime, queue = ctx.buf(tn), self.runtime, stream.queue
-        queue.schedule(lambda: runtime.to_device(queue, buf, arr))
-        self.copies += 1
-        event = queue.all_work()
-        hazards.record_upload(tn, stream, event)  # set_values waits for it
-        dev.hazards.record(stream, event, writes=[key])
-        hazards.mark_fresh(tn, dev.id, loc)
+    # ---- transfers (transfers.py) ----
 
     def from_host(self, ctx: Context, tn: Tnode) -> bool:
         """Schedule a copy of ``tn``'s host array into its buffer in ``ctx``. No copy is made
@@ -648,13 +526,7 @@ class Backend:
             UsageError: the host array's shape or dtype does not match the node.
         """
         self._check_context(ctx, "from_host")
-        if not tn.is_hosted() or tn not in ctx.buffers:
-            return False
-        self._check_host_array(tn, "from_host")
-        if hazards.is_fresh(tn, ctx.device.id, ctx.buffers[tn]):
-            return True
-        self._upload(ctx, tn)
-        return True
+        return transfers.from_host(ctx, tn)
 
     def to_host(self, ctx: Context, tn: Tnode) -> bool:
         """Schedule a copy of ``tn``'s buffer in ``ctx`` to its host array; ``get_values()``
@@ -664,21 +536,7 @@ class Backend:
             False where ``tn`` is not hosted or has no buffer in ``ctx``.
         """
         self._check_context(ctx, "to_host")
-        if not tn.is_hosted() or tn not in ctx.buffers:
-            return False
-        arr = self._check_host_array(tn, "to_host")
-        stream, dev, loc = ctx.stream, ctx.device, ctx.buffers[tn]
-        key = (tn.id, loc)
-        dev.hazards.order_read(stream, key)
-        hazards.order_download(tn, stream)  # transfers of the host array land in request order
-        buf, runtime, queue = ctx.buf(tn), self.runtime, stream.queue
-        queue.schedule(lambda: runtime.to_host(queue, arr, buf))
-        self.copies += 1
-        event = queue.all_work()
-        hazards.record_download(tn, stream, event)  # get_values waits for it
-        dev.hazards.record(stream, event, reads=[key])
-        hazards.mark_only_fresh(tn, dev.id, loc)  # other buffers may hold other values
-        return True
+        return transfers.to_host(ctx, tn)
 
     def device_to_device(
         self, tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src: Context
@@ -693,56 +551,13 @@ class Backend:
         """
         self._check_context(dst, "device_to_device (dst)")
         self._check_context(src, "device_to_device (src)")
-        if tn not in src.buffers:
-            return False
-        stream, queue, runtime = dst.stream, dst.stream.queue, self.runtime
-        src_dev, src_loc = src.device, src.buffers[tn]
-        src_key = (tn.id, src_loc)
-        if into_merge_buffer is MergeMode.No:
-            if tn not in dst.buffers:
-                return False
-            if dst.device is src_dev and dst.buffers[tn] == src_loc:
-                return True  # one buffer shared by both streams
-            dst_loc = dst.buffers[tn]
-            dst_key = (tn.id, dst_loc)
-            src_dev.hazards.order_read(stream, src_key)
-            self._before_write(stream, dst_key)
-            src_buf, src_ordinal, nbytes = src.buf(tn), src_dev.ordinal, tn.size_in_bytes
-            dst_buf = dst.buf(tn)
-            queue.schedule(lambda: runtime.copy(queue, dst_buf, src_buf, nbytes, src_ordinal))
-            self.copies += 1
-            event = queue.all_work()
-            dst.device.hazards.record(stream, event, writes=[dst_key])
-            src_dev.hazards.record(stream, event, reads=[src_key])
-            if tn.is_hosted():  # the destination now holds what the source held
-                if hazards.is_fresh(tn, src_dev.id, src_loc):
-                    hazards.mark_fresh(tn, dst.device.id, dst_loc)
-                else:
-                    hazards.mark_stale(tn, dst.device.id, dst_loc)
-            return True
-        stream.merge_node = tn
-        dst.device.hazards.drop_view(stream)
-        if into_merge_buffer is MergeMode.Copy or dst.device is not src_dev:
-            self._merge_copy(stream, tn, src_loc, src_dev)
-            return True
-        # Streaming: the merge buffer is the source's buffer. Routines reading it count as
-        # readers of that buffer, and a write to it first gives the merge buffer a copy.
-        src_dev.hazards.order_read(stream, src_key)
-        src_buf = src.buf(tn)
-
-        def stream_merge() -> None:
-            stream.merge_src = src_buf
-
-        queue.schedule(stream_merge)
-        src_dev.hazards.record(stream, queue.all_work(), reads=[src_key])
-        src_dev.hazards.set_view(stream, tn, src_key)
-        return True
+        return transfers.device_to_device(tn, into_merge_buffer, dst, src)
 
     # ---- events ----
 
     def all_work(self, stream: Stream) -> Event:
         """An event done once everything scheduled on ``stream`` so far has run."""
-        self._check_live()
+        self.check_live()
         return stream.queue.all_work()
 
     def is_done(self, event: Event) -> bool:
@@ -760,12 +575,31 @@ class Backend:
 
     def await_stream(self, stream: Stream) -> None:
         """Block until ``stream`` is idle; re-raises a failed task as :class:`StreamError`."""
-        self._check_live()
+        self.check_live()
         stream.queue.await_idle()
 
     def is_idle(self, stream: Stream) -> bool:
         """Whether ``stream`` has no queued or running work."""
         return stream.queue.is_idle()
+
+    def synchronize(self, device: Device) -> None:
+        """Block until every stream of ``device`` is idle (seed 004's device-wide
+        ``synchronize``). Every stream is waited for even when one has failed.
+
+        Raises:
+            UsageError: ``device`` is not a device of this backend.
+            StreamError: a stream of the device failed (the first such error; the others are
+                raised again by their streams' next calls).
+        """
+        self._check_device(device)
+        first: BaseException | None = None
+        for stream in list(device.streams):
+            try:
+                stream.queue.await_idle()
+            except StreamError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
 
     # ---- tasks of other packages (arrayjit-distributed's collectives) ----
 
@@ -802,7 +636,7 @@ class Backend:
         read_keys = [(tn.id, ctx.buffers[tn]) for tn in reads]
         write_keys = [(tn.id, ctx.buffers[tn]) for tn in writes]
         for key in write_keys:
-            self._before_write(stream, key)
+            transfers.before_write(stream, key)
         for key in read_keys:
             dev.hazards.order_read(stream, key)
         stream.queue.schedule(task)
@@ -811,13 +645,23 @@ class Backend:
         for tn in writes:
             if tn.is_hosted():
                 hazards.mark_only_fresh(tn, dev.id, ctx.buffers[tn])
+        for tn in {*reads, *writes}:
+            if transfers.on_host(ctx, tn):
+                hazards.record_host_access(tn, stream, event, writes=tn in writes)
         return event
 
     # ---- memory and debugging ----
 
     def get_used_memory(self, device: Device) -> int:
-        """Bytes of live buffers on ``device`` (pools and merge buffers)."""
-        return device.slab.used_bytes + sum(s.merge_capacity for s in device.streams)
+        """Bytes of live buffers on ``device``: pools, buffers from :meth:`alloc_buffer`,
+        merge buffers and the runtime's kernel scratch (an upper bound of the memory used
+        for arrays, as the seed asks; host arrays used by :meth:`use_host_memory` are the
+        user's and not counted)."""
+        return (
+            device.slab.used_bytes
+            + sum(s.merge_capacity for s in device.streams)
+            + self.runtime.scratch_bytes(device.ordinal)
+        )
 
     def get_debug_info(self, stream: Stream) -> dict[str, Any]:
         """Per-stream state."""
@@ -841,21 +685,4 @@ class Backend:
         return f"<Backend {self.name}>"
 
 
-def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
-    """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
-    return Backend(CpuDevices(full_name, scheduler_prefix, no_device))
-
-
-__all__ = [
-    "Backend",
-    "Bindings",
-    "Capabilities",
-    "Code",
-    "Config",
-    "Context",
-    "Device",
-    "MergeMode",
-    "Routine",
-    "Stream",
-    "make_cpu_backend",
-]
+__all__ = ["Backend", "Capabilities", "Config"]

@@ -82,6 +82,12 @@ class NoDeviceBackend(abc.ABC):
             calling the native procedure.
         """
 
+    def scratch_bytes(self) -> int:
+        """Bytes of memory the compiler's linked procedures hold outside the buffers they were
+        given (scratch arrays allocated at link); ``get_used_memory`` adds it. 0 by
+        default."""
+        return 0
+
     def describe(self) -> dict[str, Any]:
         """Backend-specific facts for debug output (compiler, version, flags...)."""
         return {"name": self.name}

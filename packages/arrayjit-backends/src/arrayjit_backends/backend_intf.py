@@ -3,7 +3,9 @@
 The three roles of the backend layer stand as files: this interface (what users call),
 :mod:`~arrayjit_backends.device_impl` and :mod:`~arrayjit_backends.backend_impl` (what a backend
 author writes), and the glue that turns the second into the first
-(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.scheduler`).
+(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.context`,
+:mod:`~arrayjit_backends.transfers`, :mod:`~arrayjit_backends.hazards`,
+:mod:`~arrayjit_backends.scheduler`).
 
 :func:`~arrayjit_backends.fresh_backend` returns a :class:`BackendInterface`; both the real
 :class:`~arrayjit_backends.backend.Backend` and the stand-in
@@ -13,24 +15,17 @@ of this module. A misspelt method on a backend is then a type error, not a runti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
-    from arrayjit_backends.backend import (
-        Capabilities,
-        Code,
-        Config,
-        Context,
-        Device,
-        MergeMode,
-        Routine,
-        Stream,
-    )
+    from arrayjit_backends.backend import Capabilities, Config
+    from arrayjit_backends.context import Buffer, Code, Context, Device, Routine, Stream
     from arrayjit_backends.scheduler import Event
+    from arrayjit_backends.transfers import MergeMode
     from arrayjit_ir.assignments import Assignment, Comp
     from arrayjit_ir.indexing import StaticSymbol
-    from arrayjit_tnode import Tnode
+    from arrayjit_tnode import Prec, Tnode
 
 
 class BackendInterface(Protocol):
@@ -54,23 +49,43 @@ class BackendInterface(Protocol):
     def suggested_num_streams(self, device: Device) -> int: ...
     def new_stream(self, device: Device) -> Stream: ...
     def get_name(self, stream: Stream) -> str: ...
-    def make_context(self, stream: Stream) -> Context: ...
-    def make_child(self, ctx: Context) -> Context: ...
+    def make_context(
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None = ...
+    ) -> Context: ...
+    def make_child(
+        self, ctx: Context, ctx_arrays: Mapping[Tnode, Buffer] | None = ...
+    ) -> Context: ...
+    def alloc_buffer(
+        self, size_in_bytes: int, stream: Stream, old_buffer: Buffer | None = ...
+    ) -> Buffer: ...
+    def alloc_zero_init_array(self, prec: Prec, dims: Sequence[int], stream: Stream) -> Buffer: ...
 
     # ---- compiling and linking ----
     def compile(
         self, comp: Comp | Assignment, name: str = ..., bindings: Sequence[StaticSymbol] = ...
     ) -> Code: ...
+    @overload
     def compile_batch(
         self,
         comps: Sequence[Comp | Assignment],
         names: Sequence[str],
         bindings: Sequence[StaticSymbol] = ...,
     ) -> list[Code]: ...
+    @overload
+    def compile_batch(
+        self,
+        comps: Sequence[Comp | Assignment | None],
+        names: Sequence[str | None],
+        bindings: Sequence[StaticSymbol] = ...,
+    ) -> list[Code | None]: ...
     def link(self, ctx: Context, code: Code) -> Routine: ...
+    @overload
     def link_batch(self, ctx: Context, codes: Sequence[Code]) -> list[Routine]: ...
+    @overload
+    def link_batch(self, ctx: Context, codes: Sequence[Code | None]) -> list[Routine | None]: ...
 
     # ---- transfers ----
+    def use_host_memory(self, tn: Tnode) -> None: ...
     def from_host(self, ctx: Context, tn: Tnode) -> bool: ...
     def to_host(self, ctx: Context, tn: Tnode) -> bool: ...
     def device_to_device(
@@ -84,6 +99,7 @@ class BackendInterface(Protocol):
     def will_wait_for(self, ctx: Context, event: Event) -> None: ...
     def await_stream(self, stream: Stream) -> None: ...
     def is_idle(self, stream: Stream) -> bool: ...
+    def synchronize(self, device: Device) -> None: ...
 
     # ---- accounting and debugging ----
     def get_used_memory(self, device: Device) -> int: ...

@@ -1,4 +1,4 @@
-"""Static-index bindings of a routine, and the checks that keep them (and linking) safe.
+"""Static-index bindings of a routine, and the checks that compile and link make.
 
 - :class:`Bindings`: the values of a routine's static indices, by symbol name. It is a
   :class:`~collections.abc.MutableMapping`, not a ``dict`` subclass, so every way to change it
@@ -8,6 +8,8 @@
 - :func:`with_static_ranges`: an optimized routine whose static symbols carry those ranges.
 - :func:`check_code_kind`: code compiled by one kind of backend cannot be linked into another's
   context (a cc library in an llvm context, an OpenCL program in another OpenCL context).
+- :func:`check_host_memory_types`: a routine may not write a hosted node whose memory type says
+  it never changes on devices; the others it writes become ``Changed_on_devices``.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from arrayjit_ir import low_level as L
 from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch, Noop
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import UsageError
+from arrayjit_tnode import MemoryModeError, UsageError
+from arrayjit_tnode import memory_mode as mm
 
 INDEX_LIMIT = 1 << 63
 """Static indices are passed to generated code as signed 64-bit integers."""
@@ -148,4 +151,50 @@ def check_code_kind(code_kind: str, context_kind: str, routine: str, backend: st
         )
 
 
-__all__ = ["Bindings", "check_code_kind", "check_compile_args", "with_static_ranges"]
+PROV_WRITTEN_ON_DEVICE = 60
+"""Provenance of the ``Hosted(Changed_on_devices)`` refinement a routine writing a hosted node
+makes (see :func:`check_host_memory_types`)."""
+
+
+def check_host_memory_types(opt: Optimized) -> None:
+    """Enforce the seed's host memory types on the hosted nodes a routine writes.
+
+    ``Constant`` never changes after initialization and ``Volatile`` changes only on the host
+    (reaching devices by ``from_host``, then maybe ``device_to_device``): a routine writing
+    either is refused. Any other hosted node a routine writes changes on devices, so its type is
+    refined to ``Changed_on_devices`` (keeping its sharing), as the seed's lattice says.
+
+    Raises:
+        MemoryModeError: the routine writes a ``Hosted(Constant)`` or ``Hosted(Volatile)`` node
+            (the message names the node and the routine).
+    """
+    for tn in opt.outputs:
+        mode = tn.memory_mode
+        if not isinstance(mode, mm.Hosted):
+            continue
+        if isinstance(mode.memory_type, (mm.Constant, mm.Volatile)):
+            meaning = (
+                "never changes after initialization"
+                if isinstance(mode.memory_type, mm.Constant)
+                else "changes only on the host (reaching devices by from_host)"
+            )
+            raise MemoryModeError(
+                f"routine {opt.name} writes node {tn.debug_label}, whose memory mode {mode} "
+                f"(provenance {tn.memory_mode_provenance}) says it {meaning}"
+            )
+        try:
+            tn.update_memory_mode(mm.Hosted(mm.Changed_on_devices()), PROV_WRITTEN_ON_DEVICE)
+        except MemoryModeError as exc:
+            raise MemoryModeError(
+                f"routine {opt.name} writes node {tn.debug_label}: {exc}"
+            ) from None
+
+
+__all__ = [
+    "PROV_WRITTEN_ON_DEVICE",
+    "Bindings",
+    "check_code_kind",
+    "check_compile_args",
+    "check_host_memory_types",
+    "with_static_ranges",
+]

@@ -7,7 +7,14 @@ stable order: the context nodes' buffers (by name), the merge buffer, then the s
 
 Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
 (half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
-Integer division and remainder by zero give 0, as in the reference interpreter. uint4x32 values
+Integer arithmetic wraps; integer division and remainder by zero give 0, and for signed types
+``x / -1`` is ``-x`` (wrapping) and ``x % -1`` is 0, as in the reference interpreter (C traps on
+``INT_MIN / -1``). A float converts to an integer by the saturating rule (NaN gives 0, values
+beyond the range its nearest end, others truncate toward zero: :func:`float_to_int_helpers`),
+integer ops computed in floating point too. Float ``max`` and ``min`` are the NaN-propagating
+``aj_fmax``/``aj_fmin`` of the prelude (never C's ``fmax``), and ``fma`` (the op, and each step
+of a multiply-accumulate) is C's single-rounding ``fma``; nothing else may be contracted (the
+compilers run with contraction off). uint4x32 values
 are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes lanes 0 and 1
 (its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32 condition is true when
 any lane is nonzero, and arithmetic other than threefry runs on lane 0 as uint64.
@@ -19,11 +26,14 @@ import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
+import numpy as np
+
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 
@@ -34,6 +44,48 @@ class KernelParams:
     buffers: tuple[Tnode, ...]
     merge_node: Tnode | None
     static_symbols: tuple[StaticSymbol, ...]
+
+
+_INT_CTYPES: dict[str, tuple[int, bool]] = {
+    "uint8_t": (8, False),
+    "uint16_t": (16, False),
+    "int32_t": (32, True),
+    "uint32_t": (32, False),
+    "int64_t": (64, True),
+    "uint64_t": (64, False),
+}
+"""The integer compute types (the renderers' names for them): width and signedness."""
+
+
+def int_literal(v: int, ctype: str) -> str:
+    """The C literal of the integer ``v`` (in ``ctype``'s range) as a ``ctype``."""
+    if v == -(1 << 63):
+        return f"(({ctype})(-0x7FFFFFFFFFFFFFFFLL - 1))"
+    return f"(({ctype}){v}{'ULL' if v >= 1 << 63 else 'LL'})"
+
+
+def float_to_int_helpers(qualifier: str, sources: tuple[str, ...] = ("float", "double")) -> str:
+    """C functions ``aj_<src>_to_<dst>(x)`` converting the float type ``src`` to each integer
+    compute type by the saturating rule of :func:`arrayjit_ir.ops.float_to_int`. The comparisons
+    use the range's bounds as powers of two, exact in every float type, so the final cast only
+    sees values C defines it on (a truncation toward zero that fits)."""
+    out = []
+    for src in sources:
+        f = "f" if src == "float" else ""
+        for dst, (bits, signed) in _INT_CTYPES.items():
+            if signed:
+                lo, hi = f"-0x1p{bits - 1}{f}", f"0x1p{bits - 1}{f}"
+                low = int_literal(-(1 << (bits - 1)), dst)
+                high = int_literal((1 << (bits - 1)) - 1, dst)
+                below = f"x <= {lo} ? {low}"
+            else:
+                hi, high = f"0x1p{bits}{f}", int_literal((1 << bits) - 1, dst)
+                below = f"x <= -1.0{f} ? ({dst})0"
+            out.append(
+                f"{qualifier} {dst} aj_{src}_to_{dst}({src} x) {{ return x != x ? ({dst})0 : "
+                f"{below} : x >= {hi} ? {high} : ({dst})x; }}"
+            )
+    return "\n".join(out) + "\n"
 
 
 PARALLEL_MIN_WORK = 1 << 15
@@ -108,6 +160,11 @@ def _has_zero_out(s: L.Stmt) -> bool:
     return False
 
 
+SIMD_LANES = 4
+"""Lanes a vectorizing renderer counts on when it widens the blocks of blocked sums
+(:func:`arrayjit_ir.summation.widen_blocks`): 4 floats or doubles (SSE, NEON, AVX)."""
+
+
 REDUCTION_OPS = {ops.Binop.add: "+", ops.Binop.mul: "*", ops.Binop.max: "max", ops.Binop.min: "min"}
 """Accumulations a renderer may turn into a scalar reduction, with their OpenMP operator."""
 
@@ -122,6 +179,8 @@ class ScalarReduction:
     target: L.Set
     op: ops.Binop
     term: L.Expr
+    fused: bool = False
+    """A multiply-accumulate: ``term`` is ``x * w`` and each step is ``fma(x, w, cell)``."""
 
 
 def _index_symbols(i: AxisIndex) -> set[Symbol | StaticSymbol]:
@@ -144,17 +203,20 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
         return None  # small floats round at every store: keep the interpreter's steps
     if body.tn.prec is Prec.uint4x32:
         return None  # its arithmetic keeps only lane 0 between steps: it does not reassociate
-    v = body.value
-    if not (
-        isinstance(v, L.Binop) and v.op in REDUCTION_OPS and v.a == L.Get(body.tn, body.indices)
-    ):
-        return None
+    cell = L.Get(body.tn, body.indices)
+    match body.value:
+        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
+            fused = False
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
+            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
+        case _:
+            return None
     looped = {lp.index for lp in loops}
     if any(_index_symbols(i) & looped for i in body.indices):
         return None
-    if any(g.tn is body.tn for g in _expr_gets(v.b)):
+    if any(g.tn is body.tn for g in _expr_gets(term)):
         return None
-    return ScalarReduction(tuple(loops), body, v.op, v.b)
+    return ScalarReduction(tuple(loops), body, op, term, fused)
 
 
 def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
@@ -162,16 +224,28 @@ def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
     (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small floats round at
     every step and keep their order."""
     body = loop.body
-    if not isinstance(body, L.Set_local) or not isinstance(body.value, L.Binop):
+    if not isinstance(body, L.Set_local):
         return None
     sc, v = body.scope, body.value
-    if v.op not in (ops.Binop.add, ops.Binop.mul) or v.a != L.Get_local(sc):
-        return None
+    match v:
+        case L.Binop(op=ops.Binop.add | ops.Binop.mul as op, a=a, b=term) if a == L.Get_local(sc):
+            pass
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == L.Get_local(sc):
+            op, term = ops.Binop.add, L.Binop(ops.Binop.mul, x, w)  # a multiply-accumulate
+        case _:
+            return None
     if sc.tn.prec is Prec.uint4x32 or (sc.tn.prec.is_float and sc.tn.prec.byte_size < 4):
         return None
-    if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v.b)):
+    if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(term)):
         return None
-    return REDUCTION_OPS[v.op], sc
+    if has_loops(term):
+        return None  # a level of a blocked sum: its inner loops carry their own pragmas
+    return REDUCTION_OPS[op], sc
+
+
+def has_loops(e: L.Expr) -> bool:
+    """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
+    return any(isinstance(x, L.Local_scope) and _loop_work(x.body) > 1 for x in L.sub_exprs(e))
 
 
 def _lane_arithmetic(e: L.Expr) -> bool:
@@ -240,7 +314,6 @@ class CSyntax:
     """Where integer ``pow`` and transcendental unary ops are computed."""
     prelude = (
         "#include <stdint.h>\n#include <math.h>\n"
-        "#define aj_finite_trunc(x) (isfinite(x) ? trunc(x) : 0)\n"
         "static inline float aj_bf16_to_f32(uint16_t b) { union { uint32_t u; float f; } v; "
         "v.u = (uint32_t)b << 16; return v.f; }\n"
         "static inline uint16_t aj_f32_to_bf16(float f) { union { uint32_t u; float f; } v; "
@@ -279,6 +352,16 @@ class CSyntax:
         "for (int i = 0; i < 4; ++i) x[i] += ks[(j + i) % 5]; x[3] += (uint32_t)j; }\n"
         "  }\n"
         "  aj_u4 out = {{x[0], x[1], x[2], x[3]}};\n  return out;\n}\n"
+        + ops.c_minmax("static inline")
+        # OpenMP's own max/min reductions combine partial results with C's rule, which drops
+        # NaN: reductions of floats name these instead (see omp_reduction_op).
+        + "".join(
+            f"#pragma omp declare reduction(aj_{op} : {t} : omp_out = aj_f{op}{f}(omp_out, "
+            f"omp_in)) initializer(omp_priv = {'-' if op == 'max' else ''}INFINITY)\n"
+            for op in ("max", "min")
+            for t, f in (("float", "f"), ("double", ""))
+        )
+        + float_to_int_helpers("static inline")
     )
 
     def __init__(self) -> None:
@@ -344,14 +427,16 @@ class CSyntax:
 
     def convert(self, text: str, src: Prec, dst: Prec) -> str:
         """A value of ``src``'s compute type as ``dst``'s compute type (C's cast, except for
-        uint4x32: see the module docstring)."""
+        floats to integers, which saturate, and uint4x32: see the module docstring)."""
         ct = self.compute_type(dst)
         if src is Prec.uint4x32:
             return text if dst is Prec.uint4x32 else f"(({ct})({text}).v[0])"
         if dst is Prec.uint4x32:
             if src.is_float:
-                text = f"aj_finite_trunc({text})"
+                text = f"aj_{self.compute_type(src)}_to_int64_t({text})"
             return f"aj_u4_of((uint64_t)(int64_t)({text}))"
+        if src.is_float and not dst.is_float:
+            return f"aj_{self.compute_type(src)}_to_{ct}({text})"
         return f"(({ct}){text})"
 
     def zero(self, prec: Prec) -> str:
@@ -424,6 +509,10 @@ class CSyntax:
     # ---- expressions ----
 
     def const(self, v: float, ctype: str) -> str:
+        if ctype in _INT_CTYPES:  # the saturating rule, applied here
+            bits, signed = _INT_CTYPES[ctype]
+            dtype = np.dtype(f"{'i' if signed else 'u'}{bits // 8}")
+            return int_literal(int(ops.float_to_int(v, dtype)), ctype)
         if math.isnan(v):
             return f"(({ctype})NAN)"
         if math.isinf(v):
@@ -458,7 +547,7 @@ class CSyntax:
             case L.Embed_index(index=i):
                 return self.convert(f"({self.index(i)})", Prec.int64, prec)
             case L.Constant(value=v) if prec is Prec.uint4x32:
-                return self.convert(f"{int(v) if math.isfinite(v) else 0}LL", Prec.int64, prec)
+                return self.convert(self.const(v, "int64_t"), Prec.int64, prec)
             case L.Constant(value=v):
                 return self.const(v, ct)
             case L.Constant_bits(value=v):
@@ -475,7 +564,10 @@ class CSyntax:
                     x, y = self.hoist(x, ct, pre), self.hoist(y, ct, pre)
                 return self.binop(op, x, y, ct, is_int)
             case L.Unop(op=op, a=a):
-                return self.unop(op, self.expr(a, prec, pre, indent), ct, is_int)
+                x = self.expr(a, prec, pre, indent)
+                if op in (ops.Unop.relu, ops.Unop.satur01):
+                    x = self.hoist(x, ct, pre)  # read several times by the selection
+                return self.unop(op, x, ct, is_int)
             case L.Ternop(op=ops.Ternop.where, a=c, b=b, c=d):
                 cond = self.expr(c, natural_prec(c), pre, indent)
                 if natural_prec(c) is Prec.uint4x32:
@@ -489,6 +581,26 @@ class CSyntax:
                     return f"(({ct})({x} * {y} + {z}))"
                 return f"fma{self._f(ct)}({x}, {y}, {z})"
         raise UsageError(f"the C renderer cannot render {type(e).__name__}")
+
+    def reduction_step(self, red: ScalarReduction, acc: str, pre: list[str], indent: int) -> str:
+        """The value of the accumulator ``acc`` after one step of ``red``: ``op(acc, term)``,
+        or ``fma(x, w, acc)`` for a multiply-accumulate."""
+        prec = red.target.tn.prec
+        ct = self.compute_type(prec)
+        if red.fused:
+            assert isinstance(red.term, L.Binop)
+            x = self.expr(red.term.a, prec, pre, indent)
+            w = self.expr(red.term.b, prec, pre, indent)
+            return f"fma{self._f(ct)}({x}, {w}, {acc})"
+        term = self.expr(red.term, prec, pre, indent)
+        return self.binop(red.op, acc, term, ct, ct not in ("float", "double"))
+
+    def omp_reduction_op(self, op: ops.Binop, ct: str) -> str:
+        """The OpenMP reduction identifier of accumulating with ``op`` in type ``ct``: float
+        max and min use the NaN-propagating reductions the prelude declares."""
+        if ct in ("float", "double") and op in (ops.Binop.max, ops.Binop.min):
+            return f"aj_{op.value}"
+        return REDUCTION_OPS[op]
 
     def hoist(self, text: str, ct: str, pre: list[str]) -> str:
         """Evaluate ``text`` into a temporary before the statement. Used for the operands of
@@ -505,7 +617,15 @@ class CSyntax:
     def binop(self, op: ops.Binop, x: str, y: str, ct: str, is_int: bool) -> str:
         """C for ``op(x, y)`` in type ``ct``."""
         if is_int:
+            signed = _INT_CTYPES.get(ct, (0, False))[1]
             match op:
+                case ops.Binop.div if signed:  # -x in unsigned arithmetic: it wraps, no trap
+                    return (
+                        f"(({y}) == 0 ? ({ct})0 : ({y}) == -1 ? ({ct})(0 - (u{ct})({x})) : "
+                        f"({ct})({x} / {y}))"
+                    )
+                case ops.Binop.mod if signed:
+                    return f"(({y}) == 0 || ({y}) == -1 ? ({ct})0 : ({ct})({x} % {y}))"
                 case ops.Binop.div:
                     return f"(({y}) == 0 ? ({ct})0 : ({ct})({x} / {y}))"
                 case ops.Binop.mod:
@@ -516,7 +636,7 @@ class CSyntax:
                     return f"({x} < {y} ? {x} : {y})"
                 case ops.Binop.pow:
                     mt = self.int_math_type
-                    return f"(({ct})aj_finite_trunc(pow{self._f(mt)}(({mt}){x}, ({mt}){y})))"
+                    return f"aj_{mt}_to_{ct}(pow{self._f(mt)}(({mt}){x}, ({mt}){y}))"
         if op in (ops.Binop.cmplt, ops.Binop.cmpeq, ops.Binop.cmpne, ops.Binop.or_, ops.Binop.and_):
             return f"(({ct}){ops.C_BINOP[op].format(x, y)})"
         return f"(({ct}){ops.C_BINOP[op].format(x, y, f=self._f(ct))})"
@@ -537,10 +657,10 @@ class CSyntax:
                     | (ops.Unop.identity)
                 ):
                     pass
-                case _:  # as the interpreter: a non-finite result (log 0) gives 0
+                case _:  # computed in floating point, converted by the saturating rule
                     mt = self.int_math_type
                     inner = ops.C_UNOP[op].format(f"(({mt}){x})", f=self._f(mt))
-                    return f"(({ct})aj_finite_trunc({inner}))"
+                    return f"aj_{mt}_to_{ct}({inner})"
         return f"(({ct}){ops.C_UNOP[op].format(x, f=self._f(ct))})"
 
     # ---- statements ----
@@ -590,6 +710,8 @@ class CSyntax:
                     out.add(indent, self.declare(sc))
                 pre = []
                 val = self.expr(v, sc.tn.prec, pre, indent)
+                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
+                    val = self.load(sc.tn.prec, self.store(sc.tn.prec, val))
                 self._emit(out, indent, pre, f"{self.local(sc)} = {val};")
             case _:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")
@@ -636,28 +758,24 @@ class CSyntax:
         ct = self.compute_type(tn.prec)
         cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
         acc = self.temp("acc")
-        op = REDUCTION_OPS[red.op]
+        op = self.omp_reduction_op(red.op, ct)
         out.add(indent, "{")
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         single = len(red.loops) == 1
         parallel = top and self.reduction_pragma and _loop_work(red.loops[0]) >= PARALLEL_MIN_WORK
+        lanes = not has_loops(red.term)  # the top of a blocked sum: its blocks vectorize
         if parallel:
-            simd = " simd" if single else ""
+            simd = " simd" if single and lanes else ""
             out.add(indent + 1, self.reduction_pragma.format(op=op, var=acc, simd=simd))
         depth = indent + 1
         for k, lp in enumerate(red.loops):
-            if k == len(red.loops) - 1 and not (parallel and single):
+            if k == len(red.loops) - 1 and not (parallel and single) and lanes:
                 out.add(depth, self.simd_reduction_pragma.format(op=op, var=acc))
             out.add(depth, self.loop_header(lp))
             depth += 1
         pre: list[str] = []
-        term = self.expr(red.term, tn.prec, pre, depth)
-        self._emit(
-            out,
-            depth,
-            pre,
-            f"{acc} = {self.binop(red.op, acc, term, ct, ct not in ('float', 'double'))};",
-        )
+        step = self.reduction_step(red, acc, pre, depth)
+        self._emit(out, depth, pre, f"{acc} = {step};")
         for _ in red.loops:
             depth -= 1
             out.add(depth, "}")
@@ -711,6 +829,9 @@ class CSyntax:
             out.add(
                 1, f"{self.storage_types[tn.prec]} {self.name(tn)}[{max(tn.num_elems, 1)}]{init};"
             )
-        self.stmt(opt.code, out, 1)
+        code = opt.code
+        if self.simd_reduction_pragma:  # blocks of sums vectorize: wider blocks, same bound
+            code = widen_blocks(code, SIMD_LANES)
+        self.stmt(code, out, 1)
         out.add(0, "}")
         return self.prelude + "\n".join(out.lines) + "\n", params

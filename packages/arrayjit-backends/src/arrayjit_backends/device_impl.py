@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import abc
 import os
+import platform
+import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
@@ -38,6 +42,89 @@ Buf = tuple[Any, int]
 CONFIGS = ("only_devices_parallel", "for_parallel_copying", "most_parallel_streams")
 """Values of :class:`~arrayjit_backends.backend.Config`, as passed to
 :meth:`DeviceBackend.suggested_num_streams`."""
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What a device is and what kernels may use on it: seed 004's ``Device_info``.
+
+    Read it as ``backend.get_device(k).info``. Limits a device does not have are 0 (a CPU
+    backend has no work-group shared memory); limits unknown to a third-party backend that
+    keeps :meth:`DeviceBackend.info`'s default are 0 too, so code that sizes launches from them
+    must treat 0 as "no such resource".
+    """
+
+    name: str
+    """The driver's name of the device (the CPU model for CPU backends)."""
+    ordinal: int
+    kind: str
+    """``"cpu"``, ``"gpu"``, ``"accelerator"`` or ``"unknown"``."""
+    unified_memory: bool
+    """Whether the device shares the host's memory (as its driver says; which backends run
+    routines on host arrays directly is ``Capabilities.use_host_memory``)."""
+    supported_precs: frozenset[Prec]
+    compute_units: int
+    """Cores (CPU), compute units (OpenCL) or multiprocessors (CUDA)."""
+    global_memory: int
+    """Bytes of device memory (host memory for CPU backends)."""
+    max_shared_memory: int
+    """Bytes of memory one work group (CUDA block) can share (seed: ``max_shared_memory``)."""
+    max_workgroup_size: tuple[int, ...]
+    """Most work items of one group along each launch dimension (seed:
+    ``max_workgroup_size``, an array)."""
+    max_workgroup_total: int
+    """Most work items of one group in all (OpenCL ``max_work_group_size``, CUDA
+    ``MAX_THREADS_PER_BLOCK``)."""
+    float4_type: str | None = None
+    """The renderer's 4-float vector type, if its language has one (seed:
+    ``renderer_float4_str``)."""
+    smem_prefix: str = ""
+    """The qualifier of work-group shared arrays (seed: ``renderer_smem_prefix``)."""
+    barrier: str = ""
+    """The statement that synchronizes a work group (seed: ``renderer_barrier_str``)."""
+
+    def supports_dtype(self, prec: Prec) -> bool:
+        """Whether the device computes with ``prec`` (seed: ``supports_dtype``)."""
+        return prec in self.supported_precs
+
+
+def cpu_name() -> str:
+    """The host CPU's model name (Linux ``/proc/cpuinfo``), else the machine type."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() in ("model name", "cpu model", "Processor") and value.strip():
+                    return value.strip()
+    except OSError:
+        pass
+    return platform.machine() or "host CPU"
+
+
+class ScratchAccount:
+    """Bytes of device memory a runtime holds outside the slab (kernel scratch: reduction
+    partials, local nodes that outlive one kernel), per device, for as long as the run that
+    uses them lives; :meth:`DeviceBackend.scratch_bytes` reports it so that
+    ``get_used_memory`` stays an upper bound."""
+
+    def __init__(self) -> None:
+        self._bytes: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def hold(self, owner: object, ordinal: int, nbytes: int) -> None:
+        """Count ``nbytes`` on device ``ordinal`` until ``owner`` is garbage collected."""
+        if nbytes <= 0:
+            return
+        self._add(ordinal, nbytes)
+        weakref.finalize(owner, self._add, ordinal, -nbytes)
+
+    def _add(self, ordinal: int, nbytes: int) -> None:
+        with self._lock:
+            self._bytes[ordinal] = self._bytes.get(ordinal, 0) + nbytes
+
+    def bytes(self, ordinal: int) -> int:
+        """Bytes held on device ``ordinal`` now."""
+        return self._bytes.get(ordinal, 0)
 
 
 class DeviceBackend(abc.ABC):
@@ -72,6 +159,22 @@ class DeviceBackend(abc.ABC):
         """Facts about a device for debug output."""
         return {"ordinal": ordinal}
 
+    def info(self, ordinal: int) -> DeviceInfo:
+        """Device ``ordinal``'s :class:`DeviceInfo`. Backends override it with the driver's
+        values; this default knows only the name, precisions and memory kind (limits 0)."""
+        return DeviceInfo(
+            name=f"{self.name}:{ordinal}",
+            ordinal=ordinal,
+            kind="unknown",
+            unified_memory=self.unified_memory,
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=0,
+            global_memory=0,
+            max_shared_memory=0,
+            max_workgroup_size=(),
+            max_workgroup_total=0,
+        )
+
     @abc.abstractmethod
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
         """The executor of a new stream of device ``ordinal``.
@@ -90,6 +193,18 @@ class DeviceBackend(abc.ABC):
 
     def free(self, ordinal: int, mem: Mem) -> None:  # noqa: B027 (a no-op is a valid default)
         """Release an allocation (the default leaves it to garbage collection)."""
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        """Bytes of device memory held outside the slab on device ``ordinal`` (kernel scratch
+        of linked routines; see :class:`ScratchAccount`); 0 by default."""
+        return 0
+
+    def host_buffer(self, ordinal: int, array: np.ndarray) -> Mem | None:
+        """A memory handle that *is* the C-contiguous host ``array`` (its bytes, not a copy),
+        for backends whose device memory is host memory; ``None`` (the default) where device
+        ``ordinal`` cannot compute on host memory directly. ``Backend.use_host_memory``
+        relies on it; it is freed with :meth:`free`, which must leave it alone."""
+        return None
 
     @abc.abstractmethod
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
@@ -135,6 +250,14 @@ class DeviceBackend(abc.ABC):
         when a run starts, where the stream's merge buffer is (or ``None``); it holds
         ``merge_node`` (the routine's ``optimized.merge_node``). The result is called from a
         task of ``queue`` with the static-index values.
+
+        Launching is the run's business (seed 004's ``get_kernel`` and ``launch_kernel`` live
+        here): the generic layer never sees kernels. The shared GPU renderer gives each kernel
+        a one-dimensional global size and a group size (:class:`~arrayjit_backends.
+        gpu_syntax.GpuKernel`), flattening parallel loop nests of any depth into one index
+        space; a backend that wants multi-dimensional launches can shape them from
+        :attr:`DeviceInfo.max_workgroup_size`. Kernel scratch allocated here must be reported
+        by :meth:`scratch_bytes`.
         """
 
     def code_kind(self) -> str:
@@ -245,11 +368,35 @@ class CpuDevices(DeviceBackend):
     def device_info(self, ordinal: int) -> dict[str, Any]:
         return {"ordinal": ordinal, "kind": "host CPU", "cpus": os.cpu_count()}
 
+    def info(self, ordinal: int) -> DeviceInfo:
+        # A routine runs as one native call on its stream's thread: a launch is one work item
+        # with no work-group memory (loops may still use the cores through OpenMP, in cc).
+        try:
+            memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError, AttributeError):
+            memory = 0
+        return DeviceInfo(
+            name=cpu_name(),
+            ordinal=ordinal,
+            kind="cpu",
+            unified_memory=True,
+            supported_precs=self.supported_precs(ordinal),
+            compute_units=os.cpu_count() or 1,
+            global_memory=memory,
+            max_shared_memory=0,
+            max_workgroup_size=(1,),
+            max_workgroup_total=1,
+        )
+
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
         return SCHEDULERS[self.scheduler](name)
 
     def alloc(self, ordinal: int, nbytes: int) -> np.ndarray:
         return aligned_bytes(max(nbytes, 1))
+
+    def host_buffer(self, ordinal: int, array: np.ndarray) -> np.ndarray:
+        # The bytes of the host array itself: typed views of it are the array's memory.
+        return array.reshape(-1).view(np.uint8)
 
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         mem, off = dst
@@ -288,6 +435,9 @@ class CpuDevices(DeviceBackend):
 
         return self.compiler.link(code, views, merge_view)
 
+    def scratch_bytes(self, ordinal: int) -> int:
+        return self.compiler.scratch_bytes()
+
     def code_kind(self) -> str:
         # Native CPU code runs on host memory under any scheduler: cc code links into any cc
         # backend, never into llvm or interp.
@@ -300,4 +450,14 @@ class CpuDevices(DeviceBackend):
         return {"scheduler": self.scheduler, **self.compiler.describe()}
 
 
-__all__ = ["CONFIGS", "Buf", "CpuDevices", "DeviceBackend", "ImmediateQueue", "Mem"]
+__all__ = [
+    "CONFIGS",
+    "Buf",
+    "CpuDevices",
+    "DeviceBackend",
+    "DeviceInfo",
+    "ImmediateQueue",
+    "Mem",
+    "ScratchAccount",
+    "cpu_name",
+]

@@ -46,6 +46,7 @@ from arrayjit_backends.c_syntax import (
     _gets,
     _Out,
     _sets,
+    float_to_int_helpers,
     is_parallel_loop,
     kernel_params,
     scalar_reduction,
@@ -171,6 +172,38 @@ def parallel_order(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
     return chosen, _nest(rest, body)
 
 
+def flatten_blocked_sum(red: ScalarReduction) -> ScalarReduction:
+    """``red`` with the levels of a blocked sum (:mod:`arrayjit_ir.summation`) merged into its
+    loops: a term that is a local scope only adding a term over a loop nest is replaced by that
+    nest's loops and term. The grid reduction reassociates anyway (strided shares, then trees),
+    and it needs the whole index space to spread over work items: a blocked sum's top loop has
+    at most 64 iterations."""
+    if red.op is not ops.Binop.add or not red.target.tn.prec.is_float:
+        return red
+    loops, term = list(red.loops), red.term
+    while isinstance(term, L.Local_scope):
+        body, nest = term.body, []
+        while isinstance(body, L.For_loop):
+            nest.append(body)
+            body = body.body
+        sc = term.scope
+        if not (
+            nest
+            and isinstance(body, L.Set_local)
+            and body.scope == sc
+            and isinstance(body.value, L.Binop)
+            and body.value.op is ops.Binop.add
+            and body.value.a == L.Get_local(sc)
+            and not any(
+                isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(body.value.b)
+            )
+        ):
+            break
+        loops += nest
+        term = body.value.b
+    return replace(red, loops=tuple(loops), term=term)
+
+
 class GpuSyntax(CSyntax):
     """Shared by the OpenCL C and CUDA C renderers; subclasses set the dialect."""
 
@@ -223,7 +256,7 @@ class GpuSyntax(CSyntax):
         statements = _flatten(opt.code)
         # Reduction partials are scratch buffers too; count them first for the signature.
         reductions = {
-            id(s): red
+            id(s): flatten_blocked_sum(red)
             for s in statements
             if isinstance(s, L.For_loop) and (red := scalar_reduction(s)) is not None
         }
@@ -283,15 +316,22 @@ class GpuSyntax(CSyntax):
             tuple(scratch),
         )
 
+    helper_qualifier: ClassVar[str] = "inline"
+    """How the dialect declares its helper functions."""
+
     def program_prelude(self) -> str:
         """Type names and helpers the kernels use."""
         return self.prelude
 
+    def int_conversions(self) -> str:
+        """The saturating float-to-integer helpers, for the dialect's prelude (after the integer
+        type names; from double only where the device has it)."""
+        sources = ("float", "double") if self.fp64 else ("float",)
+        return float_to_int_helpers(self.helper_qualifier, sources)
+
     # Conversions of bfloat16 and fp8 (E5M2) to and from float, in the dialect's builtins:
-    # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions; and
-    # aj_finite_trunc (integer results of floating-point math, as the interpreter makes them).
+    # {bits}(f) float -> uint bits, {flt}(u) uint bits -> float, and the math functions.
     SMALL_FLOATS: ClassVar[str] = """
-#define aj_finite_trunc(x) (isfinite(x) ? trunc(x) : 0)
 {q} float aj_bf16_to_f32(unsigned short b) {{ return {flt}(((unsigned int)b) << 16); }}
 {q} unsigned short aj_f32_to_bf16(float f) {{
   unsigned int u = {bits}(f);
@@ -443,11 +483,11 @@ class GpuSyntax(CSyntax):
         inner = _Out()
         self._decode(list(red.loops), inner, "aj_g")
         pre: list[str] = []
-        term = self.expr(red.term, tn.prec, pre, 2)
+        step = self.reduction_step(red, "aj_acc", pre, 2)
         body.lines.extend("  " + line for line in inner.lines)
         for p in pre:
             body.add(2, p)
-        body.add(2, f"aj_acc = {combine('aj_acc', term)};")
+        body.add(2, f"aj_acc = {step};")
         body.add(1, "}")
         tree(body)
         body.add(1, f"if (aj_lid == 0) {partials}[{self.group_id}] = aj_sh[0];")

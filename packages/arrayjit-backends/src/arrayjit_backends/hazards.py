@@ -32,7 +32,7 @@ from arrayjit_backends.scheduler import Event
 from arrayjit_backends.slab import BufferLoc
 
 if TYPE_CHECKING:
-    from arrayjit_backends.backend import Stream
+    from arrayjit_backends.context import Stream
     from arrayjit_tnode import Tnode
 
 Key = tuple[int, BufferLoc]
@@ -240,6 +240,17 @@ def record_download(tn: Tnode, stream: Stream, event: Event) -> None:
     tn.prepare_read(done, sync)
 
 
+def record_host_access(tn: Tnode, stream: Stream, event: Event, *, writes: bool) -> None:
+    """A task on ``stream`` ending at ``event`` computed on ``tn``'s host array itself (the
+    node's buffer is its host array: ``use_host_memory``): a write is waited for like a copy
+    into the host array (``get_values`` waits), a read like a copy from it (``set_values``
+    waits)."""
+    if writes:
+        record_download(tn, stream, event)
+    else:
+        record_upload(tn, stream, event)
+
+
 __all__ = [
     "BufferHazards",
     "Key",
@@ -251,5 +262,6 @@ __all__ = [
     "order_download",
     "order_upload",
     "record_download",
+    "record_host_access",
     "record_upload",
 ]

@@ -54,6 +54,14 @@ class BackendEntry:
         return [f"{p}_{self.name}" for p in self.scheduler_prefixes] + [self.name]
 
 
+def make_cpu_backend(full_name: str, scheduler_prefix: str, no_device: NoDeviceBackend) -> Backend:
+    """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
+    from arrayjit_backends.backend import Backend
+    from arrayjit_backends.device_impl import CpuDevices
+
+    return Backend(CpuDevices(full_name, scheduler_prefix, no_device))
+
+
 def no_device_entry(
     name: str,
     make: Callable[[], NoDeviceBackend],
@@ -67,8 +75,6 @@ def no_device_entry(
     ``sync_`` scheduler."""
 
     def factory(full: str) -> Backend:
-        from arrayjit_backends.backend import make_cpu_backend
-
         prefix = full.split("_", 1)[0] if "_" in full else "multicore"
         if full == name:
             full = f"multicore_{name}"

@@ -107,6 +107,16 @@ class Slab:
             self.used_bytes += nbytes
             return pool_id
 
+    def adopt_pool(self, mem: Any) -> int:
+        """Address memory the backend did not allocate (a host array a CPU backend computes on
+        directly, see ``Backend.use_host_memory``) like a pool; returns its id. It is not
+        counted in :attr:`used_bytes` (the user owns it)."""
+        with self._lock:
+            pool_id = self._next
+            self._next += 1
+            self._pools[pool_id] = (mem, 0)
+            return pool_id
+
     def free_pool(self, pool_id: int) -> None:
         """Release a pool (idempotent)."""
         with self._lock:

@@ -29,8 +29,9 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
-from arrayjit_backends.backend import Backend, Context
+from arrayjit_backends.backend import Backend
 from arrayjit_backends.backend_intf import BackendInterface
+from arrayjit_backends.context import Context
 from arrayjit_backends.scheduler import Event, StreamQueue
 from arrayjit_backends.slab import typed_view
 from arrayjit_distributed.engine import Engine, Job

@@ -4,10 +4,13 @@ It is slow and exact: the oracle of the conformance suite and of the optimizer's
 is first turned into a tree of Python closures, then run.
 
 Evaluation model: a ``Set`` evaluates its value in the precision of the node it writes (half,
-bfloat16 and fp8 compute in float32 and round when stored); every leaf is converted to that
-precision; the condition of ``where`` is evaluated in its own natural precision. uint4x32 values
-are uint32 vectors of four lanes; a scalar converted to uint4x32 fills lanes 0 (and 1 for 64-bit
-values), and uint4x32 converted to a scalar takes lane 0.
+bfloat16 and fp8 compute in float32 and round when stored, and so does a ``Set_local`` of a local
+holding such a node's value, so a virtual node rounds as a stored one); every leaf is
+converted to that precision; the condition of ``where`` is evaluated in its own natural
+precision. uint4x32 values are uint32 vectors of four lanes; a scalar converted to uint4x32
+fills lanes 0 (and 1 for 64-bit values), and uint4x32 converted to a scalar takes lane 0. A
+float converted to an integer precision saturates (:func:`arrayjit_ir.ops.float_to_int`; to
+uint4x32: through int64); an integer converted to another wraps.
 """
 
 from __future__ import annotations
@@ -34,6 +37,12 @@ def compute_dtype(prec: Prec) -> np.dtype[Any] | str:
     if prec in (Prec.half, Prec.bfloat16, Prec.fp8):
         return np.dtype(np.float32)
     return prec.numpy_dtype
+
+
+def rounds_when_stored(prec: Prec) -> bool:
+    """Whether values of ``prec`` are computed in a wider type and rounded when stored (half,
+    bfloat16, fp8): in memory, and in a scalar local holding a virtual node's value alike."""
+    return prec in (Prec.half, Prec.bfloat16, Prec.fp8)
 
 
 def natural_prec(e: L.Expr) -> Prec:
@@ -67,7 +76,10 @@ def natural_prec(e: L.Expr) -> Prec:
 def _to_vec(v: Any) -> Any:
     if isinstance(v, np.ndarray) and v.shape == (4,):
         return v
-    x = int(np.asarray(v).astype(np.int64)) & ((1 << 64) - 1)
+    v = np.asarray(v)
+    if v.dtype.kind not in "iub":  # a float goes through int64 by the saturating rule
+        v = ops.float_to_int(v, np.dtype(np.int64))
+    x = int(v.astype(np.int64)) & ((1 << 64) - 1)
     return np.array([x & 0xFFFFFFFF, x >> 32, 0, 0], dtype=np.uint32)
 
 
@@ -78,10 +90,7 @@ def _convert(v: Any, dt: np.dtype[Any] | str) -> Any:
         v = v[0]
     with np.errstate(all="ignore"):
         if dt.kind in "iu" and not isinstance(v, (int, np.integer)):
-            f = float(v)
-            if not np.isfinite(f):
-                return dt.type(0)
-            return np.array(np.trunc(f)).astype(np.int64).astype(dt)[()]
+            return ops.float_to_int(v, dt)[()]  # saturating, NaN to 0
         return np.array(v).astype(dt)[()]
 
 
@@ -172,6 +181,14 @@ class _Machine:
             case L.Set_local(scope=scope, value=value):
                 fval = self.expr(value, compute_dtype(scope.tn.prec))
                 locals_ = self.locals
+                if rounds_when_stored(scope.tn.prec):
+                    # A local holds a value of its (virtual) node: rounded as a store would.
+                    storage = scope.tn.prec.numpy_dtype
+
+                    def run_set_local() -> None:
+                        locals_[scope] = np.float32(fval()).astype(storage).astype(np.float32)
+
+                    return run_set_local
 
                 def run_set_local() -> None:
                     locals_[scope] = fval()

@@ -126,13 +126,29 @@ def _lower_accum(asg: A.Accum_op) -> L.Stmt:
         # terms. Where every cell gets exactly one term it is ``neutral op x``: ``x`` itself for
         # the ops whose neutral element is exact (add, mul, max, min), ``0 - x`` for ``sub``.
         if not (asg.initialize_neutral and injective):
-            value = L.Binop(asg.accum, L.Get(lhs, lhs_idx), value)
+            value = _accumulate(asg, L.Get(lhs, lhs_idx), value)
         elif asg.accum not in _IDENTITY_START:
             value = L.Binop(asg.accum, neutral_value(asg.accum, lhs.prec), value)
     stmt: L.Stmt = L.Set(lhs, lhs_idx, value)
     for extent, sym in reversed(_loop_order(asg, injective)):
         stmt = L.For_loop(symbols[sym], 0, extent - 1, stmt)
     return L.seq(prefix, stmt)
+
+
+def _accumulate(asg: A.Accum_op, cell: L.Get, value: L.Expr) -> L.Expr:
+    """One accumulation step. A float multiply-accumulate (``accum(h, "add", x, w, op="mul")``,
+    matmul and contractions) updates the cell as ``fma(x, w, h)``, one rounding per step, as
+    BLAS kernels do; every other step is ``h op value``, the value rounded first."""
+    if (
+        asg.accum is ops.Binop.add
+        and asg.op is ops.Binop.mul
+        and asg.lhs.prec.is_float
+        and isinstance(value, L.Binop)
+        and value.op is ops.Binop.mul
+    ):
+        return L.Ternop(ops.Ternop.fma, value.a, value.b, cell)
+    assert asg.accum is not None
+    return L.Binop(asg.accum, cell, value)
 
 
 _IDENTITY_START = (ops.Binop.add, ops.Binop.mul, ops.Binop.max, ops.Binop.min)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import enum
 import math
+import struct
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -107,9 +109,12 @@ def parse_ternop(name: str | Ternop) -> Ternop:
 
 # ---- reference semantics (numpy) ----
 # Each function takes numpy arrays (or scalars) already converted to the *computation dtype*
-# and returns a value of that dtype. Integer division and remainder follow C: the quotient
-# truncates toward zero and the remainder takes the sign of the dividend; division by zero gives 0
-# for integers (C leaves it undefined; arrayjit pins it so that every backend agrees).
+# and returns a value of that dtype. Integers wrap. Integer division and remainder follow C: the
+# quotient truncates toward zero and the remainder takes the sign of the dividend; where C is
+# undefined or traps, arrayjit pins a result so that every backend agrees: division by zero gives
+# 0 (quotient and remainder), and for signed types x / -1 is -x (INT_MIN / -1 wraps to INT_MIN)
+# and x % -1 is 0. Integer ops computed through floating point (pow, exp, log...) compute in
+# float64 and convert by the saturating rule of `float_to_int`.
 
 _ONE_ZERO = (1, 0)
 
@@ -118,16 +123,45 @@ def _as(dtype: np.dtype[Any], value: Any) -> Any:
     return np.asarray(value).astype(dtype)
 
 
+def float_to_int(x: Any, dtype: np.dtype[Any]) -> Any:
+    """Floats ``x`` converted to the integer ``dtype`` by the saturating rule: NaN gives 0, a
+    value above the largest integer gives it (infinity included), one below the smallest gives
+    it, any other truncates toward zero. The rule of WebAssembly's ``trunc_sat``, Rust's ``as``
+    and Java: C leaves out-of-range conversions undefined, and numpy's cast inherits that."""
+    dtype = np.dtype(dtype)
+    info = np.iinfo(dtype)
+    f = np.asarray(x).astype(np.float64)  # exact for every float precision
+    t = np.trunc(np.where(np.isnan(f), 0.0, f))
+    lo, hi = float(info.min), 2.0 ** (info.bits - (info.min < 0))  # both exact powers of two
+    inside = np.where((t >= lo) & (t < hi), t, 0.0).astype(dtype)
+    top, bottom = dtype.type(info.max), dtype.type(info.min)
+    return np.where(t >= hi, top, np.where(t < lo, bottom, inside))
+
+
+def _int_divmod(a: Any, b: Any) -> tuple[Any, Any]:
+    """Quotient truncated toward zero and remainder with the sign of ``a``, of integer arrays of
+    one dtype; ``b == 0`` gives 0 and 0, and for signed types ``b == -1`` gives ``-a`` (wrapping)
+    and 0. Computed from numpy's floor division with a divisor that is never 0 or -1 (numpy's
+    ``INT_MIN // -1`` overflows, and ``abs(INT_MIN)`` is negative)."""
+    a, b = np.asarray(a), np.asarray(b)
+    one, zero = a.dtype.type(1), a.dtype.type(0)
+    special = b == 0
+    minus_one = (b == -1) if a.dtype.kind == "i" else np.zeros_like(special)
+    safe = np.where(special | minus_one, one, b)
+    q, r = np.divmod(a, safe)
+    inexact_negative = (r != 0) & ((a < 0) != (safe < 0))  # floor went one below truncation
+    q = np.where(inexact_negative, q + one, q)
+    r = np.where(inexact_negative, r - safe, r)
+    q = np.where(minus_one, np.negative(a), np.where(special, zero, q))
+    return q, np.where(special | minus_one, zero, r)
+
+
 def _int_div(a: Any, b: Any) -> Any:
-    safe_b = np.where(b == 0, 1, b)
-    q = np.abs(a) // np.abs(safe_b)
-    q = np.where((a < 0) != (safe_b < 0), -q, q)
-    return np.where(b == 0, 0, q)
+    return _int_divmod(a, b)[0]
 
 
 def _int_mod(a: Any, b: Any) -> Any:
-    safe_b = np.where(b == 0, 1, b)
-    return np.where(b == 0, 0, np.fmod(a, safe_b))
+    return _int_divmod(a, b)[1]
 
 
 def apply_binop(op: Binop, a: Any, b: Any, dtype: np.dtype[Any]) -> Any:
@@ -151,18 +185,17 @@ def apply_binop(op: Binop, a: Any, b: Any, dtype: np.dtype[Any]) -> Any:
                 r = _int_div(a, b) if is_int else a / b
             case Binop.pow:
                 if is_int:
-                    r = np.power(a.astype(np.float64), b.astype(np.float64))
-                    r = np.trunc(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
+                    r = float_to_int(np.power(a.astype(np.float64), b.astype(np.float64)), dtype)
                 else:
-                    r = np.power(a, b)
+                    r = ieee_pow(a, b)
             case Binop.relu_gate:
                 r = np.where(a > 0, b, 0)
             case Binop.satur01_gate:
                 r = np.where((a > 0) & (a < 1), b, 0)
             case Binop.max:
-                r = np.maximum(a, b)
+                r = np.maximum(a, b) if is_int else _ieee_max(a, b)
             case Binop.min:
-                r = np.minimum(a, b)
+                r = np.minimum(a, b) if is_int else _ieee_min(a, b)
             case Binop.mod:
                 r = _int_mod(a, b) if is_int else np.fmod(a, b)
             case Binop.cmplt:
@@ -188,10 +221,14 @@ def apply_unop(op: Unop, a: Any, dtype: np.dtype[Any]) -> Any:
         match op:
             case Unop.identity:
                 r = a
-            case Unop.relu:
+            case Unop.relu if is_int:
                 r = np.maximum(a, 0)
-            case Unop.satur01:
+            case Unop.relu:  # max(a, +0): NaN stays, -0 becomes +0
+                r = np.where((a > 0) | np.isnan(a), a, 0)
+            case Unop.satur01 if is_int:
                 r = np.clip(a, 0, 1)
+            case Unop.satur01:  # min(max(a, +0), 1)
+                r = np.where(a > 1, 1, np.where((a > 0) | np.isnan(a), a, 0))
             case Unop.neg:
                 r = -a
             case Unop.trunc:
@@ -207,7 +244,7 @@ def apply_unop(op: Unop, a: Any, dtype: np.dtype[Any]) -> Any:
                 src = a.astype(np.float64) if is_int else a
                 r = fn(src)
                 if is_int:
-                    r = np.trunc(np.nan_to_num(r, nan=0.0, posinf=0.0, neginf=0.0))
+                    r = float_to_int(r, dtype)
         return _as(dtype, r)
 
 
@@ -231,9 +268,116 @@ def apply_ternop(op: Ternop, a: Any, b: Any, c: Any, dtype: np.dtype[Any]) -> An
             case Ternop.where:
                 return _as(dtype, np.where(np.asarray(a) != 0, _as(dtype, b), _as(dtype, c)))
             case Ternop.fma:
-                a, b, c = _as(dtype, a), _as(dtype, b), _as(dtype, c)
-                return _as(dtype, a * b + c)
+                return exact_fma(a, b, c, dtype)
     raise TypeError(f"unknown ternary op {op}")
+
+
+# ---- float semantics pinned down (see the package README, "Semantics decided here") ----
+
+
+def _ieee_max(a: Any, b: Any) -> Any:
+    """IEEE 754-2019 ``maximum``: a NaN operand gives NaN, and ``-0 < +0``."""
+    return np.where(a == b, np.where(np.signbit(a), b, a), np.maximum(a, b))
+
+
+def _ieee_min(a: Any, b: Any) -> Any:
+    """IEEE 754-2019 ``minimum``: a NaN operand gives NaN, and ``-0 < +0``."""
+    return np.where(a == b, np.where(np.signbit(a), a, b), np.minimum(a, b))
+
+
+def ieee_pow(a: Any, b: Any) -> Any:
+    """``a ** b`` with every special case of C99 Annex F / IEEE 754 ``pow`` (numpy's own rule
+    differs: ``pow(-inf, 0.5)`` is NaN there, ``+inf`` here). Finite ordinary cases are numpy's
+    ``power`` (a transcendental: within a few ulps, not bit-exact across backends)."""
+    a, b = np.asarray(a), np.asarray(b)
+    with np.errstate(all="ignore"):
+        generic = np.power(a, b)
+        b_int = np.isfinite(b) & (np.trunc(b) == b)
+        b_odd = b_int & (np.fmod(b, 2) != 0)
+        zero, inf = np.zeros_like(generic), np.full_like(generic, np.inf)
+        big = np.abs(a) > 1
+        r = np.select(
+            [
+                b == 0,  # pow(x, ±0) = 1, even for NaN
+                a == 1,  # pow(+1, y) = 1, even for NaN
+                np.isnan(a) | np.isnan(b),
+                (a == -1) & np.isinf(b),  # pow(-1, ±inf) = 1
+                np.isinf(b) & ((b > 0) == big),  # |a| > 1 to +inf, |a| < 1 to -inf
+                np.isinf(b),
+                (a == 0) & (b < 0),  # pow(±0, y<0): ±inf for odd y, else +inf
+                a == 0,  # pow(±0, y>0): ±0 for odd y, else +0
+                np.isneginf(a),  # pow(-inf, y) = pow(-0, -y)
+                np.isposinf(a),
+                (a < 0) & ~b_int,  # a negative finite base to a non-integer power
+            ],
+            [
+                np.ones_like(generic),
+                np.ones_like(generic),
+                np.full_like(generic, np.nan),
+                np.ones_like(generic),
+                inf,
+                zero,
+                np.where(b_odd, np.copysign(inf, a), inf),
+                np.where(b_odd, a, zero),
+                np.where(b > 0, np.where(b_odd, -inf, inf), np.where(b_odd, -zero, zero)),
+                np.where(b > 0, inf, zero),
+                np.full_like(generic, np.nan),
+            ],
+            generic,
+        )
+    return r
+
+
+def _bits_odd(x: float) -> bool:
+    return bool(struct.unpack("<q", struct.pack("<d", x))[0] & 1)
+
+
+def _fma_narrow(a: float, b: float, c: float) -> float:
+    """``a*b + c`` for values of a format of at most 24 significant bits, rounded once to that
+    format by the caller. The product is exact in double; the sum is rounded to double *to
+    odd* (from its exact error, TwoSum), which makes the later rounding to the narrow format
+    correct (no double rounding: double keeps more than two extra bits)."""
+    p = a * b
+    s = p + c
+    if not math.isfinite(s):
+        return s  # infinite or NaN operands: the exact result, as fma gives it
+    bv = s - p
+    err = (p - (s - bv)) + (c - bv)
+    if err != 0 and not _bits_odd(s):
+        s = math.nextafter(s, math.inf if err > 0 else -math.inf)
+    return s
+
+
+def _fma_double(a: float, b: float, c: float) -> float:
+    """``a*b + c`` for doubles, rounded once: exact in rationals, then correctly rounded
+    (``int / int`` in Python rounds correctly, subnormals included)."""
+    if not (math.isfinite(a) and math.isfinite(b)):
+        return a * b + c  # an infinite or NaN factor: the rounding of a*b does not matter
+    if not math.isfinite(c):
+        return c  # the exact product is finite, even where a*b would overflow
+    exact = Fraction(a) * Fraction(b) + Fraction(c)
+    if exact == 0:  # the sign of an exact zero follows IEEE addition of the product and c
+        return a * b + c
+    try:
+        return float(exact)
+    except OverflowError:
+        return math.inf if exact > 0 else -math.inf
+
+
+def exact_fma(a: Any, b: Any, c: Any, dtype: np.dtype[Any]) -> Any:
+    """``fma(a, b, c)`` in ``dtype``: ``a*b + c`` with one rounding (IEEE 754
+    ``fusedMultiplyAdd``) for floats; wrapping ``a*b + c`` for integers."""
+    a, b, c = _as(dtype, a), _as(dtype, b), _as(dtype, c)
+    if dtype.kind in "iu":
+        return _as(dtype, a * b + c)
+    one = _fma_double if dtype.itemsize > 4 else _fma_narrow
+    if a.ndim == b.ndim == c.ndim == 0:
+        return _as(dtype, one(float(a), float(b), float(c)))
+    a, b, c = np.broadcast_arrays(a, b, c)
+    out = np.empty(a.shape, dtype)
+    for i in np.ndindex(a.shape):
+        out[i] = one(float(a[i]), float(b[i]), float(c[i]))
+    return out
 
 
 # ---- random bits ----
@@ -317,8 +461,8 @@ C_BINOP: dict[Binop, str] = {
     Binop.pow: "pow{f}({0}, {1})",
     Binop.relu_gate: "({0} > 0 ? {1} : 0)",
     Binop.satur01_gate: "(({0} > 0 && {0} < 1) ? {1} : 0)",
-    Binop.max: "fmax{f}({0}, {1})",
-    Binop.min: "fmin{f}({0}, {1})",
+    Binop.max: "aj_fmax{f}({0}, {1})",
+    Binop.min: "aj_fmin{f}({0}, {1})",
     Binop.mod: "fmod{f}({0}, {1})",
     Binop.cmplt: "({0} < {1})",
     Binop.cmpeq: "({0} == {1})",
@@ -329,8 +473,9 @@ C_BINOP: dict[Binop, str] = {
 
 C_UNOP: dict[Unop, str] = {
     Unop.identity: "{0}",
-    Unop.relu: "({0} > 0 ? {0} : 0)",
-    Unop.satur01: "({0} < 0 ? 0 : ({0} > 1 ? 1 : {0}))",
+    # !(x <= 0) holds for x > 0 and for NaN: NaN passes through, -0 becomes +0.
+    Unop.relu: "(!({0} <= 0) ? {0} : 0)",
+    Unop.satur01: "({0} > 1 ? 1 : (!({0} <= 0) ? {0} : 0))",
     Unop.exp: "exp{f}({0})",
     Unop.log: "log{f}({0})",
     Unop.exp2: "exp2{f}({0})",
@@ -345,6 +490,24 @@ C_UNOP: dict[Unop, str] = {
     Unop.tanh: "tanh{f}({0})",
     Unop.not_: "({0} == 0)",
 }
+
+C_MINMAX = """{q} {t} aj_fmax{f}({t} a, {t} b) {{
+  return (a > b || a != a) ? a : ((b > a || b != b) ? b : (signbit(a) ? b : a));
+}}
+{q} {t} aj_fmin{f}({t} a, {t} b) {{
+  return (a < b || a != a) ? a : ((b < a || b != b) ? b : (signbit(a) ? a : b));
+}}
+"""
+"""Float ``max`` and ``min`` in C-like languages (IEEE 754-2019 ``maximum``/``minimum``: a NaN
+operand gives NaN, ``-0 < +0``), formatted with the function qualifier ``q``, the type ``t``
+and its math-function suffix ``f`` (``f`` for float, empty for double). C's ``fmax`` drops
+NaN."""
+
+
+def c_minmax(qualifier: str, types: tuple[str, ...] = ("float", "double")) -> str:
+    """The definitions of ``aj_fmax``/``aj_fmin`` (:data:`C_MINMAX`) for each C type named."""
+    return "".join(C_MINMAX.format(q=qualifier, t=t, f="f" if t == "float" else "") for t in types)
+
 
 C_TERNOP: dict[Ternop, str] = {
     Ternop.where: "({0} ? {1} : {2})",

@@ -17,6 +17,8 @@ Passes, in order:
    of its own loop symbols and locals) reads the earlier local instead; across sibling
    statements, such a computation is hoisted into a local before its first user when nothing in
    between writes what it reads (:mod:`arrayjit_ir.cse`).
+6. **blocked summation** — float sums of more than 64 terms become blocked, pairwise trees, so
+   their error grows as log n (:mod:`arrayjit_ir.summation`).
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.cse import eliminate_common_subexpressions, hoist_across_statements
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol
-from arrayjit_ir.interpret import natural_prec
+from arrayjit_ir.interpret import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized, TracedNode
+from arrayjit_ir.summation import block_sums
 from arrayjit_ir.virtualize import virtualize
 from arrayjit_tnode import Prec, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
@@ -157,8 +160,10 @@ def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
             sc == sc2
             and not any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v))
             and sc.tn.prec == (prec if prec is not None else natural_prec(v))
+            and not rounds_when_stored(sc.tn.prec)
         ):
             # The scope only converts its value to its node's precision: the reader's own.
+            # (A small float's scope also rounds its value: it stays.)
             return _simplify_expr(v, prec)
         case L.Local_scope(scope=sc, body=body, orig_indices=oi):
             return L.Local_scope(sc, _simplify_stmt(body), oi)
@@ -356,8 +361,8 @@ def optimize(
                 ),
             )
 
-    code = hoist_across_statements(
-        eliminate_common_subexpressions(_simplify_stmt(L.seq(*new_stmts)))
+    code = block_sums(
+        hoist_across_statements(eliminate_common_subexpressions(_simplify_stmt(L.seq(*new_stmts))))
     )
     return Optimized(
         name=name,

@@ -139,6 +139,17 @@ class Definition:
     reduction: tuple[L.For_loop, ...] = ()
     accum: ops.Binop | None = None
     init: float = 0.0
+    fused: bool = False
+    """A multiply-accumulate: ``value`` is a product ``x * w`` and each step is
+    ``fma(x, w, cell)`` (see :mod:`arrayjit_ir.lower`)."""
+
+    def step(self, cell: L.Expr) -> L.Expr:
+        """One accumulation step into ``cell``."""
+        if self.fused:
+            assert isinstance(self.value, L.Binop)
+            return L.Ternop(ops.Ternop.fma, self.value.a, self.value.b, cell)
+        assert self.accum is not None
+        return L.Binop(self.accum, cell, self.value)
 
     def inline(self, get: L.Get) -> L.Local_scope:
         """The computation of the cell ``get`` reads, as a local scope with fresh names."""
@@ -147,8 +158,7 @@ class Definition:
         if not self.reduction:
             body = instantiate(L.Set_local(scope, self.value), m, {})
             return L.Local_scope(scope, body, get.indices)
-        assert self.accum is not None
-        inner: L.Stmt = L.Set_local(scope, L.Binop(self.accum, L.Get_local(scope), self.value))
+        inner: L.Stmt = L.Set_local(scope, self.step(L.Get_local(scope)))
         for loop in reversed(self.reduction):
             inner = L.For_loop(loop.index, loop.from_, loop.to_inclusive, inner, loop.trace_it)
         init = L.Set_local(scope, L.Constant(self.init))
@@ -204,13 +214,18 @@ def as_definition(stmts: Sequence[L.Stmt], tn: Tnode) -> Definition | None:
         return Definition(tuple(out_syms), body.value)
     # Accumulation: tn[out] := accum(tn[out], value) with value not reading tn.
     v = body.value
-    if not (isinstance(v, L.Binop) and isinstance(v.a, L.Get) and v.a.tn == tn):
-        return None
-    if v.a.indices != body.indices or len(self_reads) != 1 or len(stmts) != 2:
+    match v:
+        case L.Binop(op=op, a=L.Get() as cell, b=term):
+            fused = False
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=L.Get() as cell):
+            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
+        case _:
+            return None
+    if cell.tn != tn or cell.indices != body.indices or len(self_reads) != 1 or len(stmts) != 2:
         return None
     if loops[: len(loops) - len(reduction)] != [lp for lp in loops if lp not in reduction]:
         return None  # reduction loops must be innermost
-    return Definition(tuple(out_syms), v.b, reduction, v.op, init)
+    return Definition(tuple(out_syms), term, reduction, op, init, fused)
 
 
 # ---- the decision ----

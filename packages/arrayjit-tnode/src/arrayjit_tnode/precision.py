@@ -224,7 +224,26 @@ def to_host_dtype(values: Any, prec: Prec) -> np.ndarray:
             raise UsageError(
                 f"value {bad} is out of the range [{info.min}, {info.max}] of precision {prec}"
             )
+    if prec in (Prec.bfloat16, Prec.fp8) and arr.dtype.kind == "f" and arr.dtype.itemsize > 4:
+        # ml_dtypes casts wider floats through float32, rounding twice (1 + 2**-8 + 2**-40
+        # becomes bfloat16 1.0, not 1.0078125). Rounding to odd into float32 first keeps the
+        # information a single rounding needs: float32 has more than two extra bits.
+        arr = _to_single_rounding_to_odd(arr)
     return arr.astype(target, copy=False)
+
+
+def _to_single_rounding_to_odd(values: np.ndarray) -> np.ndarray:
+    """float64 ``values`` as float32 rounded to odd: an inexact result is the float32 nearer
+    zero with its last bit set. A later rounding to nearest of this value to a format with at
+    least two fewer mantissa bits gives the same result as rounding ``values`` directly."""
+    x = np.asarray(values, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        near = x.astype(np.float32)
+        inexact = (near.astype(np.float64) != x) & ~np.isnan(x)
+        too_far = inexact & (np.abs(near.astype(np.float64)) > np.abs(x))
+    toward_zero = np.where(too_far, np.nextafter(near, np.float32(0)), near)
+    bits = toward_zero.view(np.uint32) | inexact.astype(np.uint32)
+    return bits.view(np.float32).reshape(x.shape)
 
 
 # ---- bit-level conversions of the small float formats ------------------------------------------
