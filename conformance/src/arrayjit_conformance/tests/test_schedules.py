@@ -27,6 +27,9 @@ The model follows the backends README ("Semantics decided here"):
   source is;
 - ``Copy`` and ``Streaming`` merges mean the same: the merge buffer holds the value the source
   had when ``device_to_device`` was called (Streaming just avoids the copy where it can);
+- ``u`` (where the backend can: ``use_host_memory``) has one buffer, its host array:
+  linking uploads nothing, ``from_host`` and ``to_host`` copy nothing, ``get_values`` shows
+  what routines wrote;
 - the shared node ``s`` (one buffer per device) and the per-stream node ``g`` (one per context
   lineage) start uninitialized (NaN cells in the model: any value is accepted until they are
   written).
@@ -72,7 +75,9 @@ from arrayjit_tnode import memory_mode as mm
 
 N = 4
 """Cells of every node: tiny, so that the search is about schedules, not about kernels."""
-HOSTED = ("h0", "h1", "h2")
+HOSTED = ("h0", "h1", "h2", "u")
+"""``u`` computes on its host array directly where the backend can (``use_host_memory``: the
+CPU backends); elsewhere it is one more hosted node."""
 NODES = (*HOSTED, "g", "s")
 MAX_STREAMS = 3
 MAX_CONTEXTS = 10
@@ -125,6 +130,8 @@ SPECS = {
         RoutineSpec("rmws", "s", ("s", "h1"), None, lambda s, h1: s + h1),
         RoutineSpec("mg", "h2", (), "g", lambda g: g + _c(1)),
         RoutineSpec("mh", "h1", (), "h0", lambda h0: h0 * _c(3)),
+        RoutineSpec("tou", "u", ("u", "h0"), None, lambda u, h0: u + h0),
+        RoutineSpec("fromu", "h2", ("u", "h1"), None, lambda u, h1: u - h1),
     )
 }
 
@@ -163,6 +170,8 @@ def _comp(spec: RoutineSpec, t: dict[str, Tnode]) -> Any:
         "rmws": lambda: (ir.accum(out, "add", t["h1"], initialize_neutral=False),),
         "mg": lambda: (fill1, ir.binop(out, "add", ir.merge_buffer(t["g"]), one)),
         "mh": lambda: (fill3, ir.binop(out, "mul", ir.merge_buffer(t["h0"]), three)),
+        "tou": lambda: (ir.accum(out, "add", t["h0"], initialize_neutral=False),),
+        "fromu": lambda: (ir.binop(out, "sub", t["u"], t["h1"]),),
     }[spec.name]()
     return ir.block(*body)
 
@@ -175,6 +184,10 @@ class Env:
     def __init__(self, backend: Any) -> None:
         self.backend = backend
         self.nodes = _make_nodes()
+        self.host_memory = bool(getattr(backend.capabilities, "use_host_memory", False))
+        """Whether ``u``'s buffer is its host array."""
+        if self.host_memory:
+            backend.use_host_memory(self.nodes["u"])
         self.names = {tn: n for n, tn in self.nodes.items()}
         self.codes = {n: backend.compile(_comp(s, self.nodes), name=n) for n, s in SPECS.items()}
         for name, spec in SPECS.items():
@@ -310,7 +323,13 @@ class Schedules(RuleBasedStateMachine):
                 self.t[name].set_values(v)
                 self.model.host[name] = v
         self.shared_s = [self.model.new_buffer(UNKNOWN) for _ in range(env.devices)]
+        self.u_buf = self.model.new_buffer(self.model.host["u"])
+        """With ``use_host_memory``: the buffer of ``u`` in every context, its host array."""
         """The buffer of ``s`` on each device."""
+
+    def on_host(self, node: str) -> bool:
+        """Whether ``node``'s buffer is its host array (``use_host_memory``)."""
+        return node == "u" and self.env.host_memory
 
     # ---- streams and contexts ----
 
@@ -351,6 +370,8 @@ class Schedules(RuleBasedStateMachine):
                 continue
             if node == "s":
                 bufs[node] = self.shared_s[ctx.stream.stream.device.ordinal]
+            elif self.on_host(node):
+                bufs[node] = self.u_buf  # nothing is uploaded
             elif node in HOSTED:
                 bufs[node] = m.new_buffer(m.host[node])
                 m.fresh[node].add(bufs[node])
@@ -385,7 +406,10 @@ class Schedules(RuleBasedStateMachine):
             out = np.asarray(spec.fn(*inputs), dtype=F32)
         bid = r.bufs[spec.writes]
         m.buf[bid] = out
-        if spec.writes in HOSTED:
+        if self.on_host(spec.writes):
+            m.host["u"] = out
+            self.stable.pop("u", None)  # the routine writes the host array: asked for
+        elif spec.writes in HOSTED:
             m.fresh[spec.writes] = {bid}
 
     # ---- host side ----
@@ -397,6 +421,8 @@ class Schedules(RuleBasedStateMachine):
             self.t[node].set_values(v)
         self.model.host[node] = v
         self.model.fresh[node] = set()
+        if self.on_host(node):
+            self.model.buf[self.u_buf] = v
         self.stable.pop(node, None)
 
     @rule(ctx=contexts, node=st.sampled_from(HOSTED))
@@ -405,7 +431,7 @@ class Schedules(RuleBasedStateMachine):
             done = self.backend.from_host(ctx.ctx, self.t[node])
         assert done == (node in ctx.bufs), f"from_host({ctx}, {node}) returned {done}"
         m = self.model
-        if done and ctx.bufs[node] not in m.fresh[node]:
+        if done and not self.on_host(node) and ctx.bufs[node] not in m.fresh[node]:
             m.buf[ctx.bufs[node]] = m.host[node]
             m.fresh[node].add(ctx.bufs[node])
 
@@ -414,7 +440,7 @@ class Schedules(RuleBasedStateMachine):
         with deadline(f"to_host {node}"):
             done = self.backend.to_host(ctx.ctx, self.t[node])
         assert done == (node in ctx.bufs), f"to_host({ctx}, {node}) returned {done}"
-        if done:
+        if done and not self.on_host(node):
             self.model.host[node] = self.model.buf[ctx.bufs[node]]
             self.model.fresh[node] = {ctx.bufs[node]}
             self.stable.pop(node, None)
@@ -429,6 +455,8 @@ class Schedules(RuleBasedStateMachine):
             f"means {want.tolist()} (a stale or lost value)"
         )
         self.model.host[node] = got  # NaN (unknown) cells are known now
+        if self.on_host(node):
+            self.model.buf[self.u_buf] = got
         self.stable[node] = got
 
     @rule(ctx=contexts, node=st.sampled_from(HOSTED))
@@ -457,6 +485,8 @@ class Schedules(RuleBasedStateMachine):
             dst.stream.merge = (node, m.buf[sbid])
             return
         dbid = dst.bufs[node]
+        if dbid == sbid:
+            return  # one buffer (a shared node on one device, or a host array)
         m.buf[dbid] = m.buf[sbid]
         if node in HOSTED:
             if sbid in m.fresh[node]:
