@@ -13,7 +13,7 @@ pytest.importorskip("llvmlite")
 from arrayjit_backend_c import llvm_compiler
 from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_compiler import LlvmCompiler
-from arrayjit_backend_c.llvm_gen import LlvmGen
+from arrayjit_backend_c.llvm_renderer import LlvmGen
 from arrayjit_backends import fresh_backend
 from arrayjit_backends.c_syntax import PARALLEL_MIN_WORK
 from arrayjit_ir import interpret, ir, lower, optimize

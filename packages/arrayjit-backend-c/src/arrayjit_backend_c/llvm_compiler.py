@@ -1,15 +1,16 @@
 """The ``llvm`` compiler: LLVM IR optimized for the host CPU and JIT-compiled in process by
 llvmlite; no C compiler needed.
 
-``compile`` generates the routine's module (:mod:`arrayjit_backend_c.llvm_gen`), then gets its
+``compile`` generates the routine's module (:mod:`arrayjit_backend_c.llvm_renderer`), then gets its
 object code from the shared compile cache or builds it (parse, verify, the ``O3`` pipeline with
 the loop and SLP vectorizers for the host CPU and its features, code generation) and stores it;
 either way the object is loaded into an MCJIT execution engine of its own, so a warm cache runs
 neither the optimizer nor code generation. Functions are called through ctypes (argument types
 set once per kernel; ctypes releases the GIL). Parallel segments (large top-level loops writing
-disjoint cells or reducing into one cell, see :func:`arrayjit_backend_c.llvm_gen.split_segments`)
-are split into chunks (:func:`chunks`) that the calling thread and the compiler's
-:class:`~arrayjit_backend_c.crew.Crew` of helper threads run.
+disjoint cells or reducing into one cell, see
+:func:`arrayjit_backend_c.llvm_segments.split_segments`) are split into chunks (:func:`chunks`)
+that the calling thread and the compiler's :class:`~arrayjit_backend_c.crew.Crew` of helper
+threads run.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from arrayjit_backend_c.crew import Crew
-from arrayjit_backend_c.llvm_gen import LlvmGen, LlvmKernel, Segment
+from arrayjit_backend_c.llvm_renderer import LlvmGen, LlvmKernel
+from arrayjit_backend_c.llvm_segments import Segment
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
     GetMergeView,
@@ -68,7 +70,7 @@ def _close_engine(engine: llvm.ExecutionEngine) -> None:
 
 CHUNK_MIN_COST = 1 << 20
 """A parallel loop gets at most one chunk per this much estimated cost
-(:func:`arrayjit_backend_c.llvm_gen.cost`; about 0.1 ms of work): handing a chunk to another
+(:func:`arrayjit_backend_c.llvm_segments.cost`; about 0.1 ms of work): handing a chunk to another
 thread costs tens of microseconds."""
 
 

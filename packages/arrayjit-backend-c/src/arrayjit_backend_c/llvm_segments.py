@@ -1,0 +1,149 @@
+"""Segment planning of the LLVM generator: which top-level statements of a routine become a
+parallel function, what a loop is estimated to cost, and which nodes each segment touches.
+
+A routine becomes one LLVM function per *segment*: a parallel loop (a top-level loop whose
+iterations write disjoint cells, or that reduces into one cell, with enough work), or a run of the
+serial statements between them (:func:`split_segments`). The backend splits a parallel segment
+across as many threads as its :func:`cost` is worth. A kernel-local node touched by several
+segments lives in a scratch buffer (:func:`touched_nodes`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arrayjit_backends.c_syntax import (
+    PARALLEL_MIN_WORK,
+    ScalarReduction,
+    _loop_work,
+    is_parallel_loop,
+    scalar_reduction,
+)
+from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
+from arrayjit_tnode import Tnode
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One generated function: a run of serial top-level statements, a parallel loop, or a
+    parallel reduction."""
+
+    name: str
+    loop: L.For_loop | None = None
+    """The parallel loop; its function takes ``(start, stop)`` after the common parameters."""
+    reduction: ScalarReduction | None = None
+    """For a parallel reduction (then ``loop`` is its outer loop): the function takes
+    ``(start, stop, partials, slot)`` and stores the reduction of its range, from the op's
+    identity, into ``partials[slot]`` (8-byte slots); ``{name}_combine`` takes
+    ``(partials, count)`` and folds the partials into the cell."""
+
+    @property
+    def parallel(self) -> bool:
+        return self.loop is not None
+
+    @property
+    def combine_name(self) -> str:
+        return f"{self.name}_combine"
+
+    @property
+    def cost(self) -> int:
+        """The estimated cost of the parallel loop (0 for a serial segment), see
+        :func:`cost`."""
+        return cost(self.loop) if self.loop is not None else 0
+
+
+def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop]:
+    """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
+    top-level loops with at least ``PARALLEL_MIN_WORK`` work that write disjoint cells or are a
+    :class:`~arrayjit_backends.c_syntax.ScalarReduction`."""
+    stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
+    groups: list[list[L.Stmt] | L.For_loop] = []
+    for s in stmts:
+        if (
+            isinstance(s, L.For_loop)
+            and _loop_work(s) >= PARALLEL_MIN_WORK
+            and (scalar_reduction(s) is not None or is_parallel_loop(s))
+        ):
+            groups.append(s)
+        elif groups and isinstance(groups[-1], list):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+_EXPENSIVE_UNOPS = frozenset(
+    {ops.Unop.exp, ops.Unop.log, ops.Unop.exp2, ops.Unop.log2, ops.Unop.sin, ops.Unop.cos}
+    | {ops.Unop.tanh}
+)
+_BINOP_COST = {ops.Binop.pow: 20, ops.Binop.mod: 20, ops.Binop.div: 4}
+
+
+def cost(s: L.Stmt) -> int:
+    """A rough cost of running ``s``, in units of one vectorized load, store or arithmetic op
+    per element; a math-library call counts 20, a division or square root 4. Used to decide
+    how many threads a parallel loop is worth."""
+    match s:
+        case L.Seq(stmts=stmts):
+            return sum(cost(x) for x in stmts)
+        case L.For_loop(from_=lo, to_inclusive=hi, body=body):
+            return max(hi - lo + 1, 0) * cost(body)
+        case L.Zero_out(tn=tn):
+            return tn.num_elems // 8
+        case L.Set(value=v):
+            return 1 + _expr_cost(v)
+        case L.Set_local(value=v):
+            return _expr_cost(v)
+    return 0
+
+
+def _expr_cost(e: L.Expr) -> int:
+    match e:
+        case L.Get() | L.Get_merge_buffer():
+            return 1
+        case L.Local_scope(body=body):
+            return cost(body)
+        case L.Binop(op=op, a=a, b=b):
+            return _BINOP_COST.get(op, 1) + _expr_cost(a) + _expr_cost(b)
+        case L.Unop(op=op, a=a):
+            cheap = 4 if op in (ops.Unop.sqrt, ops.Unop.recip, ops.Unop.recip_sqrt) else 1
+            return (20 if op in _EXPENSIVE_UNOPS else cheap) + _expr_cost(a)
+        case L.Ternop(a=a, b=b, c=c):
+            return 1 + _expr_cost(a) + _expr_cost(b) + _expr_cost(c)
+    return 0
+
+
+def touched_nodes(s: L.Stmt, acc: set[Tnode]) -> set[Tnode]:
+    """Every node a statement reads, writes or zeroes (local-scope bodies included)."""
+    match s:
+        case L.Seq(stmts=stmts):
+            for x in stmts:
+                touched_nodes(x, acc)
+        case L.For_loop(body=body):
+            touched_nodes(body, acc)
+        case L.Zero_out(tn=tn):
+            acc.add(tn)
+        case L.Set(tn=tn, value=v):
+            acc.add(tn)
+            _touched_expr(v, acc)
+        case L.Set_local(value=v):
+            _touched_expr(v, acc)
+    return acc
+
+
+def _touched_expr(e: L.Expr, acc: set[Tnode]) -> None:
+    match e:
+        case L.Get(tn=tn):
+            acc.add(tn)
+        case L.Local_scope(body=body):
+            touched_nodes(body, acc)
+        case L.Binop(a=a, b=b):
+            _touched_expr(a, acc)
+            _touched_expr(b, acc)
+        case L.Unop(a=a):
+            _touched_expr(a, acc)
+        case L.Ternop(a=a, b=b, c=c):
+            _touched_expr(a, acc)
+            _touched_expr(b, acc)
+            _touched_expr(c, acc)
