@@ -34,6 +34,13 @@ class _Pending(Event):
         return self.done and not self.failed
 
 
+class _Stream:
+    """Stands for the stream a transfer ran on (the tables hold it weakly)."""
+
+
+STREAM = _Stream()
+
+
 def test_freshness_is_per_buffer() -> None:
     tn = Tnode.create((2,), hosted=True, label="a")
     hazards.mark_fresh(tn, 7, B1)
@@ -60,8 +67,8 @@ def test_a_write_makes_its_buffer_the_only_fresh_one() -> None:
 def test_get_values_waits_for_every_pending_copy_to_the_host() -> None:
     tn = Tnode.create((2,), hosted=True, label="y")
     first, second = _Pending(), _Pending()
-    hazards.record_download(tn, None, first)  # type: ignore[arg-type]
-    hazards.record_download(tn, None, second)  # type: ignore[arg-type]
+    hazards.record_download(tn, STREAM, first)  # type: ignore[arg-type]
+    hazards.record_download(tn, STREAM, second)  # type: ignore[arg-type]
     tn.get_values()
     assert first.done and second.done
 
@@ -70,8 +77,8 @@ def test_a_failed_copy_to_the_host_raises_after_every_copy_landed() -> None:
     tn = Tnode.create((2,), hosted=True, label="y")
     first, second = _Pending(), _Pending()
     first.failed = True
-    hazards.record_download(tn, None, first)  # type: ignore[arg-type]
-    hazards.record_download(tn, None, second)  # type: ignore[arg-type]
+    hazards.record_download(tn, STREAM, first)  # type: ignore[arg-type]
+    hazards.record_download(tn, STREAM, second)  # type: ignore[arg-type]
     with pytest.raises(StreamError):
         tn.get_values()
     assert second.done
@@ -81,8 +88,8 @@ def test_set_values_waits_for_every_pending_upload() -> None:
     tn = Tnode.create((2,), hosted=True, label="a")
     first, second = _Pending(), _Pending()
     first.failed = True  # a failed upload is waited for, never raised
-    hazards.record_upload(tn, None, first)  # type: ignore[arg-type]
-    hazards.record_upload(tn, None, second)  # type: ignore[arg-type]
+    hazards.record_upload(tn, STREAM, first)  # type: ignore[arg-type]
+    hazards.record_upload(tn, STREAM, second)  # type: ignore[arg-type]
     tn.set_values([3.0, 4.0])
     assert first.done and second.done
     np.testing.assert_array_equal(tn.get_values(), [3.0, 4.0])

@@ -124,10 +124,25 @@ class _HostState:
     fresh: set[tuple[int, BufferLoc]] = field(default_factory=set)
     """``(device id, buffer)`` of the buffers holding the node's latest value: read from the
     host array since its last change, or computed by the last write of the node."""
-    uploads: list[tuple[Stream, Event]] = field(default_factory=list)
+    uploads: list[tuple[weakref.ref[Stream], Event]] = field(default_factory=list)
     """Pending copies reading the host array."""
-    downloads: list[tuple[Stream, Event]] = field(default_factory=list)
-    """Pending copies into the host array, in request order."""
+    downloads: list[tuple[weakref.ref[Stream], Event]] = field(default_factory=list)
+    """Pending copies into the host array, in request order. Streams are held weakly: a node
+    outliving its backend must not keep the backend alive (a transfer whose stream is gone
+    has run or never will)."""
+
+
+def _pending(
+    transfers: list[tuple[weakref.ref[Stream], Event]],
+) -> list[tuple[weakref.ref[Stream], Event]]:
+    return [(s, e) for s, e in transfers if not e.is_done() and s() is not None]
+
+
+def _order_after_all(stream: Stream, transfers: list[tuple[weakref.ref[Stream], Event]]) -> None:
+    for ref, event in transfers:
+        other = ref()
+        if other is not None:
+            order_after(stream, other, event)
 
 
 _states: dict[int, _HostState] = {}
@@ -185,9 +200,8 @@ def order_upload(tn: Tnode, stream: Stream) -> None:
     """Order a copy from ``tn``'s host array (scheduled next on ``stream``) after the copies
     into the host array requested before it."""
     st = _state(tn)
-    st.downloads = [(s, e) for s, e in st.downloads if not e.is_done()]
-    for s, e in st.downloads:
-        order_after(stream, s, e)
+    st.downloads = _pending(st.downloads)
+    _order_after_all(stream, st.downloads)
 
 
 def order_download(tn: Tnode, stream: Stream) -> None:
@@ -195,17 +209,16 @@ def order_download(tn: Tnode, stream: Stream) -> None:
     from and into the host array requested before it, so transfers land in request order."""
     order_upload(tn, stream)
     st = _state(tn)
-    st.uploads = [(s, e) for s, e in st.uploads if not e.is_done()]
-    for s, e in st.uploads:
-        order_after(stream, s, e)
+    st.uploads = _pending(st.uploads)
+    _order_after_all(stream, st.uploads)
 
 
 def record_upload(tn: Tnode, stream: Stream, event: Event) -> None:
     """A copy from the host array on ``stream`` ends at ``event``: ``set_values`` waits for it
     and every other one still pending before changing the host array."""
     st = _state(tn)
-    st.uploads = [(s, e) for s, e in st.uploads if not e.is_done()]
-    st.uploads.append((stream, event))
+    st.uploads = _pending(st.uploads)
+    st.uploads.append((weakref.ref(stream), event))
     pending = [e for _, e in st.uploads]
 
     def done() -> bool:
@@ -224,8 +237,8 @@ def record_download(tn: Tnode, stream: Stream, event: Event) -> None:
     st = _state(tn)
     # A copy that finished, even one that failed, is dropped: as before a later request
     # replaced the hook, a failure is reported until the next ``to_host`` of the node.
-    st.downloads = [(s, e) for s, e in st.downloads if not e.is_done()]
-    st.downloads.append((stream, event))
+    st.downloads = _pending(st.downloads)
+    st.downloads.append((weakref.ref(stream), event))
     pending = [e for _, e in st.downloads]
 
     def done() -> bool:
