@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[3]
-SOURCE_DIRS = sorted(ROOT.glob("packages/*/src")) + [ROOT / "conformance" / "src"]
+SOURCE_DIRS = [*sorted(ROOT.glob("packages/*/src")), ROOT / "conformance" / "src"]
 
 
 def _private(name: str) -> bool:

@@ -35,17 +35,17 @@ from typing import ClassVar
 
 import numpy as np
 
-from arrayjit_backends.c_syntax import (
+from arrayjit_backends.kernel_plan import (
     PARALLEL_MIN_WORK,
     SIMD_LANES,
     KernelParams,
     ScalarReduction,
-    _local_sum,
-    _loop_work,
     is_parallel_loop,
     kernel_params,
     scalar_reduction,
 )
+from arrayjit_backends.kernel_plan import local_sum as _local_sum
+from arrayjit_backends.kernel_plan import loop_work as _loop_work
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
