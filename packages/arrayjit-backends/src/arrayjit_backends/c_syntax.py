@@ -44,7 +44,7 @@ from arrayjit_backends.kernel_plan import (
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec, rounds_when_stored
+from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
