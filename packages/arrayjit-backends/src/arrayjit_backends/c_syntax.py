@@ -43,7 +43,7 @@ from arrayjit_backends.kernel_plan import (
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
-from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
+from arrayjit_ir.indexing import Affine, AxisIndex, StaticSymbol, Symbol, format_index
 from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_ir.summation import widen_blocks
@@ -324,17 +324,9 @@ class CSyntax:
         return self._locals[sc]
 
     def index(self, i: AxisIndex) -> str:
-        match i:
-            case Fixed_idx(value=v):
-                return str(v)
-            case Iterator(symbol=s):
-                return self.sym(s)
-            case Affine(terms=terms, offset=off):
-                parts = [self.sym(s) if c == 1 else f"{c} * {self.sym(s)}" for c, s in terms]
-                if off:
-                    parts.append(str(off))
-                return "(" + " + ".join(parts) + ")"
-        raise TypeError(i)
+        """The C expression of an axis index (an affine one parenthesized)."""
+        text = format_index(i, self.sym, " * ", " + ")
+        return f"({text})" if isinstance(i, Affine) else text
 
     def offset(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
         """Row-major offset of ``idx`` in ``tn``'s (padded) buffer."""
