@@ -3,7 +3,9 @@
 C, OpenCL C and CUDA C renderers are meant to be small subclasses setting types per precision,
 builtins, the kernel signature and how parallel loops map to work items. Kernel parameters have a
 stable order: the context nodes' buffers (by name), the merge buffer, then the static indices in
-``Optimized.static_symbols`` order. Generated code keeps node labels in names.
+``Optimized.static_symbols`` order. Generated code keeps node labels in names. Which loops run in
+parallel or as register reductions is decided by :mod:`arrayjit_backends.kernel_plan`, shared
+with the GPU and LLVM generators.
 
 Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
 (half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
