@@ -98,7 +98,7 @@ def _source(comp: Any) -> str:
 
 
 def test_openmp_only_for_large_disjoint_loops() -> None:
-    from arrayjit_backends.c_syntax import PARALLEL_MIN_WORK
+    from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
 
     n = PARALLEL_MIN_WORK * 2
     a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)

@@ -15,7 +15,7 @@ from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 from arrayjit_backend_c.llvm_renderer import LlvmGen
 from arrayjit_backends import fresh_backend
-from arrayjit_backends.c_syntax import PARALLEL_MIN_WORK
+from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
 from arrayjit_ir import interpret, ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode

@@ -17,8 +17,8 @@ from arrayjit_backends.backend_impl import (
     kernel_name,
     native_argtypes,
 )
-from arrayjit_backends.c_syntax import KernelParams
 from arrayjit_backends.compile_cache import CompileCache
+from arrayjit_backends.kernel_plan import KernelParams
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode
 

@@ -27,8 +27,9 @@ from arrayjit_backends.backend_impl import (
     kernel_name,
     native_argtypes,
 )
-from arrayjit_backends.c_syntax import CSyntax, KernelParams
+from arrayjit_backends.c_syntax import CSyntax
 from arrayjit_backends.compile_cache import CompileCache, cache_key
+from arrayjit_backends.kernel_plan import KernelParams
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec

@@ -12,11 +12,11 @@ functions are LLVM intrinsics; float ``max``/``min`` are ``llvm.maximum``/``llvm
 propagates).
 
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
-whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.c_syntax.
+whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.kernel_plan.
 PARALLEL_MIN_WORK` innermost iterations is a parallel segment, taking the extra parameters
 ``(start, stop)`` (a half-open range of its loop), which the backend splits across threads; the
 statements between them form serial segments. Every segment function takes the same leading
-parameters: the context nodes' buffers (in :func:`~arrayjit_backends.c_syntax.kernel_params`
+parameters: the context nodes' buffers (in :func:`~arrayjit_backends.kernel_plan.kernel_params`
 order), the merge buffer if the routine reads it, the scratch buffers (kernel-local nodes too
 large for the stack or used by several segments), then the static indices as ``i64``. Buffer
 parameters are ``noalias``: nodes never share memory.
@@ -54,18 +54,18 @@ from arrayjit_backend_c.llvm_types import (
     iconst,
     ident,
 )
-from arrayjit_backends.c_syntax import (
+from arrayjit_backends.kernel_plan import (
     SIMD_LANES,
     KernelParams,
     ScalarReduction,
-    _local_sum,
     kernel_params,
+    local_sum,
     scalar_reduction,
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec, rounds_when_stored
+from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
@@ -257,7 +257,7 @@ class LlvmGen(ScalarGen):
             case L.For_loop() if (red := scalar_reduction(s)) is not None:
                 self.reduction(red)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=L.Set_local() as step) if (
-                local := _local_sum(s)
+                local := local_sum(s)
             ) is not None:
                 # An inlined sum's loop (a block of a blocked sum): reassociated, so it
                 # vectorizes, as the cc backend's ``omp simd`` reduction does.
@@ -287,7 +287,7 @@ class LlvmGen(ScalarGen):
 
     def _local_step(self, op: ops.Binop, s: L.Set_local) -> None:
         """``local = local op term`` or, for a multiply-accumulate, ``local = fma(x, w,
-        local)`` (a :func:`_local_sum` loop's body), reassociable."""
+        local)`` (a :func:`~arrayjit_backends.kernel_plan.local_sum` loop's body), reassociable."""
         ty, prec = compute_type(s.scope.tn.prec), s.scope.tn.prec
         ptr = self._local(s.scope)
         acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")

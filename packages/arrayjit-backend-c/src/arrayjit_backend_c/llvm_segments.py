@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arrayjit_backends.c_syntax import (
+from arrayjit_backends.kernel_plan import (
     PARALLEL_MIN_WORK,
     ScalarReduction,
-    _loop_work,
     is_parallel_loop,
+    loop_work,
     scalar_reduction,
 )
 from arrayjit_ir import low_level as L
@@ -56,13 +56,13 @@ class Segment:
 def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work that write disjoint cells or are a
-    :class:`~arrayjit_backends.c_syntax.ScalarReduction`."""
+    :class:`~arrayjit_backends.kernel_plan.ScalarReduction`."""
     stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
     groups: list[list[L.Stmt] | L.For_loop] = []
     for s in stmts:
         if (
             isinstance(s, L.For_loop)
-            and _loop_work(s) >= PARALLEL_MIN_WORK
+            and loop_work(s) >= PARALLEL_MIN_WORK
             and (scalar_reduction(s) is not None or is_parallel_loop(s))
         ):
             groups.append(s)

@@ -28,8 +28,8 @@ import numpy as np
 from arrayjit_tnode import CompileError, Prec, precision
 
 if TYPE_CHECKING:
-    from arrayjit_backends.c_syntax import KernelParams
     from arrayjit_backends.compile_cache import CompileCache
+    from arrayjit_backends.kernel_plan import KernelParams
     from arrayjit_ir.indexing import StaticSymbol
     from arrayjit_ir.optimized import Optimized
     from arrayjit_tnode import Tnode

@@ -3,7 +3,9 @@
 C, OpenCL C and CUDA C renderers are meant to be small subclasses setting types per precision,
 builtins, the kernel signature and how parallel loops map to work items. Kernel parameters have a
 stable order: the context nodes' buffers (by name), the merge buffer, then the static indices in
-``Optimized.static_symbols`` order. Generated code keeps node labels in names.
+``Optimized.static_symbols`` order. Generated code keeps node labels in names. Which loops run in
+parallel or as register reductions is decided by :mod:`arrayjit_backends.kernel_plan`, shared
+with the GPU and LLVM generators.
 
 Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
 (half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
@@ -28,23 +30,26 @@ from typing import ClassVar
 
 import numpy as np
 
+from arrayjit_backends.kernel_plan import (
+    PARALLEL_MIN_WORK,
+    REDUCTION_OPS,
+    SIMD_LANES,
+    KernelParams,
+    ScalarReduction,
+    has_loops,
+    is_parallel_loop,
+    kernel_params,
+    local_sum,
+    loop_work,
+    scalar_reduction,
+)
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
-from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
-from arrayjit_ir.interpret import natural_prec, rounds_when_stored
+from arrayjit_ir.indexing import Affine, AxisIndex, StaticSymbol, Symbol, format_index
+from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
-
-
-@dataclass(frozen=True)
-class KernelParams:
-    """The kernel's parameters, in order."""
-
-    buffers: tuple[Tnode, ...]
-    merge_node: Tnode | None
-    static_symbols: tuple[StaticSymbol, ...]
-
 
 _INT_CTYPES: dict[str, tuple[int, bool]] = {
     "uint8_t": (8, False),
@@ -91,166 +96,6 @@ def float_to_int_helpers(qualifier: str, sources: tuple[str, ...] = ("float", "d
     return "\n".join(out) + "\n"
 
 
-PARALLEL_MIN_WORK = 1 << 15
-"""Loops doing fewer innermost iterations than this stay sequential (threads would not pay)."""
-
-
-def _loop_work(s: L.Stmt) -> int:
-    """Innermost iterations ``s`` runs, the loops of computations inlined into it included."""
-    match s:
-        case L.For_loop(from_=lo, to_inclusive=hi, body=body):
-            return max(hi - lo + 1, 0) * _loop_work(body)
-        case L.Seq(stmts=stmts):
-            return sum(_loop_work(x) for x in stmts)
-        case L.Set(value=v) | L.Set_local(value=v):
-            return max(1, _inlined_work(v))
-    return 1
-
-
-def _inlined_work(e: L.Expr) -> int:
-    if isinstance(e, L.Local_scope):
-        return _loop_work(e.body)
-    return sum(_inlined_work(x) for x in L.children(e))
-
-
-def _sets(s: L.Stmt) -> list[L.Set]:
-    match s:
-        case L.For_loop(body=body):
-            return _sets(body)
-        case L.Seq(stmts=stmts):
-            return [x for st in stmts for x in _sets(st)]
-        case L.Set():
-            return [s]
-    return []
-
-
-def _gets(s: L.Stmt) -> list[L.Get]:
-    return [g for e in L.exprs_of(s) for g in _expr_gets(e)]
-
-
-def _expr_gets(e: L.Expr) -> list[L.Get]:
-    return [g for g in L.sub_exprs(e) if isinstance(g, L.Get)]
-
-
-def is_parallel_loop(loop: L.For_loop) -> bool:
-    """Whether the iterations of ``loop`` write disjoint cells and read nothing another
-    iteration writes: every store indexes its node by the loop symbol on some axis, every read of
-    a stored node uses the same index on that axis, and nothing is zeroed inside."""
-    it = Iterator(loop.index)
-    axis: dict[Tnode, int] = {}
-    for st in _sets(loop.body):
-        if it not in st.indices:
-            return False
-        k = st.indices.index(it)
-        if axis.setdefault(st.tn, k) != k:
-            return False
-    if _has_zero_out(loop.body):
-        return False
-    return all(
-        g.tn not in axis or (len(g.indices) > axis[g.tn] and g.indices[axis[g.tn]] == it)
-        for g in _gets(loop.body)
-    )
-
-
-def _has_zero_out(s: L.Stmt) -> bool:
-    match s:
-        case L.Zero_out():
-            return True
-        case L.For_loop(body=body):
-            return _has_zero_out(body)
-        case L.Seq(stmts=stmts):
-            return any(_has_zero_out(x) for x in stmts)
-    return False
-
-
-SIMD_LANES = 4
-"""Lanes a vectorizing renderer counts on when it widens the blocks of blocked sums
-(:func:`arrayjit_ir.summation.widen_blocks`): 4 floats or doubles (SSE, NEON, AVX)."""
-
-
-REDUCTION_OPS = {ops.Binop.add: "+", ops.Binop.mul: "*", ops.Binop.max: "max", ops.Binop.min: "min"}
-"""Accumulations a renderer may turn into a scalar reduction, with their OpenMP operator."""
-
-
-@dataclass(frozen=True)
-class ScalarReduction:
-    """A perfect loop nest whose only statement accumulates into one cell:
-    ``for ... for ...: tn[idx] = tn[idx] op term`` with ``idx`` fixed across the nest and
-    ``term`` not reading ``tn``. It can run with the cell in a register, reassociated."""
-
-    loops: tuple[L.For_loop, ...]
-    target: L.Set
-    op: ops.Binop
-    term: L.Expr
-    fused: bool = False
-    """A multiply-accumulate: ``term`` is ``x * w`` and each step is ``fma(x, w, cell)``."""
-
-
-def _index_symbols(i: AxisIndex) -> set[Symbol | StaticSymbol]:
-    match i:
-        case Iterator(symbol=s):
-            return {s}
-        case Affine(terms=terms):
-            return {s for _, s in terms}
-    return set()
-
-
-def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
-    """The :class:`ScalarReduction` ``loop`` is, if it is one."""
-    loops = [loop]
-    body = loop.body
-    while isinstance(body, L.For_loop):
-        loops.append(body)
-        body = body.body
-    if not isinstance(body, L.Set) or (body.tn.prec.byte_size < 4 and body.tn.prec.is_float):
-        return None  # small floats round at every store: keep the interpreter's steps
-    if body.tn.prec is Prec.uint4x32:
-        return None  # its arithmetic keeps only lane 0 between steps: it does not reassociate
-    cell = L.Get(body.tn, body.indices)
-    match body.value:
-        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
-            fused = False
-        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
-            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
-        case _:
-            return None
-    looped = {lp.index for lp in loops}
-    if any(_index_symbols(i) & looped for i in body.indices):
-        return None
-    if any(g.tn is body.tn for g in _expr_gets(term)):
-        return None
-    return ScalarReduction(tuple(loops), body, op, term, fused)
-
-
-def _local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
-    """``(op, local)`` when ``loop`` is the innermost loop of an inlined sum or product
-    (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small floats round at
-    every step and keep their order."""
-    body = loop.body
-    if not isinstance(body, L.Set_local):
-        return None
-    sc, v = body.scope, body.value
-    match v:
-        case L.Binop(op=ops.Binop.add | ops.Binop.mul as op, a=a, b=term) if a == L.Get_local(sc):
-            pass
-        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == L.Get_local(sc):
-            op, term = ops.Binop.add, L.Binop(ops.Binop.mul, x, w)  # a multiply-accumulate
-        case _:
-            return None
-    if sc.tn.prec is Prec.uint4x32 or (sc.tn.prec.is_float and sc.tn.prec.byte_size < 4):
-        return None
-    if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(term)):
-        return None
-    if has_loops(term):
-        return None  # a level of a blocked sum: its inner loops carry their own pragmas
-    return REDUCTION_OPS[op], sc
-
-
-def has_loops(e: L.Expr) -> bool:
-    """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
-    return any(isinstance(x, L.Local_scope) and _loop_work(x.body) > 1 for x in L.sub_exprs(e))
-
-
 def _lane_arithmetic(e: L.Expr) -> bool:
     """Whether ``e``, computed as uint4x32, runs on lane 0 as uint64 (as in the interpreter):
     every op but threefry, the uniform conversion (the identity on uint4x32) and ``where``."""
@@ -264,14 +109,10 @@ def _lane_arithmetic(e: L.Expr) -> bool:
     return isinstance(e, L.Binop | L.Unop | L.Ternop)
 
 
-def kernel_params(opt: Optimized) -> KernelParams:
-    """The stable parameter order of a routine's kernel."""
-    nodes = sorted(opt.context_nodes, key=lambda tn: (tn.debug_name, tn.id))
-    return KernelParams(tuple(nodes), opt.merge_node, opt.static_symbols)
-
-
 @dataclass
-class _Out:
+class Out:
+    """Lines of generated source, each indented by its nesting depth."""
+
     lines: list[str] = field(default_factory=list)
 
     def add(self, indent: int, text: str) -> None:
@@ -488,17 +329,9 @@ class CSyntax:
         return self._locals[sc]
 
     def index(self, i: AxisIndex) -> str:
-        match i:
-            case Fixed_idx(value=v):
-                return str(v)
-            case Iterator(symbol=s):
-                return self.sym(s)
-            case Affine(terms=terms, offset=off):
-                parts = [self.sym(s) if c == 1 else f"{c} * {self.sym(s)}" for c, s in terms]
-                if off:
-                    parts.append(str(off))
-                return "(" + " + ".join(parts) + ")"
-        raise TypeError(i)
+        """The C expression of an axis index (an affine one parenthesized)."""
+        text = format_index(i, self.sym, " * ", " + ")
+        return f"({text})" if isinstance(i, Affine) else text
 
     def offset(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
         """Row-major offset of ``idx`` in ``tn``'s (padded) buffer."""
@@ -543,7 +376,7 @@ class CSyntax:
                 return self.convert(self.local(sc), sc.tn.prec, prec)
             case L.Local_scope(scope=sc, body=body):
                 pre.append(self.declare(sc))
-                out = _Out()
+                out = Out()
                 self.stmt(body, out, 0)
                 pre.extend(out.lines)
                 return self.convert(self.local(sc), sc.tn.prec, prec)
@@ -676,7 +509,7 @@ class CSyntax:
 
     # ---- statements ----
 
-    def stmt(self, s: L.Stmt, out: _Out, indent: int) -> None:
+    def stmt(self, s: L.Stmt, out: Out, indent: int) -> None:
         match s:
             case L.Noop():
                 pass
@@ -693,11 +526,11 @@ class CSyntax:
                 if (
                     indent == 1
                     and self.parallel_pragma
-                    and _loop_work(s) >= PARALLEL_MIN_WORK
+                    and loop_work(s) >= PARALLEL_MIN_WORK
                     and is_parallel_loop(s)
                 ):
                     out.add(indent, self.parallel_pragma)
-                local = _local_sum(s) if self.simd_reduction_pragma else None
+                local = local_sum(s) if self.simd_reduction_pragma else None
                 if local is not None:
                     op, scope = local
                     pragma = self.simd_reduction_pragma.format(op=op, var=self.local(scope))
@@ -728,7 +561,7 @@ class CSyntax:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")
 
     def _jammable(self, loop: L.For_loop) -> bool:
-        if self.jam_factor < 2 or _loop_work(loop) < PARALLEL_MIN_WORK:
+        if self.jam_factor < 2 or loop_work(loop) < PARALLEL_MIN_WORK:
             return False
         extent = loop.to_inclusive - loop.from_ + 1
         depth, body = 1, loop.body
@@ -741,7 +574,7 @@ class CSyntax:
             and is_parallel_loop(loop)
         )
 
-    def jam(self, loop: L.For_loop, out: _Out, indent: int) -> None:
+    def jam(self, loop: L.For_loop, out: Out, indent: int) -> None:
         """Unroll-and-jam a parallel loop (see :attr:`jam_factor`): its iterations are
         independent, so running ``jam_factor`` of them side by side in the innermost body is
         equivalent. (Tiling the innermost loop on top was measured slower on a 1024 matmul.)"""
@@ -763,7 +596,7 @@ class CSyntax:
             out.add(d, "}")
         out.add(indent, "}")
 
-    def reduction(self, red: ScalarReduction, out: _Out, indent: int, top: bool) -> None:
+    def reduction(self, red: ScalarReduction, out: Out, indent: int, top: bool) -> None:
         """A loop nest accumulating into one cell, with the cell in a register."""
         tn, idx = red.target.tn, red.target.indices
         ct = self.compute_type(tn.prec)
@@ -773,7 +606,7 @@ class CSyntax:
         out.add(indent, "{")
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         single = len(red.loops) == 1
-        parallel = top and self.reduction_pragma and _loop_work(red.loops[0]) >= PARALLEL_MIN_WORK
+        parallel = top and self.reduction_pragma and loop_work(red.loops[0]) >= PARALLEL_MIN_WORK
         lanes = not has_loops(red.term)  # the top of a blocked sum: its blocks vectorize
         if parallel:
             simd = " simd" if single and lanes else ""
@@ -799,7 +632,7 @@ class CSyntax:
         advance = f"++{v}" if step == 1 else f"{v} += {step}"
         return f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; {advance}) {{"
 
-    def _emit(self, out: _Out, indent: int, pre: list[str], line: str) -> None:
+    def _emit(self, out: Out, indent: int, pre: list[str], line: str) -> None:
         if not pre:
             out.add(indent, line)
             return
@@ -832,7 +665,7 @@ class CSyntax:
         if params.merge_node is not None:
             args.append(f"{self.buffer_prefix}const void *restrict merge_buffer")
         args += [f"{self.index_type} {self.sym(s)}" for s in params.static_symbols]
-        out = _Out()
+        out = Out()
         out.add(0, f"/* routine {opt.name} */")
         out.add(0, f"{self.kernel_prefix}void {fn_name}({', '.join(args) or 'void'}) {{")
         for tn in opt.local_nodes:

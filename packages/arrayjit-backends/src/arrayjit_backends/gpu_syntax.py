@@ -2,16 +2,16 @@
 
 Each top-level statement of the optimized code becomes one or two kernels:
 
-- a loop nest whose loops write disjoint cells (:func:`~arrayjit_backends.c_syntax.
+- a loop nest whose loops write disjoint cells (:func:`~arrayjit_backends.kernel_plan.
   is_parallel_loop`) is flattened into one index space: work item ``gid`` decodes its loop
   indices by division and remainder (the innermost parallel loop varies fastest, so neighbouring
   work items touch neighbouring cells) and runs the rest of the body; ``Zero_out`` is one work
   item per cell. In a perfect nest the parallel loops are found at any depth and moved outside
   the others (:func:`parallel_order`): a matmul the optimizer ordered ``i, k, j`` runs one work
   item per ``(i, j)`` cell with the ``k`` loop inside, accumulating in a register when the rest
-  is a :class:`~arrayjit_backends.c_syntax.ScalarReduction`. Each cell then sees its updates in
+  is a :class:`~arrayjit_backends.kernel_plan.ScalarReduction`. Each cell then sees its updates in
   the original order, so results are those of the serial code;
-- a :class:`~arrayjit_backends.c_syntax.ScalarReduction` (a loop nest accumulating into one
+- a :class:`~arrayjit_backends.kernel_plan.ScalarReduction` (a loop nest accumulating into one
   cell, e.g. a full sum) runs as a grid of work groups, each reducing a strided share of the
   index space in registers and then in local memory into one partial; a second, one-group kernel
   combines the partials with the cell's value;
@@ -39,17 +39,15 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from arrayjit_backends.c_syntax import (
-    CSyntax,
+from arrayjit_backends.c_syntax import CSyntax, Out, float_to_int_helpers
+from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
-    _gets,
-    _Out,
-    _sets,
-    float_to_int_helpers,
+    gets_of,
     is_parallel_loop,
     kernel_params,
     scalar_reduction,
+    sets_of,
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -100,11 +98,11 @@ class _Piece:
     @property
     def writes(self) -> set[Tnode]:
         zeroed = {self.stmt.tn} if isinstance(self.stmt, L.Zero_out) else set()
-        return {st.tn for st in _sets(self.stmt)} | zeroed
+        return {st.tn for st in sets_of(self.stmt)} | zeroed
 
     @property
     def reads(self) -> set[Tnode]:
-        return {g.tn for g in _gets(self.stmt)}
+        return {g.tn for g in gets_of(self.stmt)}
 
 
 MAX_FUSED = 32
@@ -283,7 +281,7 @@ class GpuSyntax(CSyntax):
         prologue = [line for line in prologue if line]
         args += [f"const {self.index_type} {self.sym(s)}" for s in params.static_symbols]
         signature = ", ".join(args)
-        out = _Out()
+        out = Out()
         kernels: list[GpuKernel] = []
         out.add(0, f"/* routine {opt.name} */")
         red_index = 0
@@ -301,7 +299,7 @@ class GpuSyntax(CSyntax):
                 red_index += 1
                 continue
             name = f"{prefix}_k{len(kernels)}"
-            body = _Out()
+            body = Out()
             size = self._kernel_body(group, body)
             out.add(0, f"{self.kernel_prefix} {name}({signature}) {{")
             for line in prologue:
@@ -363,7 +361,7 @@ class GpuSyntax(CSyntax):
 
     # ---- kernel bodies ----
 
-    def _decode(self, nest: list[L.For_loop], out: _Out, gid: str, indent: int = 1) -> None:
+    def _decode(self, nest: list[L.For_loop], out: Out, gid: str, indent: int = 1) -> None:
         it = self.index_type
         for lp in nest:  # names in nest order: i0 is the outermost loop
             self.sym(lp.index)
@@ -390,7 +388,7 @@ class GpuSyntax(CSyntax):
                     return _Piece(stmt, total, tuple(nest), rest, None)
         return _Piece(stmt, None, (), stmt, None)
 
-    def _kernel_body(self, group: list[_Piece], out: _Out) -> int:
+    def _kernel_body(self, group: list[_Piece], out: Out) -> int:
         """Render a group of statements as one kernel's body; returns its global size."""
         it = self.index_type
         total = group[0].total
@@ -410,7 +408,7 @@ class GpuSyntax(CSyntax):
                 out.add(1, "}")
         return max(total, 1)
 
-    def _piece(self, piece: _Piece, out: _Out, indent: int) -> None:
+    def _piece(self, piece: _Piece, out: Out, indent: int) -> None:
         """One statement of a parallel kernel, for the work item ``aj_gid``."""
         if isinstance(piece.stmt, L.Zero_out):
             tn = piece.stmt.tn
@@ -424,10 +422,10 @@ class GpuSyntax(CSyntax):
         else:
             self.stmt(rest, out, indent)
 
-    def _register_reduction(self, red: ScalarReduction, out: _Out, indent: int) -> None:
+    def _register_reduction(self, red: ScalarReduction, out: Out, indent: int) -> None:
         """A work item's serial reduction into its own cell, the cell held in a register (no
         reassociation: the same steps as the serial code)."""
-        body = _Out()
+        body = Out()
         self.reduction(red, body, indent, top=False)
         out.lines.extend(line for line in body.lines if line.strip())  # no pragma here
 
@@ -436,7 +434,7 @@ class GpuSyntax(CSyntax):
         red: ScalarReduction,
         partials: str,
         prefix: str,
-        out: _Out,
+        out: Out,
         kernels: list[GpuKernel],
         signature: str,
         prologue: list[str],
@@ -458,7 +456,7 @@ class GpuSyntax(CSyntax):
         def combine(a: str, b: str) -> str:
             return self.binop(red.op, a, b, ct, is_int)
 
-        def tree(body: _Out) -> None:
+        def tree(body: Out) -> None:
             lq = self.local_qualifier
             body.add(1, f"{lq} {ct} aj_sh[{group}];")
             body.add(1, "aj_sh[aj_lid] = aj_acc;")
@@ -472,7 +470,7 @@ class GpuSyntax(CSyntax):
         # Kernel 1: each group reduces a strided share of the index space into one partial.
         name1 = f"{prefix}_k{len(kernels)}"
         it = self.index_type
-        body = _Out()
+        body = Out()
         body.add(1, f"const int aj_lid = (int){self.local_id};")
         body.add(1, f"{ct} aj_acc = {start};")
         body.add(
@@ -480,7 +478,7 @@ class GpuSyntax(CSyntax):
             f"for ({it} aj_g = ({it}){self.group_id} * {group} + aj_lid; aj_g < {total}; "
             f"aj_g += {groups * group}) {{",
         )
-        inner = _Out()
+        inner = Out()
         self._decode(list(red.loops), inner, "aj_g")
         pre: list[str] = []
         step = self.reduction_step(red, "aj_acc", pre, 2)
@@ -499,7 +497,7 @@ class GpuSyntax(CSyntax):
         kernels.append(GpuKernel(name1, groups * group, group))
         # Kernel 2: one group combines the partials with the cell.
         name2 = f"{prefix}_k{len(kernels)}"
-        body = _Out()
+        body = Out()
         body.add(1, f"const int aj_lid = (int){self.local_id};")
         body.add(1, f"{ct} aj_acc = {start};")
         step = combine("aj_acc", f"{partials}[aj_g]")

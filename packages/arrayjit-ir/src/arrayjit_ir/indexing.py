@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import re
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from arrayjit_tnode import UsageError
@@ -95,3 +96,26 @@ def index_symbols(idx: AxisIndex) -> tuple[Symbol | StaticSymbol, ...]:
         case Affine(terms=terms):
             return tuple(s for _, s in terms)
     raise TypeError(f"not an axis index: {idx!r}")
+
+
+def format_index(
+    idx: AxisIndex,
+    name: Callable[[Symbol | StaticSymbol], str],
+    times: str = "*",
+    plus: str = "+",
+) -> str:
+    """The text of an axis index, each symbol written as ``name`` gives it: a fixed index is its
+    number, an affine one ``c*s+...+offset`` (a coefficient of 1 left out; ``0`` when it has no
+    term). The pretty-printer and the C-like renderers write indices this one way, with their own
+    spacing (``times``, ``plus``) and names."""
+    match idx:
+        case Fixed_idx(value=v):
+            return str(v)
+        case Iterator(symbol=s):
+            return name(s)
+        case Affine(terms=terms, offset=off):
+            parts = [name(s) if c == 1 else f"{c}{times}{name(s)}" for c, s in terms]
+            if off:
+                parts.append(str(off))
+            return plus.join(parts) or "0"
+    raise TypeError(idx)

@@ -23,8 +23,9 @@ import numpy as np
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
+from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, Tnode, UsageError, precision
+from arrayjit_tnode import Prec, Tnode, UsageError
 
 Thunk = Callable[[], Any]
 _VEC = "uint4x32"
@@ -37,40 +38,6 @@ def compute_dtype(prec: Prec) -> np.dtype[Any] | str:
     if prec in (Prec.half, Prec.bfloat16, Prec.fp8):
         return np.dtype(np.float32)
     return prec.numpy_dtype
-
-
-def rounds_when_stored(prec: Prec) -> bool:
-    """Whether values of ``prec`` are computed in a wider type and rounded when stored (half,
-    bfloat16, fp8): in memory, and in a scalar local holding a virtual node's value alike."""
-    return prec in (Prec.half, Prec.bfloat16, Prec.fp8)
-
-
-def natural_prec(e: L.Expr) -> Prec:
-    """The precision an expression has on its own (used for the condition of ``where``)."""
-    match e:
-        case L.Get(tn=tn) | L.Get_merge_buffer(tn=tn):
-            return tn.prec
-        case L.Local_scope(scope=s) | L.Get_local(scope=s):
-            return s.tn.prec
-        case L.Constant():
-            return Prec.single
-        case L.Constant_bits() | L.Embed_index():
-            return Prec.int64
-        case L.Binop(op=ops.Binop.threefry4x32):
-            return Prec.uint4x32
-        case L.Binop(a=a, b=b):
-            return precision.promote(natural_prec(a), natural_prec(b))
-        case L.Unop(op=ops.Unop.uint4x32_to_prec_uniform):
-            return Prec.single
-        case L.Unop(a=a):
-            return natural_prec(a)
-        case L.Ternop(op=ops.Ternop.where, b=b, c=c):
-            return precision.promote(natural_prec(b), natural_prec(c))
-        case L.Ternop(a=a, b=b, c=c):
-            return precision.promote(
-                precision.promote(natural_prec(a), natural_prec(b)), natural_prec(c)
-            )
-    raise TypeError(f"not an expression: {e!r}")
 
 
 def _to_vec(v: Any) -> Any:

@@ -8,8 +8,9 @@ Scalar expressions: :class:`Get`, :class:`Get_merge_buffer`, :class:`Local_scope
 
 Evaluation model: a scalar expression is evaluated in the precision of the node it is stored
 into (the ``Set`` target, or the node of the ``Local_scope``); every leaf is converted to that
-precision. The condition of ``where`` keeps its own natural precision. ``For_loop`` bounds are
-inclusive. Indices are buffer indices (padding already applied).
+precision. The condition of ``where`` keeps its own natural precision (:func:`natural_prec`);
+half, bfloat16 and fp8 compute wider and round when stored (:func:`rounds_when_stored`).
+``For_loop`` bounds are inclusive. Indices are buffer indices (padding already applied).
 
 All IR values are frozen dataclasses compared structurally; tensor nodes compare by id.
 """
@@ -22,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import AxisIndex, Symbol
+from arrayjit_tnode import Prec, precision
 
 if TYPE_CHECKING:
     from arrayjit_tnode import Tnode
@@ -211,6 +213,40 @@ def map_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
             b2 = f(b)
             return Ternop(op, a2, b2, f(c))
     return e
+
+
+def rounds_when_stored(prec: Prec) -> bool:
+    """Whether values of ``prec`` are computed in a wider type and rounded when stored (half,
+    bfloat16, fp8): in memory, and in a scalar local holding a virtual node's value alike."""
+    return prec in (Prec.half, Prec.bfloat16, Prec.fp8)
+
+
+def natural_prec(e: Expr) -> Prec:
+    """The precision an expression has on its own (used for the condition of ``where``)."""
+    match e:
+        case Get(tn=tn) | Get_merge_buffer(tn=tn):
+            return tn.prec
+        case Local_scope(scope=s) | Get_local(scope=s):
+            return s.tn.prec
+        case Constant():
+            return Prec.single
+        case Constant_bits() | Embed_index():
+            return Prec.int64
+        case Binop(op=ops.Binop.threefry4x32):
+            return Prec.uint4x32
+        case Binop(a=a, b=b):
+            return precision.promote(natural_prec(a), natural_prec(b))
+        case Unop(op=ops.Unop.uint4x32_to_prec_uniform):
+            return Prec.single
+        case Unop(a=a):
+            return natural_prec(a)
+        case Ternop(op=ops.Ternop.where, b=b, c=c):
+            return precision.promote(natural_prec(b), natural_prec(c))
+        case Ternop(a=a, b=b, c=c):
+            return precision.promote(
+                precision.promote(natural_prec(a), natural_prec(b)), natural_prec(c)
+            )
+    raise TypeError(f"not an expression: {e!r}")
 
 
 def children(e: Expr) -> tuple[Expr, ...]:

@@ -33,7 +33,7 @@ from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.cse import eliminate_common_subexpressions, hoist_across_statements
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol
-from arrayjit_ir.interpret import natural_prec, rounds_when_stored
+from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized, TracedNode
 from arrayjit_ir.summation import block_sums
 from arrayjit_ir.virtualize import virtualize

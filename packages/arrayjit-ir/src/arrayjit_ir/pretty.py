@@ -10,7 +10,7 @@ from __future__ import annotations
 from arrayjit_ir import assignments as A
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
-from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
+from arrayjit_ir.indexing import AxisIndex, StaticSymbol, Symbol, format_index
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode
 
@@ -33,17 +33,7 @@ class _Names:
         return f"v{n}_{s.tn.debug_name}"
 
     def index(self, i: AxisIndex) -> str:
-        match i:
-            case Fixed_idx(value=v):
-                return str(v)
-            case Iterator(symbol=s):
-                return self.sym(s)
-            case Affine(terms=terms, offset=off):
-                parts = [self.sym(s) if c == 1 else f"{c}*{self.sym(s)}" for c, s in terms]
-                if off:
-                    parts.append(str(off))
-                return "+".join(parts) or "0"
-        raise TypeError(i)
+        return format_index(i, self.sym)
 
     def indices(self, idx: tuple[AxisIndex, ...]) -> str:
         return "[" + ", ".join(self.index(i) for i in idx) + "]"

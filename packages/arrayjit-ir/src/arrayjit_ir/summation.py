@@ -42,7 +42,7 @@ from arrayjit_ir.indexing import (
     fresh_symbol,
     index_symbols,
 )
-from arrayjit_ir.interpret import rounds_when_stored
+from arrayjit_ir.low_level import rounds_when_stored
 from arrayjit_ir.virtualize import fresh_scope, instantiate
 from arrayjit_tnode import Prec, Tnode
 

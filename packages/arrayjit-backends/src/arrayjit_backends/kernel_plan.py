@@ -1,0 +1,202 @@
+"""Loop analysis shared by the code generators (C, OpenCL C and CUDA C, LLVM IR).
+
+What a renderer needs to know about optimized code before it picks a shape for it, decided once
+here so that every backend parallelizes and reduces the same loops:
+
+- the kernel's parameters and their stable order (:func:`kernel_params`);
+- the work a statement does (:func:`loop_work`), against which :data:`PARALLEL_MIN_WORK` decides
+  whether threads pay;
+- whether a loop's iterations are independent (:func:`is_parallel_loop`);
+- whether a loop nest accumulates into one cell (:func:`scalar_reduction`) or an inlined local
+  (:func:`local_sum`), so it may run reassociated in registers or SIMD lanes.
+
+Nothing here renders text or depends on a target.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
+from arrayjit_ir.indexing import Affine, AxisIndex, Iterator, StaticSymbol, Symbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Prec, Tnode
+
+
+@dataclass(frozen=True)
+class KernelParams:
+    """The kernel's parameters, in order."""
+
+    buffers: tuple[Tnode, ...]
+    merge_node: Tnode | None
+    static_symbols: tuple[StaticSymbol, ...]
+
+
+def kernel_params(opt: Optimized) -> KernelParams:
+    """The stable parameter order of a routine's kernel."""
+    nodes = sorted(opt.context_nodes, key=lambda tn: (tn.debug_name, tn.id))
+    return KernelParams(tuple(nodes), opt.merge_node, opt.static_symbols)
+
+
+PARALLEL_MIN_WORK = 1 << 15
+"""Loops doing fewer innermost iterations than this stay sequential (threads would not pay)."""
+
+
+def loop_work(s: L.Stmt) -> int:
+    """Innermost iterations ``s`` runs, the loops of computations inlined into it included."""
+    match s:
+        case L.For_loop(from_=lo, to_inclusive=hi, body=body):
+            return max(hi - lo + 1, 0) * loop_work(body)
+        case L.Seq(stmts=stmts):
+            return sum(loop_work(x) for x in stmts)
+        case L.Set(value=v) | L.Set_local(value=v):
+            return max(1, _inlined_work(v))
+    return 1
+
+
+def _inlined_work(e: L.Expr) -> int:
+    if isinstance(e, L.Local_scope):
+        return loop_work(e.body)
+    return sum(_inlined_work(x) for x in L.children(e))
+
+
+def sets_of(s: L.Stmt) -> list[L.Set]:
+    """Every store to a node in ``s`` (zeroing excluded), in order."""
+    match s:
+        case L.For_loop(body=body):
+            return sets_of(body)
+        case L.Seq(stmts=stmts):
+            return [x for st in stmts for x in sets_of(st)]
+        case L.Set():
+            return [s]
+    return []
+
+
+def gets_of(s: L.Stmt) -> list[L.Get]:
+    """Every read of a node in ``s`` (the merge buffer excluded), inlined computations
+    included."""
+    return [g for e in L.exprs_of(s) for g in _expr_gets(e)]
+
+
+def _expr_gets(e: L.Expr) -> list[L.Get]:
+    return [g for g in L.sub_exprs(e) if isinstance(g, L.Get)]
+
+
+def is_parallel_loop(loop: L.For_loop) -> bool:
+    """Whether the iterations of ``loop`` write disjoint cells and read nothing another
+    iteration writes: every store indexes its node by the loop symbol on some axis, every read of
+    a stored node uses the same index on that axis, and nothing is zeroed inside."""
+    it = Iterator(loop.index)
+    axis: dict[Tnode, int] = {}
+    for st in sets_of(loop.body):
+        if it not in st.indices:
+            return False
+        k = st.indices.index(it)
+        if axis.setdefault(st.tn, k) != k:
+            return False
+    if _has_zero_out(loop.body):
+        return False
+    return all(
+        g.tn not in axis or (len(g.indices) > axis[g.tn] and g.indices[axis[g.tn]] == it)
+        for g in gets_of(loop.body)
+    )
+
+
+def _has_zero_out(s: L.Stmt) -> bool:
+    match s:
+        case L.Zero_out():
+            return True
+        case L.For_loop(body=body):
+            return _has_zero_out(body)
+        case L.Seq(stmts=stmts):
+            return any(_has_zero_out(x) for x in stmts)
+    return False
+
+
+SIMD_LANES = 4
+"""Lanes a vectorizing renderer counts on when it widens the blocks of blocked sums
+(:func:`arrayjit_ir.summation.widen_blocks`): 4 floats or doubles (SSE, NEON, AVX)."""
+
+
+REDUCTION_OPS = {ops.Binop.add: "+", ops.Binop.mul: "*", ops.Binop.max: "max", ops.Binop.min: "min"}
+"""Accumulations a renderer may turn into a scalar reduction, with their OpenMP operator."""
+
+
+@dataclass(frozen=True)
+class ScalarReduction:
+    """A perfect loop nest whose only statement accumulates into one cell:
+    ``for ... for ...: tn[idx] = tn[idx] op term`` with ``idx`` fixed across the nest and
+    ``term`` not reading ``tn``. It can run with the cell in a register, reassociated."""
+
+    loops: tuple[L.For_loop, ...]
+    target: L.Set
+    op: ops.Binop
+    term: L.Expr
+    fused: bool = False
+    """A multiply-accumulate: ``term`` is ``x * w`` and each step is ``fma(x, w, cell)``."""
+
+
+def _index_symbols(i: AxisIndex) -> set[Symbol | StaticSymbol]:
+    match i:
+        case Iterator(symbol=s):
+            return {s}
+        case Affine(terms=terms):
+            return {s for _, s in terms}
+    return set()
+
+
+def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
+    """The :class:`ScalarReduction` ``loop`` is, if it is one."""
+    loops = [loop]
+    body = loop.body
+    while isinstance(body, L.For_loop):
+        loops.append(body)
+        body = body.body
+    if not isinstance(body, L.Set) or (body.tn.prec.byte_size < 4 and body.tn.prec.is_float):
+        return None  # small floats round at every store: keep the interpreter's steps
+    if body.tn.prec is Prec.uint4x32:
+        return None  # its arithmetic keeps only lane 0 between steps: it does not reassociate
+    cell = L.Get(body.tn, body.indices)
+    match body.value:
+        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
+            fused = False
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
+            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
+        case _:
+            return None
+    looped = {lp.index for lp in loops}
+    if any(_index_symbols(i) & looped for i in body.indices):
+        return None
+    if any(g.tn is body.tn for g in _expr_gets(term)):
+        return None
+    return ScalarReduction(tuple(loops), body, op, term, fused)
+
+
+def local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
+    """``(op, local)`` when ``loop`` is the innermost loop of an inlined sum or product
+    (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small floats round at
+    every step and keep their order."""
+    body = loop.body
+    if not isinstance(body, L.Set_local):
+        return None
+    sc, v = body.scope, body.value
+    match v:
+        case L.Binop(op=ops.Binop.add | ops.Binop.mul as op, a=a, b=term) if a == L.Get_local(sc):
+            pass
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == L.Get_local(sc):
+            op, term = ops.Binop.add, L.Binop(ops.Binop.mul, x, w)  # a multiply-accumulate
+        case _:
+            return None
+    if sc.tn.prec is Prec.uint4x32 or (sc.tn.prec.is_float and sc.tn.prec.byte_size < 4):
+        return None
+    if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(term)):
+        return None
+    if has_loops(term):
+        return None  # a level of a blocked sum: its inner loops carry their own pragmas
+    return REDUCTION_OPS[op], sc
+
+
+def has_loops(e: L.Expr) -> bool:
+    """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
+    return any(isinstance(x, L.Local_scope) and loop_work(x.body) > 1 for x in L.sub_exprs(e))
