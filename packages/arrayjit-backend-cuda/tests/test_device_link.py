@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arrayjit_backend_cuda.render import CudaSyntax
+from arrayjit_backend_cuda.renderer import CudaSyntax
 from arrayjit_backends.gpu_device import GpuDevices
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 
 from arrayjit_backend_cuda.compiler import compile_to, nvcc_path
-from arrayjit_backend_cuda.render import CudaSyntax
+from arrayjit_backend_cuda.renderer import CudaSyntax
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_conformance.programs import Program, is_tame, programs
 from arrayjit_conformance.workloads import WORKLOADS

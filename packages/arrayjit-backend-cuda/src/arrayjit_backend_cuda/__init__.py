@@ -1,7 +1,7 @@
 """arrayjit_backend_cuda: the ``cuda`` backend (pycuda for the driver, nvcc for code).
 
 Without pycuda, a driver, a GPU or nvcc, the backend is a missing backend that says which.
-The renderer (:mod:`arrayjit_backend_cuda.render`) needs none of them, so CUDA source can be
+The renderer (:mod:`arrayjit_backend_cuda.renderer`) needs none of them, so CUDA source can be
 generated, and compiled to PTX with ``nvcc`` alone, on any machine.
 """
 

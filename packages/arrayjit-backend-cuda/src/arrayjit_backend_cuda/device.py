@@ -9,7 +9,7 @@
   them synchronous with the host, which is correct, only slower); between devices,
   ``memcpy_peer_async``.
 - Code: the recipe of :class:`~arrayjit_backends.gpu_device.GpuDevices`: CUDA C from
-  :class:`~arrayjit_backend_cuda.render.CudaSyntax`, compiled by ``nvcc --cubin``
+  :class:`~arrayjit_backend_cuda.renderer.CudaSyntax`, compiled by ``nvcc --cubin``
   (:mod:`arrayjit_backend_cuda.compiler`) for every device's architecture at compile, through
   the shared compile cache; one module per device, loaded at the routine's first link on it
   and shared by every later link.
@@ -27,7 +27,7 @@ import numpy as np
 import pycuda.driver as cuda
 
 from arrayjit_backend_cuda.compiler import NVCC_FLAGS, compile_to, nvcc_path, nvcc_version
-from arrayjit_backend_cuda.render import CudaSyntax
+from arrayjit_backend_cuda.renderer import CudaSyntax
 from arrayjit_backends.backend_impl import kernel_name
 from arrayjit_backends.compile_cache import cache_key
 from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue

@@ -10,7 +10,7 @@
   (and so its host array) until the copy is done (:class:`OpenclQueue`), and the generic layer keeps
   host reads and writes waiting for it.
 - Precisions: all but uint4x32; double only with ``cl_khr_fp64``; half, bfloat16 and fp8 are
-  stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.render`).
+  stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.renderer`).
 - Code: the recipe of :class:`~arrayjit_backends.gpu_device.GpuDevices`: one program per
   routine and device (device 0's built by ``compile``, another's at the routine's first link on
   it), through the shared compile cache (program binaries keyed by the device's identity, so
@@ -28,7 +28,7 @@ from typing import Any, ClassVar
 import numpy as np
 import pyopencl as cl
 
-from arrayjit_backend_opencl.render import OpenclSyntax
+from arrayjit_backend_opencl.renderer import OpenclSyntax
 from arrayjit_backends.compile_cache import cache_key
 from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
 from arrayjit_backends.gpu_device import GpuCode, GpuDevices, keep_failed_source

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from arrayjit_backend_cuda.compiler import compile_to, nvcc_path
-from arrayjit_backend_cuda.render import CudaSyntax
+from arrayjit_backend_cuda.renderer import CudaSyntax
 from arrayjit_backends.backend_impl import kernel_name
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_ir import ir, lower, optimize

@@ -96,7 +96,7 @@ def test_matmul_runs_one_work_item_per_output_cell(backend: Any) -> None:
 def test_large_matmul_order_is_interchanged() -> None:
     """The optimizer orders a large matmul i, k, j (contiguous j innermost, for CPUs); the GPU
     renderer still gives each (i, j) cell a work item, with k in a register loop inside."""
-    from arrayjit_backend_opencl.render import OpenclSyntax
+    from arrayjit_backend_opencl.renderer import OpenclSyntax
     from arrayjit_ir import lower, optimize
 
     x, w, h = node((256, 256), "x"), node((256, 256), "w"), node((256, 256), "h")
