@@ -2,8 +2,8 @@
 the hypothesis strategy :func:`programs`.
 
 A drawn :class:`~arrayjit_conformance.program.Program` is a description without IR objects (see
-:mod:`arrayjit_conformance.program`, which also holds its numpy oracle); the names of that module
-are re-exported here, so tests import everything from one place.
+:mod:`arrayjit_conformance.program`, which also holds its numpy oracle); the names of it that
+tests use with the strategy are re-exported here.
 
 What the strategy generates: pointwise chains (unary and binary ops), broadcasts, reductions
 (``add``/``max``/``min``/``sub`` accumulation over some, all or no axes, contractions such as
@@ -25,19 +25,15 @@ from dataclasses import dataclass, field
 from hypothesis import strategies as st
 
 from arrayjit_conformance.program import (
-    BATCH,
     BATCH_LETTER,
     BIG_VALUE_LIMIT,
     FLOAT_PROGRAM_PRECS,
-    INT_PROGRAM_PRECS,
     LETTERS,
-    PAD_VALUE,
     VALUE_LIMIT,
     Node,
     Program,
     Stmt,
     evaluate_numpy,
-    evaluate_statement,
     is_tame,
 )
 
@@ -364,20 +360,5 @@ def programs(
     )
 
 
-__all__ = [
-    "BATCH",
-    "BATCH_LETTER",
-    "BIG_VALUE_LIMIT",
-    "FLOAT_PROGRAM_PRECS",
-    "INT_PROGRAM_PRECS",
-    "LETTERS",
-    "PAD_VALUE",
-    "VALUE_LIMIT",
-    "Node",
-    "Program",
-    "Stmt",
-    "evaluate_numpy",
-    "evaluate_statement",
-    "is_tame",
-    "programs",
-]
+# What tests import from here: the strategy, and program's names they use with it.
+__all__ = ["BIG_VALUE_LIMIT", "Node", "Program", "Stmt", "evaluate_numpy", "is_tame", "programs"]
