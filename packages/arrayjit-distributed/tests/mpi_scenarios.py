@@ -365,15 +365,32 @@ def scenario_mismatch(backend: Any) -> None:
     comm.close()
 
 
-def scenario_stream_fails(backend: Any) -> None:
-    """Rank 1's stream fails before the collective; rank 0 waits inside it. The job must end
-    with the cause on every rank, not hang."""
+def _doubled_ones(backend: Any) -> tuple[Any, Tnode, Communicator]:
+    """A hosted ``x`` of ones doubled by a routine that has run, and a communicator over its
+    context (the setup of the failure scenarios)."""
     ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
     x = hosted((4,), "x", Prec.single)
     x.set_values(np.ones(4))
     routine = backend.link(ctx, backend.compile(ir.binop(x, "add", x, x), name="dbl"))
     routine()
     comm = Communicator(backend, routine.context)
+    return routine, x, comm
+
+
+def _reduce_then_expect_abort(backend: Any, routine: Any, x: Tnode, comm: Communicator) -> None:
+    """Enter a collective that another rank's failure must abort; a rank still running five
+    seconds later says so, which test_distributed refuses."""
+    comm.all_reduce(x, "add")
+    backend.to_host(routine.context, x)
+    x.get_values()
+    time.sleep(5)
+    print(f"rank {RANK} was not aborted", flush=True)
+
+
+def scenario_stream_fails(backend: Any) -> None:
+    """Rank 1's stream fails before the collective; rank 0 waits inside it. The job must end
+    with the cause on every rank, not hang."""
+    routine, x, comm = _doubled_ones(backend)
     if RANK == 1:
 
         def boom() -> None:
@@ -383,28 +400,15 @@ def scenario_stream_fails(backend: Any) -> None:
         # A device backend runs the task at once (and raises); the collective below then fails.
         with contextlib.suppress(Exception):
             backend.schedule_task(routine.context, boom, writes=[x])
-    comm.all_reduce(x, "add")
-    backend.to_host(routine.context, x)
-    x.get_values()
-    time.sleep(5)
-    print(f"rank {RANK} was not aborted", flush=True)
+    _reduce_then_expect_abort(backend, routine, x, comm)
 
 
 def scenario_program_raises(backend: Any) -> None:
     """Rank 1's own program raises while rank 0 waits in a collective."""
-    ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
-    x = hosted((4,), "x", Prec.single)
-    x.set_values(np.ones(4))
-    routine = backend.link(ctx, backend.compile(ir.binop(x, "add", x, x), name="dbl"))
-    routine()
-    comm = Communicator(backend, routine.context)
+    routine, x, comm = _doubled_ones(backend)
     if RANK == 1:
         raise ValueError("rank 1's own code failed")
-    comm.all_reduce(x, "add")
-    backend.to_host(routine.context, x)
-    x.get_values()
-    time.sleep(5)
-    print(f"rank {RANK} was not aborted", flush=True)
+    _reduce_then_expect_abort(backend, routine, x, comm)
 
 
 def main() -> None:
