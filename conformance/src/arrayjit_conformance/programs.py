@@ -78,6 +78,10 @@ class _Draft:
                 return "int32"
         return None
 
+    def letters_of(self, name: str) -> str:
+        """The letters of the defined node ``name``."""
+        return next(n.letters for n in self.nodes if n.name == name)
+
     def product_size(self, letters: str) -> int:
         return math.prod(self.sizes[x] for x in letters)
 
@@ -94,7 +98,7 @@ def _relabelings(draft: _Draft, letters: str) -> list[str]:
 
 
 def _draw_read(draw: st.DrawFn, draft: _Draft, name: str) -> str:
-    letters = next(n.letters for n in draft.nodes if n.name == name)
+    letters = draft.letters_of(name)
     options = _relabelings(draft, letters)
     # Mostly read as is; sometimes at other positions.
     if len(options) > 1 and draw(st.integers(0, 3)) == 0:
@@ -204,15 +208,20 @@ def _stmt_reduce(draw: st.DrawFn, draft: _Draft, arity: int) -> None:
     draft.bound[out.name] = b
 
 
-def _stmt_inplace(draw: st.DrawFn, draft: _Draft) -> None:
-    """``p = p op t`` with ``t`` read at (some of) ``p``'s positions."""
+def _draw_updated(draw: st.DrawFn, draft: _Draft) -> tuple[list[str], str, str]:
+    """The defined nodes, one of them drawn to be updated in place, and its letters."""
     defined = _defined(draft)
     p = draw(st.sampled_from(defined))
-    p_letters = next(n.letters for n in draft.nodes if n.name == p)
+    return defined, p, draft.letters_of(p)
+
+
+def _stmt_inplace(draw: st.DrawFn, draft: _Draft) -> None:
+    """``p = p op t`` with ``t`` read at (some of) ``p``'s positions."""
+    defined, p, p_letters = _draw_updated(draw, draft)
     fits = [
         (t, r)
         for t in defined
-        for r in _relabelings(draft, next(n.letters for n in draft.nodes if n.name == t))
+        for r in _relabelings(draft, draft.letters_of(t))
         # p read at other positions than it is written would depend on the loop order
         if set(r) <= set(p_letters) and (t != p or r == p_letters)
     ]
@@ -231,14 +240,12 @@ def _stmt_inplace(draw: st.DrawFn, draft: _Draft) -> None:
 def _stmt_accum_inplace(draw: st.DrawFn, draft: _Draft) -> None:
     """``accum(p, "sub", g, initialize_neutral=False)``: ``p = p - g`` (summed over ``g``'s
     extra axes)."""
-    defined = _defined(draft)
-    p = draw(st.sampled_from(defined))
-    p_letters = next(n.letters for n in draft.nodes if n.name == p)
+    defined, p, p_letters = _draw_updated(draw, draft)
     fits = [
         (g, r)
         for g in defined
         if g != p
-        for r in _relabelings(draft, next(n.letters for n in draft.nodes if n.name == g))
+        for r in _relabelings(draft, draft.letters_of(g))
         if set(p_letters) <= set(r)
     ]
     if not fits:
