@@ -164,7 +164,7 @@ def scenario_collectives(backend: Any) -> None:
             continue  # random-number state: moved, never reduced (checked in mismatch)
         ops = ["add", "max", "min"] + (["mean"] if prec.is_float else [])
         cases: list[tuple[str, str, Tnode, Tnode | None, int]] = []
-        groups: dict[tuple[int, ...], list[Tnode]] = {}
+        nodes: list[Tnode] = []
         for k, op in enumerate([*ops, "broadcast", "all_gather", *[f"rs_{o}" for o in ops]]):
             if op == "all_gather":
                 src = hosted(blk, f"ag_src_{prec.name}", prec)
@@ -176,20 +176,9 @@ def scenario_collectives(backend: Any) -> None:
                 src, dst = hosted(shape, f"{op}_{prec.name}", prec), None
             # Uploaded when linked; the collectives then overwrite them in place.
             src.set_values(inputs(RANK, prec, src.dims, k).astype(prec.numpy_dtype))
-            for tn in (src, dst) if dst is not None else (src,):
-                groups.setdefault(tn.dims, []).append(tn)
+            nodes += [src] if dst is None else [src, dst]
             cases.append((op, op, src, dst, k))
-        # One routine reads every node (so each gets a buffer in the context) through a chain
-        # of inlined sums per shape: one kernel per shape, which keeps PoCL's compile time low.
-        comps = []
-        for dims, members in groups.items():
-            acc = members[0]
-            for tn in members[1:]:
-                t = Tnode.create(dims, prec=prec, label="t")
-                comps.append(ir.binop(t, "add", acc, tn))
-                acc = t
-            comps.append(ir.unop(Tnode.create(dims, prec=prec, label="sink"), "identity", acc))
-        routine = backend.link(ctx, backend.compile(ir.block(*comps), name=f"init_{prec.name}"))
+        routine = link_reading(backend, ctx, nodes, f"init_{prec.name}")
         routine()
         comm.context = routine.context
         for op, _, src, dst, _ in cases:
