@@ -238,6 +238,11 @@ def long_size(backend: Any) -> int:
     return 1 << 10 if "interp" in backend.name else 1 << 15
 
 
+def _max_min(out_max: Tnode, out_min: Tnode, x: Tnode, spec: str) -> tuple[Any, Any]:
+    """The max and the min reductions of ``x`` along ``spec``."""
+    return ir.accum(out_max, "max", x, spec=spec), ir.accum(out_min, "min", x, spec=spec)
+
+
 def _reduction_rows(prec: str) -> np.ndarray:
     """Rows of 8: a NaN among numbers (at each end too), all NaN, infinities, signed zeros."""
     info = ml_dtypes.finfo(STORAGE[prec])
@@ -278,12 +283,9 @@ def test_max_min_reductions(backend: Any, prec: str) -> None:
     big = hosted((n,), "big", prec)
     bmax, bmin = hosted((), "bmax", prec), hosted((), "bmin", prec)
     comp = ir.block(
-        ir.accum(rmax, "max", x, spec="ij->i"),
-        ir.accum(rmin, "min", x, spec="ij->i"),
-        ir.accum(cmax, "max", x, spec="ij->j"),
-        ir.accum(cmin, "min", x, spec="ij->j"),
-        ir.accum(bmax, "max", big, spec="i->"),
-        ir.accum(bmin, "min", big, spec="i->"),
+        *_max_min(rmax, rmin, x, "ij->i"),
+        *_max_min(cmax, cmin, x, "ij->j"),
+        *_max_min(bmax, bmin, big, "i->"),
     )
     got = run(backend, comp, {x: vx, big: vlong}, [rmax, rmin, cmax, cmin, bmax, bmin])
     w = vx.astype(np.float64)
@@ -314,12 +316,7 @@ def test_max_reduction_signed_zeros_long(backend: Any, prec: str) -> None:
     z, m = hosted((n,), "z", prec), hosted((n,), "m", prec)
     zmax, zmin = hosted((), "zmax", prec), hosted((), "zmin", prec)
     mmax, mmin = hosted((), "mmax", prec), hosted((), "mmin", prec)
-    comp = ir.block(
-        ir.accum(zmax, "max", z, spec="i->"),
-        ir.accum(zmin, "min", z, spec="i->"),
-        ir.accum(mmax, "max", m, spec="i->"),
-        ir.accum(mmin, "min", m, spec="i->"),
-    )
+    comp = ir.block(*_max_min(zmax, zmin, z, "i->"), *_max_min(mmax, mmin, m, "i->"))
     got = run(backend, comp, {z: vz, m: vn}, [zmax, zmin, mmax, mmin])
     bits_equal(got[0], np.float64(0.0), prec, "max of signed zeros")
     bits_equal(got[1], np.float64(-0.0), prec, "min of signed zeros")
