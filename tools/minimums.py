@@ -12,14 +12,9 @@ import sys
 import tomllib
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = (
-    "packages/arrayjit-tnode",
-    "packages/arrayjit-ir",
-    "packages/arrayjit-backends",
-    "packages/arrayjit-backend-c",
-    "conformance",
-)
+from repo_packages import CPU_PACKAGES as PACKAGES
+from repo_packages import ROOT
+
 SPEC = re.compile(r"^\s*([A-Za-z0-9_.\-]+)\s*(?:\[[^\]]*\])?\s*>=\s*([^,;\s]+)")
 
 

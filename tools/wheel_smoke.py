@@ -15,17 +15,9 @@ import sys
 import venv
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = (
-    "packages/arrayjit-tnode",
-    "packages/arrayjit-ir",
-    "packages/arrayjit-backends",
-    "packages/arrayjit-backend-c",
-    "packages/arrayjit-backend-opencl",
-    "packages/arrayjit-backend-cuda",
-    "packages/arrayjit-distributed",
-    "conformance",
-)
+from repo_packages import ALL_PACKAGES as PACKAGES
+from repo_packages import ROOT
+
 INSTALL = ("arrayjit-backend-c", "arrayjit-conformance")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arrayjit_conformance.programs import Program, evaluate_numpy
+from arrayjit_conformance.program import Program, evaluate_numpy
 from arrayjit_ir import interpret, lower
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Prec, Tnode

@@ -123,14 +123,8 @@ def test_memory_accounting_and_release(backend: Backend) -> None:
     assert backend.get_used_memory(dev) == before
 
 
-def test_linking_twice_gives_independent_children(backend: Backend) -> None:
-    x = Tnode.create((4,), label="x", memory_mode=(mm.Materialized(), 1))
-    ctx = ctx_of(backend)
-    fill = backend.compile(ir.fetch(x, ir.Constant(3.0)), name="fill")
-    r1, r2 = backend.link(ctx, fill), backend.link(ctx, fill)
-    assert r1.context.parent is ctx and r2.context.parent is ctx
-    assert r1.context.buffers[x] != r2.context.buffers[x]
-    assert x not in ctx.buffers
+# Linking one code twice gives two independent child contexts: conformance
+# test_devices::test_contexts_parent_child_and_persistence.
 
 
 def test_hosted_nodes_no_redundant_copies(backend: Backend) -> None:
@@ -281,69 +275,9 @@ def test_will_wait_for_and_events(backend: Backend) -> None:
     assert backend.get_global_debug_info()["backend"] == backend.name
 
 
-@pytest.mark.parametrize("mode", [MergeMode.No, MergeMode.Copy, MergeMode.Streaming])
-def test_device_to_device(backend: Backend, mode: MergeMode) -> None:
-    dev = backend.get_device(0)
-    s1, s2 = backend.new_stream(dev), backend.new_stream(dev)
-    g = Tnode.create((5,), label="g", memory_mode=(mm.Materialized(), 1))
-    src_vals = hosted((5,), "sv", np.arange(5.0))
-    acc = hosted((5,), "acc", np.full(5, 10.0))
-    produce = backend.link(
-        backend.make_context(s1), backend.compile(ir.unop(g, "identity", src_vals), name="produce")
-    )
-    produce()
-    if mode is MergeMode.No:
-        fill = backend.link(
-            backend.make_context(s2), backend.compile(ir.fetch(g, ir.Constant(0.0)), name="zero")
-        )
-        fill()
-        assert backend.device_to_device(g, MergeMode.No, fill.context, produce.context)
-        use = backend.link(
-            fill.context,
-            backend.compile(ir.accum(acc, "add", g, initialize_neutral=False), name="use"),
-        )
-    else:
-        assert backend.device_to_device(g, mode, backend.make_context(s2), produce.context)
-        use = backend.link(
-            backend.make_context(s2),
-            backend.compile(
-                ir.accum(acc, "add", ir.merge_buffer(g), initialize_neutral=False), name="use"
-            ),
-        )
-        assert use.merge_buffer_input == g
-    use()
-    backend.to_host(use.context, acc)
-    np.testing.assert_allclose(acc.get_values(), np.arange(5.0) + 10)
-    assert not backend.device_to_device(
-        Tnode.create((1,), label="nowhere"), mode, use.context, produce.context
-    )
-
-
-def test_merge_buffer_holding_another_node(backend: Backend) -> None:
-    dev = backend.get_device(0)
-    s1, s2 = backend.new_stream(dev), backend.new_stream(dev)
-    g = Tnode.create((3,), label="g", memory_mode=(mm.Materialized(), 1))
-    h = Tnode.create((3,), label="h", memory_mode=(mm.Materialized(), 1))
-    src = hosted((3,), "src", np.ones(3))
-    prod = backend.link(
-        backend.make_context(s1),
-        backend.compile(ir.block(ir.unop(g, "identity", src), ir.unop(h, "neg", src)), name="prod"),
-    )
-    prod()
-    out = hosted((3,), "out")
-    use = backend.link(
-        backend.make_context(s2),
-        backend.compile(ir.unop(out, "identity", ir.merge_buffer(g)), name="use_g"),
-    )
-    with pytest.raises(UsageError, match=r"reads the merge buffer as g#\d+, but it holds nothing"):
-        use()
-    backend.device_to_device(h, MergeMode.Copy, use.context, prod.context)
-    with pytest.raises(UsageError, match=r"reads the merge buffer as g#\d+, but it holds h#\d+"):
-        use()
-    backend.device_to_device(g, MergeMode.Copy, use.context, prod.context)
-    use()
-    backend.to_host(use.context, out)
-    assert (out.get_values() == 1).all()
+# device_to_device in every merge mode, and a merge buffer holding another node than the one a
+# routine reads, are conformance tests (arrayjit_conformance.tests.test_merge), run on the
+# interpreter backends too.
 
 
 def test_merge_buffer_grows(backend: Backend) -> None:

@@ -130,33 +130,18 @@ def test_cache_info_and_clear(
     assert cache.entries() == [] and (tmp_path / "c" / "notes.txt").exists()
 
 
+def _bench_row(group: str, name: str, median: float, impl: str) -> dict[str, object]:
+    """One benchmark in pytest-benchmark's JSON layout."""
+    return {"group": group, "name": name, "stats": {"median": median}, "extra_info": {"impl": impl}}
+
+
 BENCH = {
     "machine_info": {"cpu": {"brand_raw": "Test CPU 9000", "count": 7}},
     "benchmarks": [
-        {
-            "group": "sum 2^10 f32",
-            "name": "a",
-            "stats": {"median": 2e-3},
-            "extra_info": {"impl": "numpy"},
-        },
-        {
-            "group": "sum 2^10 f32",
-            "name": "b",
-            "stats": {"median": 1e-3},
-            "extra_info": {"impl": "multicore_cc"},
-        },
-        {
-            "group": "compile latency (small routine)",
-            "name": "c",
-            "stats": {"median": 5e-2},
-            "extra_info": {"impl": "multicore_cc cold"},
-        },
-        {
-            "group": "compile latency (small routine)",
-            "name": "d",
-            "stats": {"median": 1e-7},
-            "extra_info": {"impl": "numpy"},
-        },
+        _bench_row("sum 2^10 f32", "a", 2e-3, "numpy"),
+        _bench_row("sum 2^10 f32", "b", 1e-3, "multicore_cc"),
+        _bench_row("compile latency (small routine)", "c", 5e-2, "multicore_cc cold"),
+        _bench_row("compile latency (small routine)", "d", 1e-7, "numpy"),
     ],
 }
 

@@ -164,7 +164,7 @@ def scenario_collectives(backend: Any) -> None:
             continue  # random-number state: moved, never reduced (checked in mismatch)
         ops = ["add", "max", "min"] + (["mean"] if prec.is_float else [])
         cases: list[tuple[str, str, Tnode, Tnode | None, int]] = []
-        groups: dict[tuple[int, ...], list[Tnode]] = {}
+        nodes: list[Tnode] = []
         for k, op in enumerate([*ops, "broadcast", "all_gather", *[f"rs_{o}" for o in ops]]):
             if op == "all_gather":
                 src = hosted(blk, f"ag_src_{prec.name}", prec)
@@ -176,20 +176,9 @@ def scenario_collectives(backend: Any) -> None:
                 src, dst = hosted(shape, f"{op}_{prec.name}", prec), None
             # Uploaded when linked; the collectives then overwrite them in place.
             src.set_values(inputs(RANK, prec, src.dims, k).astype(prec.numpy_dtype))
-            for tn in (src, dst) if dst is not None else (src,):
-                groups.setdefault(tn.dims, []).append(tn)
+            nodes += [src] if dst is None else [src, dst]
             cases.append((op, op, src, dst, k))
-        # One routine reads every node (so each gets a buffer in the context) through a chain
-        # of inlined sums per shape: one kernel per shape, which keeps PoCL's compile time low.
-        comps = []
-        for dims, members in groups.items():
-            acc = members[0]
-            for tn in members[1:]:
-                t = Tnode.create(dims, prec=prec, label="t")
-                comps.append(ir.binop(t, "add", acc, tn))
-                acc = t
-            comps.append(ir.unop(Tnode.create(dims, prec=prec, label="sink"), "identity", acc))
-        routine = backend.link(ctx, backend.compile(ir.block(*comps), name=f"init_{prec.name}"))
+        routine = link_reading(backend, ctx, nodes, f"init_{prec.name}")
         routine()
         comm.context = routine.context
         for op, _, src, dst, _ in cases:
@@ -365,15 +354,32 @@ def scenario_mismatch(backend: Any) -> None:
     comm.close()
 
 
-def scenario_stream_fails(backend: Any) -> None:
-    """Rank 1's stream fails before the collective; rank 0 waits inside it. The job must end
-    with the cause on every rank, not hang."""
+def _doubled_ones(backend: Any) -> tuple[Any, Tnode, Communicator]:
+    """A hosted ``x`` of ones doubled by a routine that has run, and a communicator over its
+    context (the setup of the failure scenarios)."""
     ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
     x = hosted((4,), "x", Prec.single)
     x.set_values(np.ones(4))
     routine = backend.link(ctx, backend.compile(ir.binop(x, "add", x, x), name="dbl"))
     routine()
     comm = Communicator(backend, routine.context)
+    return routine, x, comm
+
+
+def _reduce_then_expect_abort(backend: Any, routine: Any, x: Tnode, comm: Communicator) -> None:
+    """Enter a collective that another rank's failure must abort; a rank still running five
+    seconds later says so, which test_distributed refuses."""
+    comm.all_reduce(x, "add")
+    backend.to_host(routine.context, x)
+    x.get_values()
+    time.sleep(5)
+    print(f"rank {RANK} was not aborted", flush=True)
+
+
+def scenario_stream_fails(backend: Any) -> None:
+    """Rank 1's stream fails before the collective; rank 0 waits inside it. The job must end
+    with the cause on every rank, not hang."""
+    routine, x, comm = _doubled_ones(backend)
     if RANK == 1:
 
         def boom() -> None:
@@ -383,28 +389,15 @@ def scenario_stream_fails(backend: Any) -> None:
         # A device backend runs the task at once (and raises); the collective below then fails.
         with contextlib.suppress(Exception):
             backend.schedule_task(routine.context, boom, writes=[x])
-    comm.all_reduce(x, "add")
-    backend.to_host(routine.context, x)
-    x.get_values()
-    time.sleep(5)
-    print(f"rank {RANK} was not aborted", flush=True)
+    _reduce_then_expect_abort(backend, routine, x, comm)
 
 
 def scenario_program_raises(backend: Any) -> None:
     """Rank 1's own program raises while rank 0 waits in a collective."""
-    ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
-    x = hosted((4,), "x", Prec.single)
-    x.set_values(np.ones(4))
-    routine = backend.link(ctx, backend.compile(ir.binop(x, "add", x, x), name="dbl"))
-    routine()
-    comm = Communicator(backend, routine.context)
+    routine, x, comm = _doubled_ones(backend)
     if RANK == 1:
         raise ValueError("rank 1's own code failed")
-    comm.all_reduce(x, "add")
-    backend.to_host(routine.context, x)
-    x.get_values()
-    time.sleep(5)
-    print(f"rank {RANK} was not aborted", flush=True)
+    _reduce_then_expect_abort(backend, routine, x, comm)
 
 
 def main() -> None:

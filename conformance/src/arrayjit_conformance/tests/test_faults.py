@@ -49,6 +49,25 @@ def _run_all(backend: Any, comps: list[Any], outs: list[Tnode]) -> None:
         np.testing.assert_array_equal(out.get_values(), expected[k])
 
 
+def _run_on_fresh(
+    backend_name: str,
+    comps: list[Any],
+    outs: list[Tnode],
+    caplog: pytest.LogCaptureFixture | None = None,
+) -> None:
+    """:func:`_run_all` on a fresh backend (whose compiles can only come from the disk cache),
+    finalized after; with ``caplog``, the compile cache's warnings are captured."""
+    b = fresh_or_skip(backend_name)
+    try:
+        if caplog is None:
+            _run_all(b, comps, outs)
+        else:
+            with caplog.at_level(logging.WARNING, logger="arrayjit_backends.compile_cache"):
+                _run_all(b, comps, outs)
+    finally:
+        b.finalize()
+
+
 def _entries(directory: Path) -> list[Path]:
     return sorted(p for p in directory.glob("??/*") if not p.name.startswith("."))
 
@@ -63,11 +82,7 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def _filled(backend_name: str, cache_dir: Path) -> tuple[list[Any], list[Tnode], list[Path]]:
     comps, _, outs = _comps()
-    b = fresh_or_skip(backend_name)
-    try:
-        _run_all(b, comps, outs)
-    finally:
-        b.finalize()
+    _run_on_fresh(backend_name, comps, outs)
     entries = _entries(cache_dir)
     if not entries:
         pytest.skip(f"backend {backend_name} keeps no compile cache")
@@ -119,21 +134,11 @@ def test_damaged_cache_entries_are_rebuilt_with_a_warning(
 ) -> None:
     comps, outs, entries = _filled(backend_name, cache_dir)
     damage(entries)
-    b = fresh_or_skip(backend_name)
-    try:
-        with caplog.at_level(logging.WARNING, logger="arrayjit_backends.compile_cache"):
-            _run_all(b, comps, outs)
-    finally:
-        b.finalize()
+    _run_on_fresh(backend_name, comps, outs, caplog)
     assert any("rebuilding it" in rec.getMessage() for rec in caplog.records)
     # The rebuilt entries are good again: a third backend hits them without a warning.
     caplog.clear()
-    b = fresh_or_skip(backend_name)
-    try:
-        with caplog.at_level(logging.WARNING, logger="arrayjit_backends.compile_cache"):
-            _run_all(b, comps, outs)
-    finally:
-        b.finalize()
+    _run_on_fresh(backend_name, comps, outs, caplog)
     assert [r.getMessage() for r in caplog.records] == []
 
 
@@ -180,11 +185,7 @@ def test_no_cache_writes_nothing(
     monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(directory))
     monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
     comps, _, outs = _comps()
-    b = fresh_or_skip(backend_name)
-    try:
-        _run_all(b, comps, outs)
-    finally:
-        b.finalize()
+    _run_on_fresh(backend_name, comps, outs)
     assert not directory.exists() or list(directory.rglob("*")) == []
 
 

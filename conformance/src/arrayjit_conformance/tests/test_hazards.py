@@ -300,16 +300,24 @@ def _consumer(backend: Any, stream: Any, g: Tnode, name: str) -> tuple[Any, Tnod
     return backend.link(backend.make_context(stream), code), out
 
 
-@pytest.mark.parametrize("mode", [MergeMode.Streaming, MergeMode.Copy], ids=lambda m: m.value)
-def test_merge_read_is_ordered_before_the_sources_next_write(backend: Any, mode: MergeMode) -> None:
-    """The issue's case: the consumer (held back) must read the 1.0 that was sent, although the
-    source writes 5.0 right after the consumer was scheduled."""
+def _sent_to_held_consumer(backend: Any, mode: MergeMode) -> tuple[Any, Any, Any, Tnode]:
+    """``p1`` runs on one stream and its 1.0 is sent (``mode``) to ``use`` on another stream,
+    which is then held back. Returns ``p1``, ``p5`` (writes 5.0 to the source), ``use`` and its
+    hosted output."""
     src, dst = _streams(backend, 2)
     p1, p5, g = _merge_setup(backend, [src])
     use, out = _consumer(backend, dst, g, "use")
     p1()
     assert backend.device_to_device(g, mode, use.context, p1.context)
     dst.hold(HOLD)
+    return p1, p5, use, out
+
+
+@pytest.mark.parametrize("mode", [MergeMode.Streaming, MergeMode.Copy], ids=lambda m: m.value)
+def test_merge_read_is_ordered_before_the_sources_next_write(backend: Any, mode: MergeMode) -> None:
+    """The issue's case: the consumer (held back) must read the 1.0 that was sent, although the
+    source writes 5.0 right after the consumer was scheduled."""
+    _, p5, use, out = _sent_to_held_consumer(backend, mode)
     use()
     p5()
     assert backend.to_host(use.context, out)
@@ -320,12 +328,7 @@ def test_merge_read_is_ordered_before_the_sources_next_write(backend: Any, mode:
 def test_merge_sends_the_value_at_the_time_of_the_call(backend: Any, mode: MergeMode) -> None:
     """The source writes again between ``device_to_device`` and the consumer: the merge buffer
     still holds what was sent, in both modes (and on every later run of the consumer)."""
-    src, dst = _streams(backend, 2)
-    p1, p5, g = _merge_setup(backend, [src])
-    use, out = _consumer(backend, dst, g, "use")
-    p1()
-    assert backend.device_to_device(g, mode, use.context, p1.context)
-    dst.hold(HOLD)
+    p1, p5, use, out = _sent_to_held_consumer(backend, mode)
     p5()
     np.testing.assert_array_equal(_read(backend, use, out), _full(1.0))
     p1()

@@ -187,15 +187,24 @@ def oracle_pow_special(a: float, b: float) -> float | None:
 # ---- the tests ----
 
 
-@pytest.mark.parametrize("prec", FLOAT_PRECS)
-def test_max_min_elementwise(backend: Any, prec: str) -> None:
+def _binop_pair(
+    backend: Any, prec: str, op1: str, op2: str
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``op1`` and ``op2`` over every pair of the precision's special values, in one routine:
+    the operands ``va``, ``vb`` and the backend's two results."""
     require_precs(backend, prec)
     va, vb = pairs(specials(prec))
     n = va.size
     a, b = hosted((n,), "a", prec), hosted((n,), "b", prec)
-    mx, mn = hosted((n,), "mx", prec), hosted((n,), "mn", prec)
-    comp = ir.block(ir.binop(mx, "max", a, b), ir.binop(mn, "min", a, b))
-    gx, gn = run(backend, comp, {a: va, b: vb}, [mx, mn])
+    o1, o2 = hosted((n,), op1, prec), hosted((n,), op2, prec)
+    comp = ir.block(ir.binop(o1, op1, a, b), ir.binop(o2, op2, a, b))
+    got1, got2 = run(backend, comp, {a: va, b: vb}, [o1, o2])
+    return va, vb, got1, got2
+
+
+@pytest.mark.parametrize("prec", FLOAT_PRECS)
+def test_max_min_elementwise(backend: Any, prec: str) -> None:
+    va, vb, gx, gn = _binop_pair(backend, prec, "max", "min")
     wa, wb = va.astype(np.float64), vb.astype(np.float64)
     bits_equal(gx, oracle_max(wa, wb), prec, "max", va, vb)
     bits_equal(gn, oracle_min(wa, wb), prec, "min", va, vb)
@@ -217,13 +226,7 @@ def test_relu_satur01(backend: Any, prec: str) -> None:
 @pytest.mark.parametrize("prec", FLOAT_PRECS)
 def test_gates_keep_comparisons(backend: Any, prec: str) -> None:
     """``relu_gate`` and ``satur01_gate`` select by comparison: a NaN condition gives 0."""
-    require_precs(backend, prec)
-    va, vb = pairs(specials(prec))
-    n = va.size
-    a, b = hosted((n,), "a", prec), hosted((n,), "b", prec)
-    g1, g2 = hosted((n,), "g1", prec), hosted((n,), "g2", prec)
-    comp = ir.block(ir.binop(g1, "relu_gate", a, b), ir.binop(g2, "satur01_gate", a, b))
-    r1, r2 = run(backend, comp, {a: va, b: vb}, [g1, g2])
+    va, vb, r1, r2 = _binop_pair(backend, prec, "relu_gate", "satur01_gate")
     wa, wb = va.astype(np.float64), vb.astype(np.float64)
     bits_equal(r1, np.where(wa > 0, wb, 0.0), prec, "relu_gate", va, vb)
     bits_equal(r2, np.where((wa > 0) & (wa < 1), wb, 0.0), prec, "satur01_gate", va, vb)
@@ -233,6 +236,11 @@ def long_size(backend: Any) -> int:
     """A length reaching the parallel and vectorized reduction paths of the compiled backends
     (2**15 iterations and more); the interpreter has none and is slow."""
     return 1 << 10 if "interp" in backend.name else 1 << 15
+
+
+def _max_min(out_max: Tnode, out_min: Tnode, x: Tnode, spec: str) -> tuple[Any, Any]:
+    """The max and the min reductions of ``x`` along ``spec``."""
+    return ir.accum(out_max, "max", x, spec=spec), ir.accum(out_min, "min", x, spec=spec)
 
 
 def _reduction_rows(prec: str) -> np.ndarray:
@@ -275,12 +283,9 @@ def test_max_min_reductions(backend: Any, prec: str) -> None:
     big = hosted((n,), "big", prec)
     bmax, bmin = hosted((), "bmax", prec), hosted((), "bmin", prec)
     comp = ir.block(
-        ir.accum(rmax, "max", x, spec="ij->i"),
-        ir.accum(rmin, "min", x, spec="ij->i"),
-        ir.accum(cmax, "max", x, spec="ij->j"),
-        ir.accum(cmin, "min", x, spec="ij->j"),
-        ir.accum(bmax, "max", big, spec="i->"),
-        ir.accum(bmin, "min", big, spec="i->"),
+        *_max_min(rmax, rmin, x, "ij->i"),
+        *_max_min(cmax, cmin, x, "ij->j"),
+        *_max_min(bmax, bmin, big, "i->"),
     )
     got = run(backend, comp, {x: vx, big: vlong}, [rmax, rmin, cmax, cmin, bmax, bmin])
     w = vx.astype(np.float64)
@@ -311,12 +316,7 @@ def test_max_reduction_signed_zeros_long(backend: Any, prec: str) -> None:
     z, m = hosted((n,), "z", prec), hosted((n,), "m", prec)
     zmax, zmin = hosted((), "zmax", prec), hosted((), "zmin", prec)
     mmax, mmin = hosted((), "mmax", prec), hosted((), "mmin", prec)
-    comp = ir.block(
-        ir.accum(zmax, "max", z, spec="i->"),
-        ir.accum(zmin, "min", z, spec="i->"),
-        ir.accum(mmax, "max", m, spec="i->"),
-        ir.accum(mmin, "min", m, spec="i->"),
-    )
+    comp = ir.block(*_max_min(zmax, zmin, z, "i->"), *_max_min(mmax, mmin, m, "i->"))
     got = run(backend, comp, {z: vz, m: vn}, [zmax, zmin, mmax, mmin])
     bits_equal(got[0], np.float64(0.0), prec, "max of signed zeros")
     bits_equal(got[1], np.float64(-0.0), prec, "min of signed zeros")

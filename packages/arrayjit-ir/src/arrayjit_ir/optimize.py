@@ -1,9 +1,12 @@
-"""The optimizer: trace, virtualize (inline), clean up and settle modes, simplify.
+"""The optimizer: trace, virtualize (inline), clean up and settle modes, simplify, CSE, blocked
+summation.
 
-Passes, in order:
+Passes, in order (as :func:`optimize` runs them):
 
-1. **trace** — per node: written, read, read-only, read before written, zero-initialized by
-   code; the merge-buffer node; static symbols the code needs.
+1. **trace** — first the routine-wide checks: the static symbols the code needs are bound and
+   it reads the merge buffer of at most one node; then per node: written, read, read-only,
+   read before written, zero-initialized by code. Nodes that other routines share are made
+   ``Materialized`` here, before anything is inlined.
 2. **virtualize** — intermediate nodes are inlined where that keeps the meaning of the block
    and repeats no reduction work (:mod:`arrayjit_ir.virtualize`): every read of such a node
    becomes a ``Local_scope`` computing that cell, and its statements disappear.

@@ -40,31 +40,30 @@ class Sharing(enum.Enum):
     """One buffer per device, shared by its streams; a within-device copy is then a no-op."""
 
 
+@dataclass(frozen=True)
+class _Named:
+    """A mode or memory type without fields: it prints as its name (``Virtual``)."""
+
+    def __str__(self) -> str:
+        return type(self).__name__
+
+
 # ---- host memory types --------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class Unset_hosted:
+class Unset_hosted(_Named):
     """Hosted, memory type not decided yet."""
 
-    def __str__(self) -> str:
-        return "Unset_hosted"
-
 
 @dataclass(frozen=True)
-class Constant:
+class Constant(_Named):
     """Never changes after initialization."""
 
-    def __str__(self) -> str:
-        return "Constant"
-
 
 @dataclass(frozen=True)
-class Nonconstant:
+class Nonconstant(_Named):
     """One of ``Changed_on_devices`` or ``Volatile``."""
-
-    def __str__(self) -> str:
-        return "Nonconstant"
 
 
 @dataclass(frozen=True)
@@ -78,11 +77,8 @@ class Changed_on_devices:
 
 
 @dataclass(frozen=True)
-class Volatile:
+class Volatile(_Named):
     """Changes on the host; reaches devices by ``from_host`` (then maybe ``device_to_device``)."""
-
-    def __str__(self) -> str:
-        return "Volatile"
 
 
 MemoryType = Unset_hosted | Constant | Nonconstant | Changed_on_devices | Volatile
@@ -92,43 +88,28 @@ MemoryType = Unset_hosted | Constant | Nonconstant | Changed_on_devices | Volati
 
 
 @dataclass(frozen=True)
-class Effectively_constant:
+class Effectively_constant(_Named):
     """Does not change after initialization: ``Hosted(Constant)`` or a subset of ``Virtual``."""
 
-    def __str__(self) -> str:
-        return "Effectively_constant"
-
 
 @dataclass(frozen=True)
-class Virtual:
+class Virtual(_Named):
     """Never stored: its computation is inlined, per scalar, wherever it is read."""
 
-    def __str__(self) -> str:
-        return "Virtual"
-
 
 @dataclass(frozen=True)
-class Never_virtual:
+class Never_virtual(_Named):
     """One of ``Local``, ``On_device``, ``Hosted``."""
 
-    def __str__(self) -> str:
-        return "Never_virtual"
-
 
 @dataclass(frozen=True)
-class Local:
+class Local(_Named):
     """Stored only inside one kernel run; never across calls, never merged across devices."""
 
-    def __str__(self) -> str:
-        return "Local"
-
 
 @dataclass(frozen=True)
-class Device_only:
+class Device_only(_Named):
     """One of ``Local``, ``On_device``."""
-
-    def __str__(self) -> str:
-        return "Device_only"
 
 
 @dataclass(frozen=True)
@@ -142,11 +123,8 @@ class On_device:
 
 
 @dataclass(frozen=True)
-class Materialized:
+class Materialized(_Named):
     """One of ``On_device``, ``Hosted``."""
-
-    def __str__(self) -> str:
-        return "Materialized"
 
 
 @dataclass(frozen=True)

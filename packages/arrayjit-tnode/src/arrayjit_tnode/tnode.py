@@ -5,6 +5,7 @@ mode (see :mod:`arrayjit_tnode.memory_mode`) records where it lives, with the *p
 integer naming the code path) of the decision. Hosted nodes have a host array; backends keep the
 host array and the device copies consistent through ``devices_not_lagging_host`` and the
 ``prepare_read`` / ``prepare_write`` hooks, so that a user never sees a stale or torn host array.
+That host-array half of a node is :mod:`arrayjit_tnode.host_array`, a base class of :class:`Tnode`.
 """
 
 from __future__ import annotations
@@ -12,20 +13,20 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-import operator
 import re
 import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, SupportsIndex, TextIO
+from typing import Any, TextIO
 
 import numpy as np
 
 from arrayjit_tnode import memory_mode as mm
 from arrayjit_tnode import precision
 from arrayjit_tnode.errors import MemoryModeError, UsageError
+from arrayjit_tnode.host_array import HostArrayMixin
 from arrayjit_tnode.precision import Prec
 
 logger = logging.getLogger(__name__)
@@ -50,13 +51,6 @@ class Padding:
 
     axes: tuple[tuple[int, int], ...]
     value: float | None = 0.0
-
-
-@dataclass
-class _Hook:
-    is_done: Callable[[], bool]
-    sync: Callable[[], None]
-    transfer: Callable[[], None] | None = None
 
 
 MAX_BYTES = (1 << 63) - 1
@@ -138,8 +132,11 @@ def log_accessible_headers(
                 logger.log(level, "%s", tn.header())
 
 
-class Tnode:
+class Tnode(HostArrayMixin):
     """A tensor node. Create nodes with :meth:`create`.
+
+    The host-array half (``array``, ``get_values``, ``set_values``, ``prepare_read``, ``do_read``,
+    ...) lives in :class:`~arrayjit_tnode.host_array.HostArrayMixin`.
 
     Attributes:
         id: unique, positive; identity, equality, hashing and ordering use only this.
@@ -152,7 +149,6 @@ class Tnode:
 
     __slots__ = (
         "__weakref__",
-        "_array",
         "_dims",
         "_dims_thunk",
         "_dims_without_padding",
@@ -162,8 +158,6 @@ class Tnode:
         "_prec_forced",
         "_prec_inferred",
         "_prec_specified",
-        "_prepare_read",
-        "_prepare_write",
         "_sharing_provenance",
         "backend_info",
         "code_name",
@@ -184,7 +178,6 @@ class Tnode:
     backend_info: dict[str, Any]
     code_name: str | None
     _lock: threading.Lock
-    _array: np.ndarray | None
     _dims: tuple[int, ...] | None
     _dims_without_padding: tuple[int, ...] | None
     _dims_thunk: Callable[[], Sequence[int]] | None
@@ -192,8 +185,6 @@ class Tnode:
     _prec_specified: bool
     _prec_inferred: bool
     _prec_forced: bool
-    _prepare_read: _Hook | None
-    _prepare_write: _Hook | None
     _pending_sharing: mm.Sharing
     _sharing_provenance: int | None
 
@@ -244,9 +235,7 @@ class Tnode:
         tn._prec_specified = prec is not None
         tn._prec_inferred = False
         tn._prec_forced = False
-        tn._array = None
-        tn._prepare_read = None
-        tn._prepare_write = None
+        tn._init_host_array()
         tn._pending_sharing = mm.Sharing.Unset
         tn._sharing_provenance = None
         tn.memory_mode = None
@@ -604,222 +593,6 @@ class Tnode:
         """Settle the mode and tell whether the node needs a buffer in a device context
         (``On_device`` or ``Hosted``; ``Virtual`` and ``Local`` nodes do not)."""
         return self.is_materialized_force(provenance)
-
-    # ---- host array and synchronization ----
-
-    @property
-    def array(self) -> np.ndarray | None:
-        """The host array of a hosted node (created, zero-filled, on first use), else ``None``.
-
-        Its dtype is ``prec.numpy_dtype`` and its shape ``prec.host_shape(dims)`` (padding
-        included). Reading it directly bypasses :meth:`do_read`; prefer :meth:`get_values`."""
-        if self._array is None and self.is_hosted():
-            with self._lock:
-                if self._array is None:
-                    arr = np.zeros(self.prec.host_shape(self.dims), dtype=self.prec.numpy_dtype)
-                    if self.padding is not None and self.padding.value is not None:
-                        arr[...] = self.padding.value
-                        arr[self.logical_slices()] = 0
-                    self._array = arr
-        return self._array
-
-    @array.setter
-    def array(self, value: np.ndarray | None) -> None:
-        self._array = value
-
-    def prepare_read(
-        self,
-        is_done: Callable[[], bool],
-        sync: Callable[[], None],
-        transfer: Callable[[], None] | None = None,
-    ) -> None:
-        """Install the hook a device-to-host copy needs: :meth:`do_read` will wait for it (if
-        ``is_done()`` is false, ``sync()``), then run ``transfer()`` if given."""
-        self._prepare_read = _Hook(is_done, sync, transfer)
-
-    def prepare_write(self, is_done: Callable[[], bool], sync: Callable[[], None]) -> None:
-        """Install the hook of an asynchronous read of the host array (a host-to-device copy in
-        flight): :meth:`do_write` waits for it before the host array changes."""
-        self._prepare_write = _Hook(is_done, sync)
-
-    def do_read(self) -> None:
-        """Wait until the host array holds the latest value scheduled for it.
-
-        Raises:
-            StreamError: the copy scheduled for it can no longer happen (a task before it on
-                its stream failed): the hook's ``sync`` raises it, at every read until another
-                copy's hook replaces it.
-        """
-        hook = self._prepare_read
-        if hook is not None:
-            if not hook.is_done():
-                # A copy that can no longer happen raises here (StreamError); the hook then
-                # stays, so every later read reports it too instead of returning stale values.
-                hook.sync()
-            hook, self._prepare_read = self._prepare_read, None
-            if hook is not None and hook.transfer is not None:
-                hook.transfer()
-
-    def do_write(self) -> None:
-        """Wait until no transfer still reads the host array (the write hook) or is about to
-        overwrite it (the read hook: a copy to the host requested earlier), so that what the
-        caller writes next is not overwritten by an older value. The read hook is then spent:
-        the host array holds the caller's values, and a copy that failed, which can never
-        land, is no reason for later reads to raise (its stream reports the failure)."""
-        hook, self._prepare_write = self._prepare_write, None
-        if hook is not None and not hook.is_done():
-            hook.sync()
-        read, self._prepare_read = self._prepare_read, None
-        if read is None:
-            return
-        try:
-            if not read.is_done():
-                read.sync()
-        except Exception:  # a failed copy never lands: nothing more to wait for
-            return
-        if read.transfer is not None:
-            read.transfer()
-
-    # ---- host values ----
-
-    def _host_array(self, what: str) -> np.ndarray:
-        arr = self.array
-        if arr is None:
-            raise UsageError(
-                f"{what}: node {self.debug_label} is not hosted (memory mode {self.memory_mode}); "
-                f"create it with hosted=True or mark it Hosted before linking"
-            )
-        return arr
-
-    def _check_index(self, index: Sequence[SupportsIndex]) -> tuple[int, ...]:
-        dims = self.dims_without_padding
-        try:
-            idx = tuple(operator.index(i) for i in index)
-        except TypeError:
-            raise UsageError(
-                f"node {self.debug_label}: index {index!r} is not a sequence of integers"
-            ) from None
-        if len(idx) != len(dims) or any(not 0 <= i < d for i, d in zip(idx, dims)):
-            raise UsageError(
-                f"node {self.debug_label}: index {list(idx)} is out of bounds for dims {list(dims)}"
-            )
-        if self.padding is not None:
-            idx = tuple(i + left for i, (left, _) in zip(idx, self.padding.axes))
-        return idx
-
-    def get_values(self) -> np.ndarray:
-        """A copy of the logical (unpadded) values, in the node's numpy dtype.
-
-        Raises:
-            UsageError: the node is not hosted.
-        """
-        arr = self._host_array("get_values")
-        self.do_read()
-        return arr[self.logical_slices()].copy()
-
-    def set_values(self, values: Any) -> None:
-        """Overwrite the logical values on the host; devices then lag the host.
-
-        ``values`` must have exactly the logical shape (``dims_without_padding``; plus a trailing
-        4 for uint4x32) and a dtype that casts to the node's precision within its kind (floats
-        into float nodes, integers into integer or float nodes).
-
-        Raises:
-            UsageError: the node is not hosted, ``values`` is not an array of numbers (a ragged
-                list), the shape differs, or the dtype does not cast.
-        """
-        arr = self._host_array("set_values")
-        try:
-            vals = np.asarray(values)
-        except (ValueError, TypeError) as exc:  # ragged nested lists, odd objects
-            raise UsageError(
-                f"set_values: node {self.debug_label}: values are not an array of numbers ({exc})"
-            ) from None
-        if vals.dtype == object:
-            raise UsageError(
-                f"set_values: node {self.debug_label}: values are not an array of numbers "
-                f"(numpy sees objects of dtype object)"
-            )
-        expected = self.prec.host_shape(self.dims_without_padding)
-        if vals.shape != expected:
-            raise UsageError(
-                f"set_values: node {self.debug_label} expects values of shape {list(expected)}, "
-                f"got {list(vals.shape)}"
-            )
-        try:
-            converted = precision.to_host_dtype(vals, self.prec)
-        except UsageError as exc:
-            raise UsageError(f"set_values: node {self.debug_label}: {exc}") from None
-        self.do_write()
-        arr[self.logical_slices()] = converted
-        self.devices_not_lagging_host.clear()
-
-    def get_value(self, index: Sequence[SupportsIndex]) -> float | int:
-        """One logical value (as a Python number).
-
-        Raises:
-            UsageError: the node is not hosted, or ``index`` is out of bounds.
-        """
-        arr = self._host_array("get_value")
-        if self.prec is Prec.uint4x32:
-            raise UsageError(f"get_value: node {self.debug_label} is uint4x32; use get_values")
-        idx = self._check_index(index)
-        self.do_read()
-        value = arr[idx]
-        return value.item() if not self.prec.is_float else float(value)
-
-    def set_value(self, index: Sequence[SupportsIndex], value: float | np.generic) -> None:
-        """Overwrite one logical value on the host; devices then lag the host.
-
-        Raises:
-            UsageError: the node is not hosted or is uint4x32 (use :meth:`set_values`),
-                ``index`` is out of bounds, or ``value`` is not a number that converts to the
-                node's precision (a float into an integer node, an integer out of range).
-        """
-        arr = self._host_array("set_value")
-        if self.prec is Prec.uint4x32:
-            raise UsageError(f"set_value: node {self.debug_label} is uint4x32; use set_values")
-        idx = self._check_index(index)
-        try:
-            v = np.asarray(value)
-            if v.shape != ():
-                raise UsageError(f"expected one number, got an array of shape {list(v.shape)}")
-            converted = precision.to_host_dtype(v, self.prec)
-        except UsageError as exc:
-            raise UsageError(f"set_value: node {self.debug_label}: {exc}") from None
-        self.do_write()
-        arr[idx] = converted
-        self.devices_not_lagging_host.clear()
-
-    def points_1d(self, xdim: int, from_axis: int = -1) -> np.ndarray:
-        """For plotting: the coordinate ``xdim`` of every point, where axis ``from_axis`` holds
-        the coordinates and the other axes enumerate the points (row-major). Returns float64.
-
-        Raises:
-            UsageError: not hosted, or ``xdim`` out of range of that axis.
-        """
-        vals = self._coords(from_axis, (xdim,))
-        return vals[:, 0]
-
-    def points_2d(self, xdim: int, ydim: int, from_axis: int = -1) -> np.ndarray:
-        """For plotting: ``(x, y)`` pairs, an array of shape ``(points, 2)`` in float64, where
-        axis ``from_axis`` holds the coordinates and the other axes enumerate the points."""
-        return self._coords(from_axis, (xdim, ydim))
-
-    def _coords(self, from_axis: int, coords: tuple[int, ...]) -> np.ndarray:
-        vals = self.get_values().astype(np.float64)
-        if vals.ndim == 0:
-            raise UsageError(f"points: node {self.debug_label} is a scalar")
-        axis = from_axis % vals.ndim
-        size = vals.shape[axis]
-        for c in coords:
-            if not 0 <= c < size:
-                raise UsageError(
-                    f"points: node {self.debug_label} axis {axis} has {size} entries, "
-                    f"coordinate {c} is out of range"
-                )
-        moved = np.moveaxis(vals, axis, -1).reshape(-1, size)
-        return moved[:, list(coords)]
 
     # ---- display ----
 
