@@ -5,11 +5,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cpu_helpers import run_both
+from cpu_helpers import results_with_threads, run_both
 
 from arrayjit_backend_c import toolchain
 from arrayjit_backend_c.cc_compiler import CcCompiler
-from arrayjit_backends import fresh_backend
+from arrayjit_backends import fresh_backend, settings
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode
@@ -179,3 +179,44 @@ def test_cache_key_holds_the_cpu_model_and_flags(
         assert (cache.builds, cache.hits) == (2, 1)
     finally:
         b.finalize()
+
+
+def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ARRAYJIT_NUM_THREADS changes how many threads a kernel uses, never what it computes
+    (a parallel sum's order may change: close, not equal)."""
+    y1, s1, cores1 = results_with_threads(monkeypatch, "multicore_cc", "1")
+    yn, sn, coresn = results_with_threads(monkeypatch, "multicore_cc", "64")
+    assert cores1 == 1
+    assert coresn == settings.available_cores()
+    np.testing.assert_array_equal(y1, yn)
+    np.testing.assert_allclose(s1, sn, rtol=1e-5)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(1 << 18).astype(np.float32)
+    b = rng.standard_normal(1 << 18).astype(np.float32)
+    np.testing.assert_array_equal(y1, np.maximum(a * b, 0))
+    np.testing.assert_allclose(s1, a.astype(np.float64).sum(), rtol=1e-4)
+
+
+def test_stream_share_sets_the_openmp_team(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parallel kernel runs with its stream's share of the cores: the OpenMP runtime the
+    library uses reports that many threads on the stream's thread after a run."""
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "1")
+    backend = fresh_backend("multicore_cc")
+    try:
+        n = 1 << 18
+        x = Tnode.create((n,), label="x", hosted=True)
+        y = Tnode.create((n,), label="y", hosted=True)
+        routine = backend.link(
+            backend.make_context(backend.new_stream(backend.get_device(0))),
+            backend.compile(ir.unop(y, "relu", x), name="relu"),
+        )
+        lib = routine._run.keep_alive[1].library  # the routine's CcCode
+        if "#pragma omp parallel" not in routine._run.keep_alive[1].source:
+            pytest.skip("the C compiler builds no OpenMP code here")
+        routine()
+        seen: list[int] = []
+        routine.context.stream.queue.schedule(lambda: seen.append(lib.omp_get_max_threads()))
+        backend.await_stream(routine.context.stream)
+        assert seen == [1]
+    finally:
+        backend.finalize()

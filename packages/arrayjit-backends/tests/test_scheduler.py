@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from arrayjit_backends.scheduler import DONE, ThreadQueue
+from arrayjit_backends.scheduler import DONE, SyncQueue, ThreadBudget, ThreadQueue, thread_share
 from arrayjit_tnode import StreamError
 
 
@@ -152,3 +152,46 @@ def test_succeeded_is_false_for_good_after_a_failure() -> None:
     with pytest.raises(StreamError, match="ZeroDivisionError"):
         after.sync()
     q.close()
+
+
+# ---- thread budget ----
+
+
+def test_thread_budget_shares_the_cores() -> None:
+    budget = ThreadBudget(4)
+    assert budget.share() == 4  # nothing busy: a kernel may use every core
+    shares = []
+    for _ in range(5):
+        budget.enter()
+        shares.append(budget.share())
+    assert shares == [4, 2, 1, 1, 1]
+    for _ in range(5):
+        budget.leave()
+    assert budget.busy == 0
+    assert ThreadBudget(0).cores == 1
+
+
+def test_busy_streams_split_the_budget() -> None:
+    """A kernel gets ``cores // busy streams``: a stream counts as busy from its first queued
+    task until its queue drains; a sync stream's tasks see the whole budget."""
+    budget = ThreadBudget(2)
+    q1, q2 = ThreadQueue("a", budget), ThreadQueue("b", budget)
+    seen: list[int] = []
+    gate1, gate2 = threading.Event(), threading.Event()
+    q2.schedule(gate2.wait)  # q2 busy until gate2 opens
+    q1.schedule(gate1.wait)
+    q1.schedule(lambda: seen.append(thread_share()))
+    gate1.set()
+    q1.await_idle()
+    assert seen == [1]  # two busy streams on two cores: one thread each
+    gate2.set()
+    q2.await_idle()
+    q1.schedule(lambda: seen.append(thread_share()))
+    q1.await_idle()
+    assert seen == [1, 2]  # alone again: both cores
+    assert budget.busy == 0  # drained queues are idle (checked after their last task)
+    sync = SyncQueue("s", ThreadBudget(3))
+    sync.schedule(lambda: seen.append(thread_share()))
+    assert seen == [1, 2, 3]
+    q1.close()
+    q2.close()

@@ -29,6 +29,7 @@ from arrayjit_backends.backend_impl import (
 )
 from arrayjit_backends.c_syntax import CSyntax, KernelParams
 from arrayjit_backends.compile_cache import CompileCache, cache_key
+from arrayjit_backends.scheduler import thread_share
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec
@@ -86,6 +87,23 @@ def load_library(data: bytes, key: str) -> ctypes.CDLL:
         return _loaded.setdefault(ident, lib)
 
 
+_team = threading.local()
+"""``size``: the OpenMP team size last set on this thread (``omp_set_num_threads`` sets the
+calling thread's own value, so each stream's worker keeps its own)."""
+
+
+def omp_team_setter(lib: ctypes.CDLL) -> Any:
+    """The OpenMP runtime's ``omp_set_num_threads`` as the kernel library ``lib`` sees it (the
+    runtime it was linked with), or None where the library has no OpenMP runtime."""
+    try:
+        fn = lib.omp_set_num_threads
+    except AttributeError:
+        return None
+    fn.restype = None
+    fn.argtypes = [ctypes.c_int]
+    return fn
+
+
 class CcCompiler(CpuCompiler):
     """Renders C, compiles it with the system C compiler (cached), calls it through ctypes."""
 
@@ -137,7 +155,20 @@ class CcCompiler(CpuCompiler):
         c: CcCode = code
         fn = c.function
         args = NativeArgs(c.params, buffers, merge_buffer)
-        if args.fixed is not None:
+        set_team = omp_team_setter(c.library) if "#pragma omp parallel" in c.source else None
+        if set_team is not None:
+            # Kernels with a parallel region take their stream's share of the cores (see
+            # ThreadBudget), set on the calling thread only when it changes.
+            fixed_or_none = args.fixed
+
+            def run(bindings: Mapping[StaticSymbol, int]) -> None:
+                n = thread_share()
+                if getattr(_team, "size", 0) != n:
+                    set_team(n)
+                    _team.size = n
+                fn(*(fixed_or_none if fixed_or_none is not None else args(bindings)))
+
+        elif args.fixed is not None:
             fixed = args.fixed
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 import tempfile
 import threading
 import weakref
@@ -31,6 +30,7 @@ import numpy as np
 
 from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_gen import LlvmGen, LlvmKernel, Segment
+from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
     GetMergeView,
@@ -42,6 +42,7 @@ from arrayjit_backends.backend_impl import (
 )
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import ScratchAccount
+from arrayjit_backends.scheduler import thread_share
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import CompileError, Prec
@@ -204,7 +205,7 @@ class LlvmCompiler(CpuCompiler):
             self.target.cpu, self.target.features, native_half="+f16c" in self.target.features
         )
         self.cache = CompileCache()
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or settings.num_threads()
         self._lock = threading.Lock()
         self.crew = Crew(self.workers - 1)
         self.scratch_account = ScratchAccount()
@@ -296,7 +297,7 @@ class LlvmCompiler(CpuCompiler):
                     if calls is None:
                         fn(*values)
                     else:
-                        parallel(fn, values, calls)
+                        parallel(fn, values, calls, thread_share())
                     if combine is not None:
                         combine(*values, *fold)
 

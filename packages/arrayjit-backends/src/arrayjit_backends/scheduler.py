@@ -28,9 +28,54 @@ import traceback
 import weakref
 from collections.abc import Callable
 
+from arrayjit_backends import settings
 from arrayjit_tnode import StreamError
 
 Task = Callable[[], None]
+
+
+class ThreadBudget:
+    """The cores of one CPU device, shared among its busy streams.
+
+    A ``multicore_`` stream is busy from the moment its worker takes a task until its queue
+    drains; a kernel a stream runs gets ``cores // busy streams`` threads (at least one), so
+    N busy streams on N cores run one thread each and a lone stream uses them all, instead of
+    every kernel's thread team fighting the others' for the same cores. ``cores`` is
+    ``ARRAYJIT_NUM_THREADS`` capped by the cores the process may use.
+    """
+
+    def __init__(self, cores: int) -> None:
+        self.cores = max(1, cores)
+        self.busy = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        """A stream became busy."""
+        with self._lock:
+            self.busy += 1
+
+    def leave(self) -> None:
+        """A busy stream became idle."""
+        with self._lock:
+            self.busy -= 1
+
+    def share(self) -> int:
+        """Threads a kernel starting now may use."""
+        return max(1, self.cores // max(1, self.busy))
+
+
+_running = threading.local()
+"""The budget of the stream whose task runs on this thread (set by the stream's executor)."""
+
+
+def thread_share() -> int:
+    """Threads the native kernel about to run on this thread may use: its stream's share of
+    its device's :class:`ThreadBudget`; on a thread that runs no stream's tasks, the cores the
+    process may use."""
+    budget: ThreadBudget | None = getattr(_running, "budget", None)
+    if budget is None:
+        return settings.available_cores()
+    return budget.share()
 
 
 class Event:
@@ -80,10 +125,13 @@ DONE = Event()
 class StreamQueue(abc.ABC):
     """The executor behind one stream."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, budget: ThreadBudget | None = None) -> None:
         self.name = name
         self.error: BaseException | None = None
         self.closed = False
+        self.budget = budget
+        """The cores this stream's kernels share with the device's other streams (None: every
+        core the process may use)."""
 
     def _check(self) -> None:
         if self.error is not None:
@@ -143,6 +191,7 @@ class SyncQueue(StreamQueue):
 
     def schedule(self, task: Task) -> None:
         self._check()
+        _running.budget = self.budget  # one stream at a time runs on the caller's thread
         try:
             task()
         except BaseException as exc:
@@ -177,8 +226,11 @@ class _WorkerState:
     waiter, which made a routine's run-and-wait on a stream cost three times a lock ping-pong.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, budget: ThreadBudget | None) -> None:
         self.name = name
+        self.budget = budget
+        self.busy = False
+        """Whether this stream counts as busy in ``budget`` (a task is queued or running)."""
         self.lock = threading.Lock()
         self.wake = threading.Lock()
         self.wake.acquire()  # released once per sleep of the worker
@@ -196,6 +248,9 @@ class _WorkerState:
         with self.lock:
             self.tasks.append(task)
             self.scheduled += 1
+            if not self.busy and self.budget is not None:
+                self.busy = True
+                self.budget.enter()
             self._wake_worker()
 
     def halt(self) -> None:
@@ -221,6 +276,9 @@ class _WorkerState:
 
     def task_done(self) -> None:
         with self.lock:
+            if self.busy and self.finished + 1 == self.scheduled:  # drained: idle before done
+                self.busy = False
+                self.budget.leave()  # type: ignore[union-attr]
             self.finished += 1
             if not self.waiters:
                 return
@@ -273,6 +331,7 @@ class _Ticket(Event):
 
 
 def _worker(state: _WorkerState) -> None:
+    _running.budget = state.budget
     task: Task | None
     while (task := state.next_task()) is not None:
         try:
@@ -299,9 +358,9 @@ class ThreadQueue(StreamQueue):
     (no marker tasks); a task that fails makes the worker skip the rest, which still count as
     run, so no event stays pending forever."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self._state = _WorkerState(name)
+    def __init__(self, name: str, budget: ThreadBudget | None = None) -> None:
+        super().__init__(name, budget)
+        self._state = _WorkerState(name, budget)
         self._thread = threading.Thread(
             target=_worker, args=(self._state,), name=f"arrayjit-{name}", daemon=True
         )

@@ -50,6 +50,11 @@ SETTINGS: dict[str, Setting] = {
             "number); unset: logging's own configuration decides",
         ),
         Setting(
+            "ARRAYJIT_NUM_THREADS",
+            "most threads one CPU kernel uses (a positive integer; unset: every core the "
+            "process may run on, shared among a device's busy streams)",
+        ),
+        Setting(
             "ARRAYJIT_FUZZ_EXAMPLES",
             "random programs per backend in the conformance suite (0: a fixed-seed few)",
             "0",
@@ -102,6 +107,30 @@ def debug_dir() -> Path | None:
     """Where compiled routines are written for reading, or None."""
     value = get("ARRAYJIT_DEBUG_DIR").strip()
     return Path(value) if value else None
+
+
+def num_threads(argument: str | None = None) -> int:
+    """The most threads one CPU kernel may use: ``ARRAYJIT_NUM_THREADS`` (or ``argument``),
+    capped by the cores the process may run on; those cores when unset or empty.
+
+    Raises:
+        UsageError: the value is not a positive integer.
+    """
+    cores = available_cores()
+    value = get("ARRAYJIT_NUM_THREADS", argument).strip()
+    if not value:
+        return cores
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"ARRAYJIT_NUM_THREADS: {value!r} is not a positive integer")
+    return min(int(value), cores)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS reports it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 PACKAGE_LOGGERS = (
@@ -182,10 +211,12 @@ __all__ = [
     "SETTINGS",
     "Setting",
     "apply_environment",
+    "available_cores",
     "check_environment",
     "configure_logging",
     "debug_dir",
     "flag",
     "get",
     "log_level",
+    "num_threads",
 ]
