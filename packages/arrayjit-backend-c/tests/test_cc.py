@@ -1,5 +1,8 @@
 """The cc backend against the reference interpreter and numpy."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -7,7 +10,7 @@ import numpy as np
 import pytest
 from cpu_helpers import results_with_threads, run_both
 
-from arrayjit_backend_c import toolchain
+from arrayjit_backend_c import cc_compiler, toolchain
 from arrayjit_backend_c.cc_compiler import CcCompiler
 from arrayjit_backends import fresh_backend, settings
 from arrayjit_ir import ir
@@ -220,3 +223,41 @@ def test_stream_share_sets_the_openmp_team(monkeypatch: pytest.MonkeyPatch) -> N
         assert seen == [1]
     finally:
         backend.finalize()
+
+
+_WAIT_POLICY_PROBE = """
+import os
+import arrayjit_backend_c.cc_compiler as cc
+print(os.environ.get("OMP_WAIT_POLICY"))
+from arrayjit_backends import fresh_backend
+from arrayjit_ir import ir
+from arrayjit_tnode import Tnode
+b = fresh_backend("sync_cc")
+n = 1 << 18
+x, y = Tnode.create((n,), label="x", hosted=True), Tnode.create((n,), label="y", hosted=True)
+r = b.link(b.make_context(b.new_stream(b.get_device(0))), b.compile(ir.unop(y, "relu", x)))
+r()
+print(os.environ.get("OMP_WAIT_POLICY"), "omp parallel" in r._run.keep_alive[1].source)
+"""
+
+
+@pytest.mark.parametrize("user", [None, "active"])
+def test_passive_wait_policy_only_while_the_runtime_loads(user: str | None) -> None:
+    """Without the user's choice, OMP_WAIT_POLICY is passive from the import of the cc compiler
+    until the first library with the OpenMP runtime has loaded, then removed again; a choice
+    of the user is left alone."""
+    env = {k: v for k, v in os.environ.items() if k not in cc_compiler.WAIT_POLICY_VARIABLES}
+    env["ARRAYJIT_NO_CACHE"] = "1"
+    if user is not None:
+        env["OMP_WAIT_POLICY"] = user
+    out = subprocess.run(
+        [sys.executable, "-c", _WAIT_POLICY_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
+    if out[-1] != "True":
+        pytest.skip("the C compiler builds no OpenMP code here")
+    assert out[:2] == ([user, user] if user else ["passive", "None"])
