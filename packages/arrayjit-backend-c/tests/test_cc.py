@@ -261,3 +261,30 @@ def test_passive_wait_policy_only_while_the_runtime_loads(user: str | None) -> N
     if out[-1] != "True":
         pytest.skip("the C compiler builds no OpenMP code here")
     assert out[:2] == ([user, user] if user else ["passive", "None"])
+
+
+def test_short_routines_run_on_the_caller_of_an_idle_stream() -> None:
+    """Routines of at most SHORT_WORK iterations are marked short (an idle multicore stream runs
+    them at once on the calling thread); larger ones are not."""
+    from arrayjit_backend_c.work import SHORT_WORK, is_short
+    from arrayjit_ir import lower, optimize
+
+    small = Tnode.create((SHORT_WORK,), label="small", hosted=True)
+    big = Tnode.create((SHORT_WORK + 1,), label="big", hosted=True)
+    assert is_short(optimize(lower(ir.fetch(small, ir.Constant(1.0))), name="s"))
+    assert not is_short(optimize(lower(ir.fetch(big, ir.Constant(1.0))), name="b"))
+    backend = fresh_backend("multicore_cc")
+    try:
+        ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
+        x = Tnode.create((SHORT_WORK,), label="x", hosted=True)
+        out = Tnode.create((SHORT_WORK,), label="out", hosted=True)
+        x.set_values(np.arange(SHORT_WORK) - 100.0)
+        routine = backend.link(ctx, backend.compile(ir.unop(out, "relu", x), name="s"))
+        routine()
+        backend.await_stream(ctx.stream)  # the first run may queue behind setup copies
+        routine()
+        assert ctx.stream.queue.is_idle()  # done before the call returned
+        backend.to_host(routine.context, out)
+        np.testing.assert_array_equal(out.get_values(), np.maximum(np.arange(SHORT_WORK) - 100, 0))
+    finally:
+        backend.finalize()

@@ -223,9 +223,9 @@ def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
     calls: list[int] = []
     real = lb.crew.run
 
-    def counting(fn: Any, args: Any, parts: Any) -> None:
+    def counting(fn: Any, args: Any, parts: Any, threads: int | None = None) -> None:
         calls.append(len(parts))
-        real(fn, args, parts)
+        real(fn, args, parts, threads)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lb.crew, "run", counting)

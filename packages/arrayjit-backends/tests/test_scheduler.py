@@ -195,3 +195,60 @@ def test_busy_streams_split_the_budget() -> None:
     assert seen == [1, 2, 3]
     q1.close()
     q2.close()
+
+
+# ---- short tasks ----
+
+
+def test_short_task_runs_on_the_caller_when_the_stream_is_idle() -> None:
+    q = ThreadQueue("s")
+    ran_on: list[str] = []
+    q.schedule_short(lambda: ran_on.append(threading.current_thread().name))
+    assert ran_on == [threading.current_thread().name]
+    assert q.all_work() is DONE and q.is_idle()
+    gate = threading.Event()
+    q.schedule(gate.wait)  # busy: a short task queues behind, in order, on the worker
+    q.schedule_short(lambda: ran_on.append(threading.current_thread().name))
+    assert len(ran_on) == 1 and not q.is_idle()
+    gate.set()
+    q.await_idle()
+    assert ran_on[1] == q.thread.name
+    q.close()
+
+
+def test_short_task_failure_is_kept_for_the_next_interaction() -> None:
+    q = ThreadQueue("f")
+
+    def boom() -> None:
+        raise ValueError("bad")
+
+    q.schedule_short(boom)  # no error here: as if the worker had run it
+    with pytest.raises(StreamError, match="an earlier task failed: ValueError"):
+        q.await_idle()
+    with pytest.raises(StreamError, match="an earlier task failed"):
+        q.schedule_short(lambda: None)
+    q.close()
+
+
+def test_task_queued_while_a_caller_runs_one_waits_for_it() -> None:
+    """A second thread's task scheduled while a short task runs on the first caller runs
+    after it, on the worker (order is kept whoever runs the tasks)."""
+    q = ThreadQueue("o")
+    order: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    def short() -> None:
+        started.set()
+        release.wait()
+        order.append("short")
+
+    caller = threading.Thread(target=q.schedule_short, args=(short,))
+    caller.start()
+    started.wait()
+    q.schedule(lambda: order.append("next"))
+    assert order == []
+    release.set()
+    caller.join()
+    q.await_idle()
+    assert order == ["short", "next"]
+    q.close()

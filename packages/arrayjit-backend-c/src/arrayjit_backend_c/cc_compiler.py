@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from arrayjit_backend_c import toolchain
 from arrayjit_backend_c.cc_renderer import CcSyntax
+from arrayjit_backend_c.work import is_short
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
     GetMergeView,
@@ -45,6 +46,8 @@ class CcCode:
     function: Any
     params: KernelParams
     source: str
+    short: bool = False
+    """At most :data:`~arrayjit_backend_c.work.SHORT_WORK` iterations (:func:`is_short`)."""
 
 
 _lib_dir: Path | None = None
@@ -191,7 +194,7 @@ class CcCompiler(CpuCompiler):
             lambda: toolchain.compile_shared_object(self.cc, source, fn_name),
             load,
         )
-        return CcCode(optimized.name, lib, fn, params, source)
+        return CcCode(optimized.name, lib, fn, params, source, is_short(optimized))
 
     def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         c: CcCode = code
@@ -222,6 +225,7 @@ class CcCompiler(CpuCompiler):
                 fn(*args(bindings))
 
         run.keep_alive = (list(buffers.values()), c)  # type: ignore[attr-defined]
+        run.short = c.short  # type: ignore[attr-defined]
         return run
 
     def describe(self) -> dict[str, Any]:

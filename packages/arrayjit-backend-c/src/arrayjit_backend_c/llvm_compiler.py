@@ -30,6 +30,7 @@ import numpy as np
 
 from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_gen import LlvmGen, LlvmKernel, Segment
+from arrayjit_backend_c.work import is_short
 from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
@@ -174,6 +175,8 @@ class LlvmCode:
     kernel: LlvmKernel
     engine: Any
     functions: tuple[tuple[Any, Any], ...]
+    short: bool = False
+    """At most :data:`~arrayjit_backend_c.work.SHORT_WORK` iterations."""
 
     @property
     def source(self) -> str:
@@ -254,7 +257,7 @@ class LlvmCompiler(CpuCompiler):
                 functions.append((fn, function(seg.combine_name, ptr, i64)))
             else:
                 functions.append((function(seg.name, *([i64, i64] * seg.parallel)), None))
-        code = LlvmCode(optimized.name, kernel, engine, tuple(functions))
+        code = LlvmCode(optimized.name, kernel, engine, tuple(functions), is_short(optimized))
         weakref.finalize(code, _close_engine, engine)
         return code
 
@@ -302,6 +305,7 @@ class LlvmCompiler(CpuCompiler):
                         combine(*values, *fold)
 
         run.keep_alive = keep_alive  # type: ignore[attr-defined]
+        run.short = c.short  # type: ignore[attr-defined]
         self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run
         return run
 

@@ -74,8 +74,10 @@ def check_environment(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
     unknown = sorted(k for k in env if k.startswith("ARRAYJIT_") and k not in SETTINGS)
     for name in unknown:
-        close = difflib.get_close_matches(name, SETTINGS, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        # Compared without the common prefix, which would make every name look close.
+        suffixes = {k.removeprefix("ARRAYJIT_"): k for k in SETTINGS}
+        close = difflib.get_close_matches(name.removeprefix("ARRAYJIT_"), suffixes, n=1)
+        hint = f"; did you mean {suffixes[close[0]]}?" if close else ""
         warnings.warn(
             f"unknown setting {name} ignored{hint} (valid settings: {', '.join(sorted(SETTINGS))})",
             UserWarning,
