@@ -329,21 +329,15 @@ class _WorkerState:
 
     def run_now(self, task: Task) -> bool:
         """Run ``task`` at once on the calling thread if the stream is idle (nothing queued or
-        running, no failure), counting it as scheduled and run; False (nothing done) if not."""
+        running, no failure), counting it as scheduled and run; False (nothing done) if not.
+        The stream does not count as busy in its budget meanwhile: a task short enough to run
+        here has no parallel loop to size."""
         with self.lock:
             if self.tasks or self.running or self.error is not None or self.stop:
                 return False
             self.running = True
             self.scheduled += 1
-            if not self.busy and self.budget is not None:
-                self.busy = True
-                self.budget.enter()
-        outer = getattr(_running, "budget", None)
-        _running.budget = self.budget
-        try:
-            self.run(task)
-        finally:
-            _running.budget = outer
+        self.run(task)
         return True
 
 
