@@ -5,7 +5,14 @@ import threading
 
 import pytest
 
-from arrayjit_backends.scheduler import DONE, SyncQueue, ThreadBudget, ThreadQueue, thread_share
+from arrayjit_backends.scheduler import (
+    DONE,
+    SyncQueue,
+    ThreadBudget,
+    ThreadQueue,
+    _WorkerState,
+    thread_share,
+)
 from arrayjit_tnode import StreamError
 
 
@@ -207,12 +214,12 @@ def test_short_task_runs_on_the_caller_when_the_stream_is_idle() -> None:
     assert ran_on == [threading.current_thread().name]
     assert q.all_work() is DONE and q.is_idle()
     gate = threading.Event()
-    q.schedule(gate.wait)  # busy: a short task queues behind, in order, on the worker
-    q.schedule_short(lambda: ran_on.append(threading.current_thread().name))
+    q.schedule(gate.wait)  # busy: a short task queues behind, in order
+    q.schedule_short(lambda: ran_on.append("after the gate"))
     assert len(ran_on) == 1 and not q.is_idle()
     gate.set()
     q.await_idle()
-    assert ran_on[1] == q.thread.name
+    assert ran_on[1:] == ["after the gate"]
     q.close()
 
 
@@ -252,3 +259,27 @@ def test_task_queued_while_a_caller_runs_one_waits_for_it() -> None:
     q.await_idle()
     assert order == ["short", "next"]
     q.close()
+
+
+def test_a_waiter_runs_the_tasks_the_worker_has_not_taken() -> None:
+    """White box: a stream state with no worker thread; waiting for its tasks runs them, in
+    order, on the waiting thread; an interrupt inside one fails the stream and reaches the
+    waiter."""
+    state = _WorkerState("w", ThreadBudget(2))
+    order: list[tuple[int, str, int]] = []
+    me = threading.current_thread().name
+    for k in range(3):
+        state.push(lambda k=k: order.append((k, threading.current_thread().name, thread_share())))
+    state.wait_until(2)
+    assert order == [(0, me, 2), (1, me, 2)]  # task 2 stays queued: not waited for
+    assert (state.finished, state.scheduled, state.running) == (2, 3, False)
+    state.wait_until(3)
+    assert [o[0] for o in order] == [0, 1, 2]
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    state.push(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        state.wait_until(4)
+    assert isinstance(state.error, KeyboardInterrupt) and state.failed_at == 3

@@ -300,9 +300,12 @@ class _WorkerState:
         for _, signal in ready:
             signal.release()
 
-    def run(self, task: Task) -> None:
+    def run(self, task: Task, on_caller: bool = False) -> None:
         """Run one task taken from the queue (its failure is kept for the stream's callers),
-        then count it as done."""
+        then count it as done. ``on_caller``: the thread is a caller's, not the worker's, and
+        an interrupt (``KeyboardInterrupt``, ``SystemExit``) is the caller's too: it fails the
+        stream and is re-raised."""
+        interrupt: BaseException | None = None
         try:
             if self.error is None:
                 task()
@@ -311,20 +314,41 @@ class _WorkerState:
             traceback.clear_frames(exc.__traceback__)
             self.failed_at = self.finished
             self.error = exc
+            if on_caller and not isinstance(exc, Exception):
+                interrupt = exc
         finally:
             task = None  # type: ignore[assignment]  # the closure must not outlive the run
             self.task_done()
+        if interrupt is not None:
+            raise interrupt
 
     def wait_until(self, count: int) -> None:
-        """Block until ``count`` tasks have run."""
+        """Block until ``count`` tasks have run.
+
+        A caller that would block while the worker has not taken the next task yet runs the
+        tasks up to ``count`` itself, in order (one thread at a time runs a stream's tasks,
+        whichever): it would only sleep meanwhile, and being woken by the worker afterwards is
+        a second thread hand-off."""
         if self.finished >= count:  # without the lock: a synchronized idle stream is common
             return
-        with self.lock:
-            if self.finished >= count:
-                return
-            signal = threading.Lock()
-            signal.acquire()
-            self.waiters.append((count, signal))
+        while True:
+            with self.lock:
+                if self.finished >= count:
+                    return
+                if self.running or not self.tasks:
+                    signal = threading.Lock()
+                    signal.acquire()
+                    self.waiters.append((count, signal))
+                    break
+                self.running = True
+                task = self.tasks.popleft()
+            outer = getattr(_running, "budget", None)
+            _running.budget = self.budget
+            try:
+                self.run(task, on_caller=True)
+            finally:
+                _running.budget = outer
+                del task
         signal.acquire()
 
     def run_now(self, task: Task) -> bool:
@@ -337,7 +361,7 @@ class _WorkerState:
                 return False
             self.running = True
             self.scheduled += 1
-        self.run(task)
+        self.run(task, on_caller=True)
         return True
 
 
