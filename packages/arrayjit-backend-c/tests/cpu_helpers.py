@@ -85,3 +85,39 @@ BINOPS = [
     "or",
     "and",
 ]
+
+
+def results_with_threads(monkeypatch: Any, name: str, threads: str) -> tuple[Any, ...]:
+    """A fused elementwise kernel and a sum, both large enough to run in parallel, on a fresh
+    ``name`` backend with ``ARRAYJIT_NUM_THREADS=threads``, run on two busy streams at once
+    and on one: the outputs and the backend's thread budget."""
+    from arrayjit_backends import fresh_backend
+    from arrayjit_ir import ir
+
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", threads)
+    n = 1 << 18
+    rng = np.random.default_rng(7)
+    a, b, y = (Tnode.create((n,), label=x, hosted=True) for x in ("a", "b", "y"))
+    s = Tnode.create((), label="s", hosted=True)
+    a.set_values(rng.standard_normal(n).astype(np.float32))
+    b.set_values(rng.standard_normal(n).astype(np.float32))
+    t = Tnode.create((n,), label="t")
+    comp = ir.block(ir.binop(t, "mul", a, b), ir.unop(y, "relu", t))
+    backend = fresh_backend(name)
+    try:
+        dev = backend.get_device(0)
+        fused = backend.link(
+            backend.make_context(backend.new_stream(dev)), backend.compile(comp, name="fused")
+        )
+        total = backend.link(
+            backend.make_context(backend.new_stream(dev)),
+            backend.compile(ir.accum(s, "add", a, spec="i->"), name="total"),
+        )
+        for _ in range(3):
+            fused()
+            total()
+        backend.to_host(fused.context, y)
+        backend.to_host(total.context, s)
+        return y.get_values().copy(), s.get_values().copy(), backend.runtime.budget.cores
+    finally:
+        backend.finalize()

@@ -1,15 +1,18 @@
 """The cc backend against the reference interpreter and numpy."""
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from cpu_helpers import run_both
+from cpu_helpers import results_with_threads, run_both
 
-from arrayjit_backend_c import toolchain
+from arrayjit_backend_c import cc_compiler, toolchain
 from arrayjit_backend_c.cc_compiler import CcCompiler
-from arrayjit_backends import fresh_backend
+from arrayjit_backends import fresh_backend, settings
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode
@@ -179,3 +182,109 @@ def test_cache_key_holds_the_cpu_model_and_flags(
         assert (cache.builds, cache.hits) == (2, 1)
     finally:
         b.finalize()
+
+
+def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ARRAYJIT_NUM_THREADS changes how many threads a kernel uses, never what it computes
+    (a parallel sum's order may change: close, not equal)."""
+    y1, s1, cores1 = results_with_threads(monkeypatch, "multicore_cc", "1")
+    yn, sn, coresn = results_with_threads(monkeypatch, "multicore_cc", "64")
+    assert cores1 == 1
+    assert coresn == settings.available_cores()
+    np.testing.assert_array_equal(y1, yn)
+    np.testing.assert_allclose(s1, sn, rtol=1e-5)
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal(1 << 18).astype(np.float32)
+    b = rng.standard_normal(1 << 18).astype(np.float32)
+    np.testing.assert_array_equal(y1, np.maximum(a * b, 0))
+    np.testing.assert_allclose(s1, a.astype(np.float64).sum(), rtol=1e-4)
+
+
+def test_stream_share_sets_the_openmp_team(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parallel kernel runs with its stream's share of the cores: the OpenMP runtime the
+    library uses reports that many threads on the stream's thread after a run."""
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "1")
+    backend = fresh_backend("multicore_cc")
+    try:
+        n = 1 << 18
+        x = Tnode.create((n,), label="x", hosted=True)
+        y = Tnode.create((n,), label="y", hosted=True)
+        routine = backend.link(
+            backend.make_context(backend.new_stream(backend.get_device(0))),
+            backend.compile(ir.unop(y, "relu", x), name="relu"),
+        )
+        lib = routine._run.keep_alive[1].library  # the routine's CcCode
+        if "#pragma omp parallel" not in routine._run.keep_alive[1].source:
+            pytest.skip("the C compiler builds no OpenMP code here")
+        routine()
+        seen: list[int] = []
+        routine.context.stream.queue.schedule(lambda: seen.append(lib.omp_get_max_threads()))
+        backend.await_stream(routine.context.stream)
+        assert seen == [1]
+    finally:
+        backend.finalize()
+
+
+_WAIT_POLICY_PROBE = """
+import os
+import arrayjit_backend_c.cc_compiler as cc
+print(os.environ.get("OMP_WAIT_POLICY"))
+from arrayjit_backends import fresh_backend
+from arrayjit_ir import ir
+from arrayjit_tnode import Tnode
+b = fresh_backend("sync_cc")
+n = 1 << 18
+x, y = Tnode.create((n,), label="x", hosted=True), Tnode.create((n,), label="y", hosted=True)
+r = b.link(b.make_context(b.new_stream(b.get_device(0))), b.compile(ir.unop(y, "relu", x)))
+r()
+print(os.environ.get("OMP_WAIT_POLICY"), "omp parallel" in r._run.keep_alive[1].source)
+"""
+
+
+@pytest.mark.parametrize("user", [None, "active"])
+def test_passive_wait_policy_only_while_the_runtime_loads(user: str | None) -> None:
+    """Without the user's choice, OMP_WAIT_POLICY is passive from the import of the cc compiler
+    until the first library with the OpenMP runtime has loaded, then removed again; a choice
+    of the user is left alone."""
+    env = {k: v for k, v in os.environ.items() if k not in cc_compiler.WAIT_POLICY_VARIABLES}
+    env["ARRAYJIT_NO_CACHE"] = "1"
+    if user is not None:
+        env["OMP_WAIT_POLICY"] = user
+    out = subprocess.run(
+        [sys.executable, "-c", _WAIT_POLICY_PROBE],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    ).stdout.split()
+    if out[-1] != "True":
+        pytest.skip("the C compiler builds no OpenMP code here")
+    assert out[:2] == ([user, user] if user else ["passive", "None"])
+
+
+def test_short_routines_run_on_the_caller_of_an_idle_stream() -> None:
+    """Routines of at most SHORT_WORK iterations are marked short (an idle multicore stream runs
+    them at once on the calling thread); larger ones are not."""
+    from arrayjit_backend_c.work import SHORT_WORK, is_short
+    from arrayjit_ir import lower, optimize
+
+    small = Tnode.create((SHORT_WORK,), label="small", hosted=True)
+    big = Tnode.create((SHORT_WORK + 1,), label="big", hosted=True)
+    assert is_short(optimize(lower(ir.fetch(small, ir.Constant(1.0))), name="s"))
+    assert not is_short(optimize(lower(ir.fetch(big, ir.Constant(1.0))), name="b"))
+    backend = fresh_backend("multicore_cc")
+    try:
+        ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
+        x = Tnode.create((SHORT_WORK,), label="x", hosted=True)
+        out = Tnode.create((SHORT_WORK,), label="out", hosted=True)
+        x.set_values(np.arange(SHORT_WORK) - 100.0)
+        routine = backend.link(ctx, backend.compile(ir.unop(out, "relu", x), name="s"))
+        routine()
+        backend.await_stream(ctx.stream)  # the first run may queue behind setup copies
+        routine()
+        assert ctx.stream.queue.is_idle()  # done before the call returned
+        backend.to_host(routine.context, out)
+        np.testing.assert_array_equal(out.get_values(), np.maximum(np.arange(SHORT_WORK) - 100, 0))
+    finally:
+        backend.finalize()

@@ -1,12 +1,13 @@
 """The llvm backend against the reference interpreter and numpy."""
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from cpu_helpers import compare, run_both
+from cpu_helpers import compare, results_with_threads, run_both
 
 pytest.importorskip("llvmlite")
 
@@ -14,7 +15,7 @@ from arrayjit_backend_c import llvm_compiler
 from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 from arrayjit_backend_c.llvm_renderer import LlvmGen
-from arrayjit_backends import fresh_backend
+from arrayjit_backends import fresh_backend, settings
 from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
 from arrayjit_ir import interpret, ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
@@ -222,9 +223,9 @@ def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
     calls: list[int] = []
     real = lb.crew.run
 
-    def counting(fn: Any, args: Any, parts: Any) -> None:
+    def counting(fn: Any, args: Any, parts: Any, threads: int | None = None) -> None:
         calls.append(len(parts))
-        real(fn, args, parts)
+        real(fn, args, parts, threads)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lb.crew, "run", counting)
@@ -314,7 +315,6 @@ def test_large_parallel_kernel_is_correct(backend: Any) -> None:
 
 
 def test_concurrent_parallel_runs(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import threading
 
     monkeypatch.setattr(llvm_compiler, "CHUNK_MIN_COST", 1 << 10)
     n = PARALLEL_MIN_WORK * 2
@@ -398,3 +398,26 @@ def test_used_memory_counts_link_scratch(cache_dir: Path) -> None:
         assert be.get_used_memory(dev) <= before
     finally:
         be.finalize()
+
+
+def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch) -> None:
+    y1, s1, cores1 = results_with_threads(monkeypatch, "multicore_llvm", "1")
+    yn, sn, coresn = results_with_threads(monkeypatch, "multicore_llvm", "64")
+    assert (cores1, coresn) == (1, settings.available_cores())
+    np.testing.assert_array_equal(y1, yn)
+    np.testing.assert_allclose(s1, sn, rtol=1e-5)
+
+
+def test_crew_run_keeps_to_its_thread_limit() -> None:
+    crew = Crew(3)
+    threads: list[str] = []
+
+    def record(k: int) -> None:
+        threads.append(threading.current_thread().name)
+
+    crew.run(record, (), [(k,) for k in range(4)], threads=1)
+    assert threads == [threading.current_thread().name] * 4  # a share of one: no helper
+    threads.clear()
+    crew.run(record, (), [(k,) for k in range(4)], threads=2)
+    assert len(threads) == 4 and len(set(threads)) == 2
+    crew.stop()

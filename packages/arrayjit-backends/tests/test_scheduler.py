@@ -5,7 +5,14 @@ import threading
 
 import pytest
 
-from arrayjit_backends.scheduler import DONE, ThreadQueue
+from arrayjit_backends.scheduler import (
+    DONE,
+    SyncQueue,
+    ThreadBudget,
+    ThreadQueue,
+    _WorkerState,
+    thread_share,
+)
 from arrayjit_tnode import StreamError
 
 
@@ -152,3 +159,127 @@ def test_succeeded_is_false_for_good_after_a_failure() -> None:
     with pytest.raises(StreamError, match="ZeroDivisionError"):
         after.sync()
     q.close()
+
+
+# ---- thread budget ----
+
+
+def test_thread_budget_shares_the_cores() -> None:
+    budget = ThreadBudget(4)
+    assert budget.share() == 4  # nothing busy: a kernel may use every core
+    shares = []
+    for _ in range(5):
+        budget.enter()
+        shares.append(budget.share())
+    assert shares == [4, 2, 1, 1, 1]
+    for _ in range(5):
+        budget.leave()
+    assert budget.busy == 0
+    assert ThreadBudget(0).cores == 1
+
+
+def test_busy_streams_split_the_budget() -> None:
+    """A kernel gets ``cores // busy streams``: a stream counts as busy from its first queued
+    task until its queue drains; a sync stream's tasks see the whole budget."""
+    budget = ThreadBudget(2)
+    q1, q2 = ThreadQueue("a", budget), ThreadQueue("b", budget)
+    seen: list[int] = []
+    gate1, gate2 = threading.Event(), threading.Event()
+    q2.schedule(gate2.wait)  # q2 busy until gate2 opens
+    q1.schedule(gate1.wait)
+    q1.schedule(lambda: seen.append(thread_share()))
+    gate1.set()
+    q1.await_idle()
+    assert seen == [1]  # two busy streams on two cores: one thread each
+    gate2.set()
+    q2.await_idle()
+    q1.schedule(lambda: seen.append(thread_share()))
+    q1.await_idle()
+    assert seen == [1, 2]  # alone again: both cores
+    assert budget.busy == 0  # drained queues are idle (checked after their last task)
+    sync = SyncQueue("s", ThreadBudget(3))
+    sync.schedule(lambda: seen.append(thread_share()))
+    assert seen == [1, 2, 3]
+    q1.close()
+    q2.close()
+
+
+# ---- short tasks ----
+
+
+def test_short_task_runs_on_the_caller_when_the_stream_is_idle() -> None:
+    q = ThreadQueue("s")
+    ran_on: list[str] = []
+    q.schedule_short(lambda: ran_on.append(threading.current_thread().name))
+    assert ran_on == [threading.current_thread().name]
+    assert q.all_work() is DONE and q.is_idle()
+    gate = threading.Event()
+    q.schedule(gate.wait)  # busy: a short task queues behind, in order
+    q.schedule_short(lambda: ran_on.append("after the gate"))
+    assert len(ran_on) == 1 and not q.is_idle()
+    gate.set()
+    q.await_idle()
+    assert ran_on[1:] == ["after the gate"]
+    q.close()
+
+
+def test_short_task_failure_is_kept_for_the_next_interaction() -> None:
+    q = ThreadQueue("f")
+
+    def boom() -> None:
+        raise ValueError("bad")
+
+    q.schedule_short(boom)  # no error here: as if the worker had run it
+    with pytest.raises(StreamError, match="an earlier task failed: ValueError"):
+        q.await_idle()
+    with pytest.raises(StreamError, match="an earlier task failed"):
+        q.schedule_short(lambda: None)
+    q.close()
+
+
+def test_task_queued_while_a_caller_runs_one_waits_for_it() -> None:
+    """A second thread's task scheduled while a short task runs on the first caller runs
+    after it, on the worker (order is kept whoever runs the tasks)."""
+    q = ThreadQueue("o")
+    order: list[str] = []
+    started, release = threading.Event(), threading.Event()
+
+    def short() -> None:
+        started.set()
+        release.wait()
+        order.append("short")
+
+    caller = threading.Thread(target=q.schedule_short, args=(short,))
+    caller.start()
+    started.wait()
+    q.schedule(lambda: order.append("next"))
+    assert order == []
+    release.set()
+    caller.join()
+    q.await_idle()
+    assert order == ["short", "next"]
+    q.close()
+
+
+def test_a_waiter_runs_the_tasks_the_worker_has_not_taken() -> None:
+    """White box: a stream state with no worker thread; waiting for its tasks runs them, in
+    order, on the waiting thread; an interrupt inside one fails the stream and reaches the
+    waiter."""
+    state = _WorkerState("w", ThreadBudget(2))
+    order: list[tuple[int, str, int]] = []
+    me = threading.current_thread().name
+    for k in range(3):
+        state.push(lambda k=k: order.append((k, threading.current_thread().name, thread_share())))
+    state.wait_until(2)
+    assert order == [(0, me, 2), (1, me, 2)]  # task 2 stays queued: not waited for
+    assert (state.finished, state.scheduled, state.running) == (2, 3, False)
+    state.wait_until(3)
+    assert [o[0] for o in order] == [0, 1, 2]
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    state.push(interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        state.wait_until(4)
+    assert isinstance(state.error, KeyboardInterrupt) and state.failed_at == 3

@@ -119,3 +119,27 @@ def test_the_command_prints_debug_records(tmp_path: Path) -> None:
         check=False,
     )
     assert quiet.returncode == 0 and "DEBUG" not in quiet.stderr
+
+
+# ---- ARRAYJIT_NUM_THREADS ----
+
+
+def test_num_threads_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    cores = settings.available_cores()
+    monkeypatch.delenv("ARRAYJIT_NUM_THREADS", raising=False)
+    assert settings.num_threads() == cores
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "1")
+    assert settings.num_threads() == 1
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", str(cores + 100))
+    assert settings.num_threads() == cores  # never more threads than cores
+    for bad in ("0", "-2", "two", "1.5"):
+        monkeypatch.setenv("ARRAYJIT_NUM_THREADS", bad)
+        with pytest.raises(UsageError, match=f"ARRAYJIT_NUM_THREADS: '{bad}' is not a positive"):
+            settings.num_threads()
+    assert "ARRAYJIT_NUM_THREADS" in settings.SETTINGS  # no unknown-setting warning
+
+
+def test_bad_num_threads_fails_fresh_backend(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "zero")
+    with pytest.raises(UsageError, match="ARRAYJIT_NUM_THREADS: 'zero' is not a positive integer"):
+        fresh_backend("multicore_interp")

@@ -88,13 +88,22 @@ class Crew:
             del self._idle[:n]
             return taken
 
-    def run(self, fn: Any, args: Sequence[Any], calls: Sequence[tuple[Any, ...]]) -> None:
+    def run(
+        self,
+        fn: Any,
+        args: Sequence[Any],
+        calls: Sequence[tuple[Any, ...]],
+        threads: int | None = None,
+    ) -> None:
         """``fn(*args, *extra)`` for each ``extra`` of ``calls``; returns when all are done.
+        ``threads``: the most threads to use, the caller's included (its stream's share of the
+        cores, see :class:`~arrayjit_backends.scheduler.ThreadBudget`; None: no limit).
 
         Raises:
             Exception: the first error a call raised (after every call finished).
         """
-        helpers = self._take(len(calls) - 1) if len(calls) > 1 else []
+        wanted = len(calls) - 1 if threads is None else min(len(calls), threads) - 1
+        helpers = self._take(wanted) if wanted > 0 else []
         for helper, extra in zip(helpers, calls[1:], strict=False):
             helper.start(fn, (*args, *extra))
         try:

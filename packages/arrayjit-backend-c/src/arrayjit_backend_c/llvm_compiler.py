@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import os
 import tempfile
 import threading
 import weakref
@@ -33,6 +32,8 @@ import numpy as np
 from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_renderer import LlvmGen, LlvmKernel
 from arrayjit_backend_c.llvm_segments import Segment
+from arrayjit_backend_c.work import is_short
+from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
     GetMergeView,
@@ -44,6 +45,7 @@ from arrayjit_backends.backend_impl import (
 )
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import ScratchAccount
+from arrayjit_backends.scheduler import thread_share
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import CompileError, Prec
@@ -175,6 +177,8 @@ class LlvmCode:
     kernel: LlvmKernel
     engine: Any
     functions: tuple[tuple[Any, Any], ...]
+    short: bool = False
+    """At most :data:`~arrayjit_backend_c.work.SHORT_WORK` iterations."""
 
     @property
     def source(self) -> str:
@@ -206,7 +210,7 @@ class LlvmCompiler(CpuCompiler):
             self.target.cpu, self.target.features, native_half="+f16c" in self.target.features
         )
         self.cache = CompileCache()
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or settings.num_threads()
         self._lock = threading.Lock()
         self.crew = Crew(self.workers - 1)
         self.scratch_account = ScratchAccount()
@@ -255,7 +259,7 @@ class LlvmCompiler(CpuCompiler):
                 functions.append((fn, function(seg.combine_name, ptr, i64)))
             else:
                 functions.append((function(seg.name, *([i64, i64] * seg.parallel)), None))
-        code = LlvmCode(optimized.name, kernel, engine, tuple(functions))
+        code = LlvmCode(optimized.name, kernel, engine, tuple(functions), is_short(optimized))
         weakref.finalize(code, _close_engine, engine)
         return code
 
@@ -298,11 +302,12 @@ class LlvmCompiler(CpuCompiler):
                     if calls is None:
                         fn(*values)
                     else:
-                        parallel(fn, values, calls)
+                        parallel(fn, values, calls, thread_share())
                     if combine is not None:
                         combine(*values, *fold)
 
         run.keep_alive = keep_alive  # type: ignore[attr-defined]
+        run.short = c.short  # type: ignore[attr-defined]
         self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run
         return run
 

@@ -227,6 +227,9 @@ class Routine:
         self._bindings = Bindings(opt.static_symbols, code.name)
         self._symbols = opt.static_symbols
         self._run = run
+        self._short: bool = getattr(run, "short", False)
+        """The compiler marked the run as a few microseconds of work (a ``short`` attribute):
+        see :meth:`~arrayjit_backends.scheduler.StreamQueue.schedule_short`."""
         locs = context.buffers
         self._reads: list[Key] = [
             (tn.id, locs[tn])
@@ -273,7 +276,10 @@ class Routine:
             table.order_read(stream, key)
         values = {s: self._bindings[s.name] for s in self._symbols}
         run = self._run
-        queue.schedule(lambda: run(values))
+        if self._short:  # a few microseconds: an idle multicore stream runs it right here
+            queue.schedule_short(lambda: run(values))
+        else:
+            queue.schedule(lambda: run(values))
         if self._writes or reads:
             event = queue.all_work()
             table.record(stream, event, reads, self._writes)

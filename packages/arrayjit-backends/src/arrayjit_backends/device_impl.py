@@ -24,8 +24,9 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
+from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import CpuCompiler, Run
-from arrayjit_backends.scheduler import SCHEDULERS, Event, StreamQueue
+from arrayjit_backends.scheduler import SCHEDULERS, Event, StreamQueue, ThreadBudget
 from arrayjit_backends.slab import aligned_bytes, typed_view
 from arrayjit_tnode import Prec, StreamError, UsageError
 
@@ -351,6 +352,9 @@ class CpuDevices(DeviceBackend):
         self.name = name  # type: ignore[misc]
         self.scheduler = scheduler
         self.compiler = compiler
+        self.budget = ThreadBudget(settings.num_threads())
+        """The device's cores, shared among its busy streams (``ARRAYJIT_NUM_THREADS`` caps
+        them)."""
 
     def num_devices(self) -> int:
         return 1
@@ -389,7 +393,7 @@ class CpuDevices(DeviceBackend):
         )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
-        return SCHEDULERS[self.scheduler](name)
+        return SCHEDULERS[self.scheduler](name, self.budget)
 
     def alloc(self, ordinal: int, nbytes: int) -> np.ndarray:
         return aligned_bytes(max(nbytes, 1))

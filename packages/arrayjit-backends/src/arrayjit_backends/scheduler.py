@@ -28,9 +28,54 @@ import traceback
 import weakref
 from collections.abc import Callable
 
+from arrayjit_backends import settings
 from arrayjit_tnode import StreamError
 
 Task = Callable[[], None]
+
+
+class ThreadBudget:
+    """The cores of one CPU device, shared among its busy streams.
+
+    A ``multicore_`` stream is busy from the moment its worker takes a task until its queue
+    drains; a kernel a stream runs gets ``cores // busy streams`` threads (at least one), so
+    N busy streams on N cores run one thread each and a lone stream uses them all, instead of
+    every kernel's thread team fighting the others' for the same cores. ``cores`` is
+    ``ARRAYJIT_NUM_THREADS`` capped by the cores the process may use.
+    """
+
+    def __init__(self, cores: int) -> None:
+        self.cores = max(1, cores)
+        self.busy = 0
+        self._lock = threading.Lock()
+
+    def enter(self) -> None:
+        """A stream became busy."""
+        with self._lock:
+            self.busy += 1
+
+    def leave(self) -> None:
+        """A busy stream became idle."""
+        with self._lock:
+            self.busy -= 1
+
+    def share(self) -> int:
+        """Threads a kernel starting now may use."""
+        return max(1, self.cores // max(1, self.busy))
+
+
+_running = threading.local()
+"""The budget of the stream whose task runs on this thread (set by the stream's executor)."""
+
+
+def thread_share() -> int:
+    """Threads the native kernel about to run on this thread may use: its stream's share of
+    its device's :class:`ThreadBudget`; on a thread that runs no stream's tasks, the cores the
+    process may use."""
+    budget: ThreadBudget | None = getattr(_running, "budget", None)
+    if budget is None:
+        return settings.available_cores()
+    return budget.share()
 
 
 class Event:
@@ -80,10 +125,13 @@ DONE = Event()
 class StreamQueue(abc.ABC):
     """The executor behind one stream."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, budget: ThreadBudget | None = None) -> None:
         self.name = name
         self.error: BaseException | None = None
         self.closed = False
+        self.budget = budget
+        """The cores this stream's kernels share with the device's other streams (None: every
+        core the process may use)."""
 
     def _check(self) -> None:
         if self.error is not None:
@@ -98,6 +146,13 @@ class StreamQueue(abc.ABC):
         Raises:
             StreamError: an earlier task failed, or the stream is closed.
         """
+
+    def schedule_short(self, task: Task) -> None:
+        """:meth:`schedule` for a task known to take a few microseconds: a stream may run it
+        on the caller's thread when it has nothing else to do, which costs less than handing
+        it over (see :meth:`ThreadQueue.schedule_short`). A failure is kept as
+        :meth:`schedule` keeps it (raised by the stream's next interaction, not here)."""
+        self.schedule(task)
 
     @abc.abstractmethod
     def all_work(self) -> Event:
@@ -143,6 +198,7 @@ class SyncQueue(StreamQueue):
 
     def schedule(self, task: Task) -> None:
         self._check()
+        _running.budget = self.budget  # one stream at a time runs on the caller's thread
         try:
             task()
         except BaseException as exc:
@@ -177,12 +233,17 @@ class _WorkerState:
     waiter, which made a routine's run-and-wait on a stream cost three times a lock ping-pong.
     """
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, budget: ThreadBudget | None) -> None:
         self.name = name
+        self.budget = budget
+        self.busy = False
+        """Whether this stream counts as busy in ``budget`` (a task is queued or running)."""
         self.lock = threading.Lock()
         self.wake = threading.Lock()
         self.wake.acquire()  # released once per sleep of the worker
         self.sleeping = False
+        self.running = False
+        """Whether a task runs (on the worker, or on a caller: :meth:`run_now`)."""
         self.tasks: collections.deque[Task] = collections.deque()
         self.scheduled = 0
         self.finished = 0
@@ -196,6 +257,9 @@ class _WorkerState:
         with self.lock:
             self.tasks.append(task)
             self.scheduled += 1
+            if not self.busy and self.budget is not None:
+                self.busy = True
+                self.budget.enter()
             self._wake_worker()
 
     def halt(self) -> None:
@@ -212,16 +276,23 @@ class _WorkerState:
         """The next task, blocking while there is none; None once stopped and drained."""
         while True:
             with self.lock:
-                if self.tasks:
+                if self.tasks and not self.running:  # not while a caller runs one
+                    self.running = True
                     return self.tasks.popleft()
-                if self.stop:
+                if self.stop and not self.tasks:
                     return None
                 self.sleeping = True
             self.wake.acquire()
 
     def task_done(self) -> None:
         with self.lock:
+            self.running = False
+            if self.busy and self.finished + 1 == self.scheduled:  # drained: idle before done
+                self.busy = False
+                self.budget.leave()  # type: ignore[union-attr]
             self.finished += 1
+            if self.tasks:  # queued while a caller ran this one (run_now): the worker's now
+                self._wake_worker()
             if not self.waiters:
                 return
             ready = [w for w in self.waiters if w[0] <= self.finished]
@@ -229,17 +300,69 @@ class _WorkerState:
         for _, signal in ready:
             signal.release()
 
+    def run(self, task: Task, on_caller: bool = False) -> None:
+        """Run one task taken from the queue (its failure is kept for the stream's callers),
+        then count it as done. ``on_caller``: the thread is a caller's, not the worker's, and
+        an interrupt (``KeyboardInterrupt``, ``SystemExit``) is the caller's too: it fails the
+        stream and is re-raised."""
+        interrupt: BaseException | None = None
+        try:
+            if self.error is None:
+                task()
+        except BaseException as exc:  # kept for the caller's next interaction
+            # The frames' locals would keep the task's closure, hence the queue, alive.
+            traceback.clear_frames(exc.__traceback__)
+            self.failed_at = self.finished
+            self.error = exc
+            if on_caller and not isinstance(exc, Exception):
+                interrupt = exc
+        finally:
+            task = None  # type: ignore[assignment]  # the closure must not outlive the run
+            self.task_done()
+        if interrupt is not None:
+            raise interrupt
+
     def wait_until(self, count: int) -> None:
-        """Block until ``count`` tasks have run."""
+        """Block until ``count`` tasks have run.
+
+        A caller that would block while the worker has not taken the next task yet runs the
+        tasks up to ``count`` itself, in order (one thread at a time runs a stream's tasks,
+        whichever): it would only sleep meanwhile, and being woken by the worker afterwards is
+        a second thread hand-off."""
         if self.finished >= count:  # without the lock: a synchronized idle stream is common
             return
-        with self.lock:
-            if self.finished >= count:
-                return
-            signal = threading.Lock()
-            signal.acquire()
-            self.waiters.append((count, signal))
+        while True:
+            with self.lock:
+                if self.finished >= count:
+                    return
+                if self.running or not self.tasks:
+                    signal = threading.Lock()
+                    signal.acquire()
+                    self.waiters.append((count, signal))
+                    break
+                self.running = True
+                task = self.tasks.popleft()
+            outer = getattr(_running, "budget", None)
+            _running.budget = self.budget
+            try:
+                self.run(task, on_caller=True)
+            finally:
+                _running.budget = outer
+                del task
         signal.acquire()
+
+    def run_now(self, task: Task) -> bool:
+        """Run ``task`` at once on the calling thread if the stream is idle (nothing queued or
+        running, no failure), counting it as scheduled and run; False (nothing done) if not.
+        The stream does not count as busy in its budget meanwhile: a task short enough to run
+        here has no parallel loop to size."""
+        with self.lock:
+            if self.tasks or self.running or self.error is not None or self.stop:
+                return False
+            self.running = True
+            self.scheduled += 1
+        self.run(task, on_caller=True)
+        return True
 
 
 class _Ticket(Event):
@@ -273,19 +396,11 @@ class _Ticket(Event):
 
 
 def _worker(state: _WorkerState) -> None:
+    _running.budget = state.budget
     task: Task | None
     while (task := state.next_task()) is not None:
-        try:
-            if state.error is None:
-                task()
-        except BaseException as exc:  # kept for the caller's next interaction
-            # The frames' locals would keep the task's closure, hence the queue, alive.
-            traceback.clear_frames(exc.__traceback__)
-            state.failed_at = state.finished
-            state.error = exc
-        finally:
-            task = None  # the last task must not keep its closure (and the queue) alive
-            state.task_done()
+        state.run(task)
+        task = None  # the last task must not keep its closure (and the queue) alive
 
 
 def _stop_worker(state: _WorkerState, thread: threading.Thread) -> None:
@@ -299,9 +414,9 @@ class ThreadQueue(StreamQueue):
     (no marker tasks); a task that fails makes the worker skip the rest, which still count as
     run, so no event stays pending forever."""
 
-    def __init__(self, name: str) -> None:
-        super().__init__(name)
-        self._state = _WorkerState(name)
+    def __init__(self, name: str, budget: ThreadBudget | None = None) -> None:
+        super().__init__(name, budget)
+        self._state = _WorkerState(name, budget)
         self._thread = threading.Thread(
             target=_worker, args=(self._state,), name=f"arrayjit-{name}", daemon=True
         )
@@ -317,6 +432,15 @@ class ThreadQueue(StreamQueue):
     def schedule(self, task: Task) -> None:
         self._check()
         self._state.push(task)
+
+    def schedule_short(self, task: Task) -> None:
+        """An idle stream runs a short task at once on the caller's thread, as its worker
+        would have run it: waking the worker and being woken by it costs two thread hand-offs
+        (with the GIL, about 9 of a tiny routine's 13 us run-and-wait on 2 cores), more than
+        the task. In order all the same: the stream has nothing queued or running."""
+        self._check()
+        if not self._state.run_now(task):
+            self._state.push(task)
 
     def all_work(self) -> Event:
         self._check()

@@ -50,6 +50,11 @@ SETTINGS: dict[str, Setting] = {
             "number); unset: logging's own configuration decides",
         ),
         Setting(
+            "ARRAYJIT_NUM_THREADS",
+            "most threads one CPU kernel uses (a positive integer; unset: every core the "
+            "process may run on, shared among a device's busy streams)",
+        ),
+        Setting(
             "ARRAYJIT_FUZZ_EXAMPLES",
             "random programs per backend in the conformance suite (0: a fixed-seed few)",
             "0",
@@ -69,8 +74,10 @@ def check_environment(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
     unknown = sorted(k for k in env if k.startswith("ARRAYJIT_") and k not in SETTINGS)
     for name in unknown:
-        close = difflib.get_close_matches(name, SETTINGS, n=1)
-        hint = f"; did you mean {close[0]}?" if close else ""
+        # Compared without the common prefix, which would make every name look close.
+        suffixes = {k.removeprefix("ARRAYJIT_"): k for k in SETTINGS}
+        close = difflib.get_close_matches(name.removeprefix("ARRAYJIT_"), suffixes, n=1)
+        hint = f"; did you mean {suffixes[close[0]]}?" if close else ""
         warnings.warn(
             f"unknown setting {name} ignored{hint} (valid settings: {', '.join(sorted(SETTINGS))})",
             UserWarning,
@@ -102,6 +109,30 @@ def debug_dir() -> Path | None:
     """Where compiled routines are written for reading, or None."""
     value = get("ARRAYJIT_DEBUG_DIR").strip()
     return Path(value) if value else None
+
+
+def num_threads(argument: str | None = None) -> int:
+    """The most threads one CPU kernel may use: ``ARRAYJIT_NUM_THREADS`` (or ``argument``),
+    capped by the cores the process may run on; those cores when unset or empty.
+
+    Raises:
+        UsageError: the value is not a positive integer.
+    """
+    cores = available_cores()
+    value = get("ARRAYJIT_NUM_THREADS", argument).strip()
+    if not value:
+        return cores
+    if not value.isdigit() or int(value) < 1:
+        raise UsageError(f"ARRAYJIT_NUM_THREADS: {value!r} is not a positive integer")
+    return min(int(value), cores)
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the OS reports it)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 PACKAGE_LOGGERS = (
@@ -182,10 +213,12 @@ __all__ = [
     "SETTINGS",
     "Setting",
     "apply_environment",
+    "available_cores",
     "check_environment",
     "configure_logging",
     "debug_dir",
     "flag",
     "get",
     "log_level",
+    "num_threads",
 ]
