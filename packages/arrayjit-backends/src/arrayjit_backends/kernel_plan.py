@@ -43,22 +43,25 @@ PARALLEL_MIN_WORK = 1 << 15
 """Loops doing fewer innermost iterations than this stay sequential (threads would not pay)."""
 
 
-def loop_work(s: L.Stmt) -> int:
-    """Innermost iterations ``s`` runs, the loops of computations inlined into it included."""
+def loop_work(s: L.Stmt, *, zeroing: bool = False) -> int:
+    """Innermost iterations ``s`` runs, the loops of computations inlined into it included;
+    with ``zeroing``, a ``Zero_out`` counts its cells (else one)."""
     match s:
         case L.For_loop(from_=lo, to_inclusive=hi, body=body):
-            return max(hi - lo + 1, 0) * loop_work(body)
+            return max(hi - lo + 1, 0) * loop_work(body, zeroing=zeroing)
         case L.Seq(stmts=stmts):
-            return sum(loop_work(x) for x in stmts)
+            return sum(loop_work(x, zeroing=zeroing) for x in stmts)
         case L.Set(value=v) | L.Set_local(value=v):
-            return max(1, _inlined_work(v))
+            return max(1, _inlined_work(v, zeroing))
+        case L.Zero_out(tn=tn) if zeroing:
+            return tn.num_elems
     return 1
 
 
-def _inlined_work(e: L.Expr) -> int:
+def _inlined_work(e: L.Expr, zeroing: bool) -> int:
     if isinstance(e, L.Local_scope):
-        return loop_work(e.body)
-    return sum(_inlined_work(x) for x in L.children(e))
+        return loop_work(e.body, zeroing=zeroing)
+    return sum(_inlined_work(x, zeroing) for x in L.children(e))
 
 
 def sets_of(s: L.Stmt) -> list[L.Set]:
