@@ -119,12 +119,13 @@ HAVE_CC = importlib.util.find_spec("arrayjit_backend_c") is not None
 
 
 @pytest.mark.skipif(not HAVE_CC, reason="arrayjit-backend-c is not installed")
+@pytest.mark.parametrize("threads", [0, 1])
 @pytest.mark.parametrize("kind", ["copy", "triad"])
 @pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
-def test_stream_baseline(benchmark: Any, k: int, kind: str) -> None:
+def test_stream_baseline(benchmark: Any, k: int, kind: str, threads: int) -> None:
     """The machine's own limit in the same run: a hand-written STREAM-style C loop (not
-    generated code) on arrays of the group's size; the table shows each row's GB/s as a
-    fraction of the faster of the two."""
+    generated code) on arrays of the group's size, on all cores and on one thread; the table
+    shows each row's GB/s as a fraction of the fastest of the four."""
     from arrayjit_backend_c import stream_baseline, toolchain
 
     if toolchain.find_compiler() is None:
@@ -136,8 +137,8 @@ def test_stream_baseline(benchmark: Any, k: int, kind: str) -> None:
     nbytes = stream_baseline.BYTES_PER_ELEMENT[kind] << k
     _measure(
         benchmark,
-        stream_baseline.kernel(kind, y, a, b),
-        f"C STREAM {kind} (bandwidth)",
+        stream_baseline.kernel(kind, y, a, b, threads),
+        f"C STREAM {kind}{', 1 thread' if threads else ''} (bandwidth)",
         nbytes=nbytes,
     )
     np.testing.assert_array_equal(y, a if kind == "copy" else a + np.float32(3) * b)

@@ -100,7 +100,7 @@ def test_stream_baseline_copies_and_triads() -> None:
     y = np.zeros(n, dtype=np.float32)
     stream_baseline.kernel("copy", y, a, b)()
     np.testing.assert_array_equal(y, a)
-    stream_baseline.kernel("triad", y, a, b)()
+    stream_baseline.kernel("triad", y, a, b, threads=1)()
     np.testing.assert_array_equal(y, a + np.float32(1.5))
     with pytest.raises(ValueError, match=r"unknown kernel 'scale' \(copy or triad\)"):
         stream_baseline.kernel("scale", y, a, b)

@@ -2,7 +2,9 @@
 
 Not generated code: two fixed C loops (``copy``: ``y[i] = a[i]``; ``triad``: ``y[i] = a[i] +
 s * b[i]``), compiled with the backend's own toolchain and flags (``-O3 -march=native``,
-OpenMP where the compiler has it, all cores, static schedule) and called through ctypes. The
+OpenMP where the compiler has it, static schedule) and called through ctypes, on all cores or
+on one thread (on a loaded machine, or at cache-resident sizes, one thread can be the faster:
+a team waits for its descheduled member, and starting it costs microseconds). The
 benchmarks run them next to the generated kernels, on arrays of the same size, so the table can
 show each kernel's bytes per second as a fraction of what a plain loop reaches on the same
 machine in the same run. Bytes are counted as STREAM does: bytes read plus bytes written (no
@@ -20,14 +22,23 @@ import numpy as np
 from arrayjit_backend_c import cc_compiler, toolchain
 
 SOURCE = """\
-#include <stddef.h>
-void stream_copy(float *restrict y, const float *restrict a, long n) {
-#pragma omp parallel for simd schedule(static)
+#ifdef _OPENMP
+#include <omp.h>
+#define TEAM(t) ((t) > 0 ? (t) : omp_get_max_threads())
+#else
+#define TEAM(t) 1
+#endif
+void stream_copy(float *restrict y, const float *restrict a, long n, int threads) {
+  int team = TEAM(threads);
+  (void)team;
+#pragma omp parallel for simd schedule(static) num_threads(team)
   for (long i = 0; i < n; i++) y[i] = a[i];
 }
 void stream_triad(float *restrict y, const float *restrict a, const float *restrict b, float s,
-                  long n) {
-#pragma omp parallel for simd schedule(static)
+                  long n, int threads) {
+  int team = TEAM(threads);
+  (void)team;
+#pragma omp parallel for simd schedule(static) num_threads(team)
   for (long i = 0; i < n; i++) y[i] = a[i] + s * b[i];
 }
 """
@@ -45,9 +56,9 @@ def _library() -> ctypes.CDLL:
         toolchain.compile_shared_object(cc, SOURCE, "stream_baseline"), "stream_baseline"
     )
     ptr = ctypes.c_void_p
-    lib.stream_copy.argtypes = [ptr, ptr, ctypes.c_long]
+    lib.stream_copy.argtypes = [ptr, ptr, ctypes.c_long, ctypes.c_int]
     lib.stream_copy.restype = None
-    lib.stream_triad.argtypes = [ptr, ptr, ptr, ctypes.c_float, ctypes.c_long]
+    lib.stream_triad.argtypes = [ptr, ptr, ptr, ctypes.c_float, ctypes.c_long, ctypes.c_int]
     lib.stream_triad.restype = None
     return lib
 
@@ -60,9 +71,12 @@ def _check(*arrays: np.ndarray) -> int:
     return n
 
 
-def kernel(name: str, y: np.ndarray, a: np.ndarray, b: np.ndarray) -> Callable[[], None]:
+def kernel(
+    name: str, y: np.ndarray, a: np.ndarray, b: np.ndarray, threads: int = 0
+) -> Callable[[], None]:
     """A no-argument call of the ``copy`` (``y = a``) or ``triad`` (``y = a + 3 * b``)
-    baseline on these arrays (contiguous float32, all of one size).
+    baseline on these arrays (contiguous float32, all of one size), on ``threads`` threads
+    (0: the OpenMP runtime's default, all cores).
 
     Raises:
         ValueError: an unknown name, or arrays that are not contiguous float32 of one size.
@@ -72,9 +86,9 @@ def kernel(name: str, y: np.ndarray, a: np.ndarray, b: np.ndarray) -> Callable[[
     lib = _library()
     py, pa, pb = (arr.ctypes.data for arr in (y, a, b))
     if name == "copy":
-        return lambda: lib.stream_copy(py, pa, n)
+        return lambda: lib.stream_copy(py, pa, n, threads)
     if name == "triad":
-        return lambda: lib.stream_triad(py, pa, pb, 3.0, n)
+        return lambda: lib.stream_triad(py, pa, pb, 3.0, n, threads)
     raise ValueError(f"stream baseline: unknown kernel {name!r} (copy or triad)")
 
 
