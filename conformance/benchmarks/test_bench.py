@@ -35,10 +35,18 @@ ELEMENTWISE_SIZES = [16, 20, 24]
 SUM_SIZES = [20, 24]
 MATMUL_SIZES = [256, 1024]
 TRANSFER_SIZES = [20, 24]
+FUSED_BYTES = 16
+"""Bytes one element of the fused kernel reads and writes: three float32 inputs, one output."""
 
 
-def _measure(benchmark: Any, fn: Callable[[], Any], impl: str, rounds: int = 10) -> None:
+def _measure(
+    benchmark: Any, fn: Callable[[], Any], impl: str, rounds: int = 10, nbytes: int = 0
+) -> None:
+    """Time ``fn``; ``nbytes`` (bytes read plus written, as STREAM counts them) makes the table
+    show GB/s and the fraction of the measured bandwidth."""
     benchmark.extra_info["impl"] = impl
+    if nbytes:
+        benchmark.extra_info["bytes"] = nbytes
     fn()  # warm up: first-touch of memory, lazy initialization
     benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
 
@@ -71,7 +79,7 @@ def test_fused_relu(benchmark: Any, backend: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     comp, (_, _, _, y), vals = _fused(1 << k)
     routine = backend.link(new_context(backend), backend.compile(comp, name="fused"))
-    _measure(benchmark, _runner(backend, routine), backend.name)
+    _measure(benchmark, _runner(backend, routine), backend.name, nbytes=FUSED_BYTES << k)
     backend.to_host(routine.context, y)
     np.testing.assert_allclose(
         y.get_values(), np.maximum(vals[0] * vals[1] + vals[2], 0), rtol=1e-5, atol=1e-5
@@ -82,7 +90,7 @@ def test_fused_relu(benchmark: Any, backend: Any, k: int) -> None:
 def test_fused_relu_numpy(benchmark: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
-    _measure(benchmark, lambda: np.maximum(a * b + c, 0), "numpy")
+    _measure(benchmark, lambda: np.maximum(a * b + c, 0), "numpy", nbytes=FUSED_BYTES << k)
 
 
 def _numba_fused() -> Any:
@@ -104,7 +112,36 @@ def test_fused_relu_numba(benchmark: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
     y = np.empty_like(a)
-    _measure(benchmark, lambda: kernel(a, b, c, y), "numba prange")
+    _measure(benchmark, lambda: kernel(a, b, c, y), "numba prange", nbytes=FUSED_BYTES << k)
+
+
+HAVE_CC = importlib.util.find_spec("arrayjit_backend_c") is not None
+
+
+@pytest.mark.skipif(not HAVE_CC, reason="arrayjit-backend-c is not installed")
+@pytest.mark.parametrize("threads", [0, 1])
+@pytest.mark.parametrize("kind", ["copy", "triad"])
+@pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
+def test_stream_baseline(benchmark: Any, k: int, kind: str, threads: int) -> None:
+    """The machine's own limit in the same run: a hand-written STREAM-style C loop (not
+    generated code) on arrays of the group's size, on all cores and on one thread; the table
+    shows each row's GB/s as a fraction of the fastest of the four."""
+    from arrayjit_backend_c import stream_baseline, toolchain
+
+    if toolchain.find_compiler() is None:
+        pytest.skip("no C compiler")
+    benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
+    benchmark.extra_info["bandwidth_baseline"] = True
+    a, b = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(2))
+    y = np.empty_like(a)
+    nbytes = stream_baseline.BYTES_PER_ELEMENT[kind] << k
+    _measure(
+        benchmark,
+        stream_baseline.kernel(kind, y, a, b, threads),
+        f"C STREAM {kind}{', 1 thread' if threads else ''} (bandwidth)",
+        nbytes=nbytes,
+    )
+    np.testing.assert_array_equal(y, a if kind == "copy" else a + np.float32(3) * b)
 
 
 # ---- the same, called every 2 ms from a Python loop, idle and next to a busy process ----

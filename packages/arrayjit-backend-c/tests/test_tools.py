@@ -88,3 +88,21 @@ def test_llvm_probe_reports_ir_it_cannot_compile(monkeypatch: pytest.MonkeyPatch
     reason = arrayjit_backend_c._probe_llvm.__wrapped__()
     assert reason is not None
     assert "cannot compile arrayjit's LLVM IR (needs llvmlite>=0.45)" in reason
+
+
+@pytest.mark.skipif(toolchain.find_compiler() is None, reason="no C compiler")
+def test_stream_baseline_copies_and_triads() -> None:
+    from arrayjit_backend_c import stream_baseline
+
+    n = 100_003  # not a multiple of any vector width
+    a = np.arange(n, dtype=np.float32)
+    b = np.full(n, 0.5, dtype=np.float32)
+    y = np.zeros(n, dtype=np.float32)
+    stream_baseline.kernel("copy", y, a, b)()
+    np.testing.assert_array_equal(y, a)
+    stream_baseline.kernel("triad", y, a, b, threads=1)()
+    np.testing.assert_array_equal(y, a + np.float32(1.5))
+    with pytest.raises(ValueError, match=r"unknown kernel 'scale' \(copy or triad\)"):
+        stream_baseline.kernel("scale", y, a, b)
+    with pytest.raises(ValueError, match="expected contiguous float32 arrays of one size"):
+        stream_baseline.kernel("copy", y, a[:-1], b[:-1])

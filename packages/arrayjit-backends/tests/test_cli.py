@@ -161,6 +161,40 @@ def test_bench_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert all("x" not in line.split()[-1] for line in lines[start + 1 : start + 3])
 
 
+def test_bench_table_bandwidth_fraction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Rows with bytes in a group with a STREAM baseline show their GB/s as a fraction of the
+    fastest baseline row; groups without one show no such column."""
+    import json
+
+    from arrayjit_backends.bench_table import bandwidth_fractions, load_rows
+
+    group = "fused relu(a*b+c) 2^24 f32"
+    rows = [
+        _bench_row(group, "t", 10e-3, "C STREAM triad (bandwidth)"),
+        _bench_row(group, "c", 10e-3, "C STREAM copy (bandwidth)"),
+        _bench_row(group, "f", 16e-3, "multicore_cc"),
+        _bench_row(group, "n", 40e-3, "numpy"),
+    ]
+    for row, nbytes in zip(rows, (12e6, 8e6, 16e6, 16e6)):
+        row["extra_info"]["bytes"] = nbytes  # type: ignore[index]
+    for row in rows[:2]:
+        row["extra_info"]["bandwidth_baseline"] = True  # type: ignore[index]
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"benchmarks": [*rows, *BENCH["benchmarks"]]}))  # type: ignore[misc]
+    assert main(["bench", "--from-json", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = lines.index(group)
+    # triad: 1.2 GB/s is the fastest baseline; the fused kernel moves 1.0 GB/s, numpy 0.4.
+    assert lines[start + 1].split()[-1] == "100%" and "C STREAM triad" in lines[start + 1]
+    cc = next(line for line in lines[start:] if "multicore_cc" in line)
+    assert cc.split()[-2:] == ["2.50x", "83%"]
+    assert lines[start + 4].split()[-2:] == ["1.00x", "33%"]  # numpy
+    assert lines[lines.index("sum 2^10 f32") + 1].endswith("2.00x")  # no column there
+    fractions = bandwidth_fractions(load_rows(path))
+    assert list(fractions) == [group]
+    assert fractions[group]["multicore_cc"] == pytest.approx(1e9 / 1.2e9)
+
+
 def test_bench_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

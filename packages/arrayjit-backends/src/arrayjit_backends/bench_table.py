@@ -1,7 +1,12 @@
 """The benchmark table: pytest-benchmark JSON (from ``tox -e bench``) as one line per
 implementation and group, with its speed relative to numpy measured in the same run (higher is
 faster), under a line naming the machine: CPU model, cores, and a memory bandwidth measured when
-the table is printed (a copy of 64 MiB with numpy)."""
+the table is printed (a copy of 64 MiB with numpy).
+
+Groups that hold bandwidth-baseline rows (``extra_info["bandwidth_baseline"]``: the C
+STREAM-style copy and triad the benchmarks run next to the fused kernels, on arrays of the same
+size, in the same run) add a column ``of bw``: each row's GB/s as a fraction of the fastest
+baseline row of its group, i.e. of the streaming bandwidth the machine reached in that run."""
 
 from __future__ import annotations
 
@@ -108,24 +113,58 @@ def _fmt_time(seconds: float) -> str:
     return f"{seconds / 1e-9:8.1f} ns"
 
 
+def _bandwidth(members: Iterable[Row]) -> float | None:
+    """The fastest bandwidth-baseline row's bytes per second in a group, if it has one."""
+    rates = [
+        r.extra["bytes"] / r.median_s
+        for r in members
+        if r.extra.get("bandwidth_baseline") and "bytes" in r.extra
+    ]
+    return max(rates) if rates else None
+
+
+def bandwidth_fractions(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
+    """Per group with a bandwidth baseline, each row's bytes per second as a fraction of the
+    fastest baseline row of the group (1.0 = as fast as the plain C loop), as in the table."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.group, []).append(r)
+    out: dict[str, dict[str, float]] = {}
+    for group, members in sorted(groups.items()):
+        bw = _bandwidth(members)
+        if bw is not None:
+            out[group] = {
+                r.impl: r.extra["bytes"] / r.median_s / bw for r in members if "bytes" in r.extra
+            }
+    return out
+
+
 def render(rows: Iterable[Row]) -> str:
     """The table: per group, each implementation's median time, throughput and speed relative
     to numpy in the same group (``2.50x`` = two and a half times as fast as numpy: higher is
-    faster). Compile-latency groups show no ratio (numpy compiles nothing)."""
+    faster), and where the group has a bandwidth baseline, the fraction of it (``of bw``).
+    Compile-latency groups show no ratio (numpy compiles nothing)."""
     groups: dict[str, list[Row]] = {}
     for r in rows:
         groups.setdefault(r.group, []).append(r)
     header = f"{'group / implementation':48} {'median':>11} {'throughput':>16}"
-    lines = [f"{header} {'vs numpy':>9}   (numpy time / ours: higher is faster)"]
+    lines = [
+        f"{header} {'vs numpy':>9} {'of bw':>6}   (numpy time / ours: higher is faster; of bw: "
+        "GB/s over the fastest C STREAM loop of the group)"
+    ]
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda r: r.median_s)
         base = next((r for r in members if r.impl == "numpy"), None)
         if group.startswith(NO_RATIO_GROUPS):
             base = None
+        bw = _bandwidth(members)
         lines.append(group)
         for r in members:
             ratio = f"{base.median_s / r.median_s:8.2f}x" if base else ""
-            lines.append(f"  {r.impl:46} {_fmt_time(r.median_s)} {r.throughput():>16} {ratio:>9}")
+            line = f"  {r.impl:46} {_fmt_time(r.median_s)} {r.throughput():>16} {ratio:>9}"
+            if bw is not None and "bytes" in r.extra:
+                line += f" {r.extra['bytes'] / r.median_s / bw:5.0%}"
+            lines.append(line.rstrip())
     return "\n".join(lines)
 
 
@@ -144,4 +183,12 @@ def ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     return out
 
 
-__all__ = ["Row", "load_data", "load_rows", "machine_line", "ratios", "render"]
+__all__ = [
+    "Row",
+    "bandwidth_fractions",
+    "load_data",
+    "load_rows",
+    "machine_line",
+    "ratios",
+    "render",
+]

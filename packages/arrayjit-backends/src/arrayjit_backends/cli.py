@@ -8,7 +8,8 @@
 - ``arrayjit show FILE.py``: the optimized IR of the computations a file defines: every
   module-level value that is an assignment or a computation, in definition order.
 - ``arrayjit bench [--from-json FILE] [--plot FILE]``: the benchmark table of a
-  ``tox -e bench`` run, each implementation's ratio to numpy in the same run.
+  ``tox -e bench`` run, each implementation's ratio to numpy in the same run, and where the run
+  measured it (the C STREAM baseline rows), its fraction of the streaming bandwidth.
 - ``arrayjit cache info|clear``: where the compile cache is, its entries and size; emptying it.
 
 User errors (an unknown backend, a missing file, a bad number) are one line on stderr and exit

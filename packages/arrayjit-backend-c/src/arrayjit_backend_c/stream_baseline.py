@@ -1,0 +1,95 @@
+"""The machine's streaming-bandwidth limit, measured by a hand-written STREAM-style baseline.
+
+Not generated code: two fixed C loops (``copy``: ``y[i] = a[i]``; ``triad``: ``y[i] = a[i] +
+s * b[i]``), compiled with the backend's own toolchain and flags (``-O3 -march=native``,
+OpenMP where the compiler has it, static schedule) and called through ctypes, on all cores or
+on one thread (on a loaded machine, or at cache-resident sizes, one thread can be the faster:
+a team waits for its descheduled member, and starting it costs microseconds). The
+benchmarks run them next to the generated kernels, on arrays of the same size, so the table can
+show each kernel's bytes per second as a fraction of what a plain loop reaches on the same
+machine in the same run. Bytes are counted as STREAM does: bytes read plus bytes written (no
+write-allocate traffic), 8 per float32 element for copy, 12 for triad.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+from collections.abc import Callable
+
+import numpy as np
+
+from arrayjit_backend_c import cc_compiler, toolchain
+
+SOURCE = """\
+#ifdef _OPENMP
+#include <omp.h>
+#define TEAM(t) ((t) > 0 ? (t) : omp_get_max_threads())
+#else
+#define TEAM(t) 1
+#endif
+void stream_copy(float *restrict y, const float *restrict a, long n, int threads) {
+  int team = TEAM(threads);
+  (void)team;
+#pragma omp parallel for simd schedule(static) num_threads(team)
+  for (long i = 0; i < n; i++) y[i] = a[i];
+}
+void stream_triad(float *restrict y, const float *restrict a, const float *restrict b, float s,
+                  long n, int threads) {
+  int team = TEAM(threads);
+  (void)team;
+#pragma omp parallel for simd schedule(static) num_threads(team)
+  for (long i = 0; i < n; i++) y[i] = a[i] + s * b[i];
+}
+"""
+
+BYTES_PER_ELEMENT = {"copy": 8, "triad": 12}
+"""STREAM's count of bytes moved per float32 element: reads plus writes."""
+
+
+@functools.cache
+def _library() -> ctypes.CDLL:
+    cc = toolchain.find_compiler()
+    if cc is None:
+        raise RuntimeError("no C compiler: the streaming baseline cannot be built")
+    lib = cc_compiler.load_library(
+        toolchain.compile_shared_object(cc, SOURCE, "stream_baseline"), "stream_baseline"
+    )
+    ptr = ctypes.c_void_p
+    lib.stream_copy.argtypes = [ptr, ptr, ctypes.c_long, ctypes.c_int]
+    lib.stream_copy.restype = None
+    lib.stream_triad.argtypes = [ptr, ptr, ptr, ctypes.c_float, ctypes.c_long, ctypes.c_int]
+    lib.stream_triad.restype = None
+    return lib
+
+
+def _check(*arrays: np.ndarray) -> int:
+    n = arrays[0].size
+    for arr in arrays:
+        if arr.dtype != np.float32 or not arr.flags.c_contiguous or arr.size != n:
+            raise ValueError("stream baseline: expected contiguous float32 arrays of one size")
+    return n
+
+
+def kernel(
+    name: str, y: np.ndarray, a: np.ndarray, b: np.ndarray, threads: int = 0
+) -> Callable[[], None]:
+    """A no-argument call of the ``copy`` (``y = a``) or ``triad`` (``y = a + 3 * b``)
+    baseline on these arrays (contiguous float32, all of one size), on ``threads`` threads
+    (0: the OpenMP runtime's default, all cores).
+
+    Raises:
+        ValueError: an unknown name, or arrays that are not contiguous float32 of one size.
+        RuntimeError: there is no C compiler.
+    """
+    n = _check(y, a, b)
+    lib = _library()
+    py, pa, pb = (arr.ctypes.data for arr in (y, a, b))
+    if name == "copy":
+        return lambda: lib.stream_copy(py, pa, n, threads)
+    if name == "triad":
+        return lambda: lib.stream_triad(py, pa, pb, 3.0, n, threads)
+    raise ValueError(f"stream baseline: unknown kernel {name!r} (copy or triad)")
+
+
+__all__ = ["BYTES_PER_ELEMENT", "SOURCE", "kernel"]
