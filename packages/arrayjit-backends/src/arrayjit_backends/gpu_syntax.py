@@ -40,6 +40,11 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arrayjit_backends.c_syntax import CSyntax, Out, float_to_int_helpers
+from arrayjit_backends.gpu_cell_reduction import (
+    CellReduction,
+    plan_cell_reduction,
+    render_cell_kernel,
+)
 from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
@@ -87,13 +92,14 @@ def _flatten(s: L.Stmt) -> list[L.Stmt]:
 class _Piece:
     """One top-level statement and how it runs: ``total`` work items (None: one work item, the
     statement carries a dependence), decoding the loops of ``nest`` and running ``rest``; or as
-    a tree ``reduction``."""
+    a tree ``reduction``; or a work group per cell of ``nest`` (``cell``, a kernel of its own)."""
 
     stmt: L.Stmt
     total: int | None
     nest: tuple[L.For_loop, ...]
     rest: L.Stmt
     reduction: ScalarReduction | None
+    cell: CellReduction | None = None
 
     @property
     def writes(self) -> set[Tnode]:
@@ -120,6 +126,8 @@ def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
             last is not None
             and p.reduction is None
             and last[0].reduction is None
+            and p.cell is None
+            and last[0].cell is None
             and p.total == last[0].total
             and len(last) < MAX_FUSED
         ):
@@ -220,9 +228,13 @@ class GpuSyntax(CSyntax):
     max_groups: ClassVar[int] = 1024
     """Work groups of a reduction's first kernel (partials)."""
 
-    def __init__(self, group_size: int = 256, fp64: bool = True) -> None:
+    def __init__(self, group_size: int = 256, fp64: bool = True, cell_lanes: int = 256) -> None:
         super().__init__()
         self.group_size = max(1, 1 << (group_size.bit_length() - 1))  # a power of two
+        self.cell_lanes = min(self.group_size, cell_lanes)
+        """Most work items per cell of a cooperative reduction (:mod:`~arrayjit_backends.
+        gpu_cell_reduction`; below 2: none). Devices choose: GPUs want many lanes per row,
+        PoCL's CPU devices fewer (a CPU core runs a work group's lanes as a loop)."""
         self.fp64 = fp64
         # Integer pow and transcendentals: in double where the device has it, else float
         # (exact for results below 2**24).
@@ -286,6 +298,15 @@ class GpuSyntax(CSyntax):
         out.add(0, f"/* routine {opt.name} */")
         red_index = 0
         for group in _group(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements):
+            if group[0].cell is not None:
+                name = f"{prefix}_k{len(kernels)}"
+                piece, cr = group[0], group[0].cell
+                render_cell_kernel(
+                    self, piece.nest, cr, out, f"{self.kernel_prefix} {name}({signature})", prologue
+                )
+                assert piece.total is not None
+                kernels.append(GpuKernel(name, piece.total * cr.lanes, cr.lanes))
+                continue
             if group[0].reduction is not None:
                 self._reduction_kernels(
                     group[0].reduction,
@@ -385,7 +406,10 @@ class GpuSyntax(CSyntax):
                 nest, rest = parallel_order(stmt)
                 if nest:
                     total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
-                    return _Piece(stmt, total, tuple(nest), rest, None)
+                    cell = (
+                        plan_cell_reduction(tuple(nest), rest, self.cell_lanes) if total else None
+                    )
+                    return _Piece(stmt, total, tuple(nest), rest, None, cell)
         return _Piece(stmt, None, (), stmt, None)
 
     def _kernel_body(self, group: list[_Piece], out: Out) -> int:
