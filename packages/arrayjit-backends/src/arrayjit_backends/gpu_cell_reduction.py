@@ -38,8 +38,9 @@ from arrayjit_backends.c_syntax import Out
 from arrayjit_backends.kernel_plan import REDUCTION_OPS, ScalarReduction, scalar_reduction
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
-from arrayjit_ir.indexing import index_symbols
+from arrayjit_ir.indexing import AxisIndex, Iterator, index_symbols
 from arrayjit_ir.summation import BLOCK, TOP
+from arrayjit_tnode import Tnode
 
 if TYPE_CHECKING:
     from arrayjit_backends.gpu_syntax import GpuSyntax
@@ -60,6 +61,9 @@ class CellReduction:
 
     parts: tuple[ScalarReduction, ...]
     lanes: int
+    init: float | None = None
+    """The value every cell was filled with just before (:func:`covers`), folded in: the
+    fill's launch is dropped and lane 0 combines this constant instead of the cell's value."""
 
     @property
     def target(self) -> L.Set:
@@ -154,6 +158,25 @@ def _walks_rows(nest: tuple[L.For_loop, ...], parts: list[ScalarReduction]) -> b
     return found
 
 
+def covers(nest: tuple[L.For_loop, ...], tn: Tnode, indices: tuple[AxisIndex, ...]) -> bool:
+    """Whether the cells ``tn[indices]`` over the loops of ``nest`` are every cell of ``tn``'s
+    buffer (padding included), each once: each axis indexed by its own loop of ``nest``, from 0
+    over the axis's whole extent."""
+    dims = tn.dims
+    if len(indices) != len(dims) or len(nest) != len(dims):
+        return False
+    loops = {lp.index: lp for lp in nest}
+    seen = set()
+    for idx, dim in zip(indices, dims, strict=True):
+        if not isinstance(idx, Iterator) or idx.symbol not in loops or idx.symbol in seen:
+            return False
+        seen.add(idx.symbol)
+        lp = loops[idx.symbol]
+        if lp.from_ != 0 or lp.to_inclusive != dim - 1:
+            return False
+    return True
+
+
 def _blocked(red: ScalarReduction) -> bool:
     """Whether lanes sum in blocks (float sums: the summation bound); other reductions are
     exact in any order (integers, max, min) or not bounded by the rule (products)."""
@@ -214,7 +237,8 @@ def render_cell_kernel(
     out.add(2, syn.barrier)
     out.add(1, "}")
     cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
-    final = combine(f"(({ct}){syn.load(tn.prec, cell)})", "aj_sh[0]")
+    old = f"(({ct}){syn.load(tn.prec, cell)})" if cr.init is None else syn.const(cr.init, ct)
+    final = combine(old, "aj_sh[0]")
     out.add(1, f"if (aj_lid == 0) {cell} = {syn.store(tn.prec, final)};")
     out.add(0, "}")
 
@@ -229,4 +253,4 @@ def _step(syn: GpuSyntax, red: ScalarReduction, acc: str, out: Out, indent: int)
     out.add(indent, f"{acc} = {step};")
 
 
-__all__ = ["CELL_MIN_TERMS", "CellReduction", "plan_cell_reduction", "render_cell_kernel"]
+__all__ = ["CELL_MIN_TERMS", "CellReduction", "covers", "plan_cell_reduction", "render_cell_kernel"]

@@ -42,6 +42,7 @@ from typing import ClassVar
 from arrayjit_backends.c_syntax import CSyntax, Out, float_to_int_helpers
 from arrayjit_backends.gpu_cell_reduction import (
     CellReduction,
+    covers,
     plan_cell_reduction,
     render_cell_kernel,
 )
@@ -141,6 +142,40 @@ def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
                 continue
         groups.append([p])
     return groups
+
+
+def _fill(p: _Piece) -> tuple[Tnode, float] | None:
+    """``(node, value)`` when ``p`` sets every cell of a node's buffer to a constant (a
+    ``Zero_out``, an accumulation's neutral-element fill)."""
+    match p.stmt:
+        case L.Zero_out(tn=tn):
+            return tn, 0.0
+    match p.rest:
+        case L.Set(tn=tn, indices=idx, value=L.Constant(value=v)) if covers(p.nest, tn, idx):
+            return tn, v
+    return None
+
+
+def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
+    """``pieces`` without the fills that a cooperative reduction right after them overwrites
+    whole (every cell, each once): the reduction combines the fill's constant instead of
+    reading the cell, so the fill's launch goes. The result is the same: the fill's value is the
+    cell's value when the reduction reads it."""
+    result: list[_Piece] = []
+    for p in pieces:
+        prev = result[-1] if result else None
+        cr = p.cell
+        if prev is not None and cr is not None and cr.init is None:
+            fill = _fill(prev)
+            if (
+                fill is not None
+                and fill[0] is cr.target.tn
+                and covers(p.nest, cr.target.tn, cr.target.indices)
+            ):
+                result[-1] = replace(p, cell=replace(cr, init=fill[1]))
+                continue
+        result.append(p)
+    return result
 
 
 def _nest(loops: list[L.For_loop], body: L.Stmt) -> L.Stmt:
@@ -297,7 +332,8 @@ class GpuSyntax(CSyntax):
         kernels: list[GpuKernel] = []
         out.add(0, f"/* routine {opt.name} */")
         red_index = 0
-        for group in _group(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements):
+        pieces = _fold_fills(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements)
+        for group in _group(pieces):
             if group[0].cell is not None:
                 name = f"{prefix}_k{len(kernels)}"
                 piece, cr = group[0], group[0].cell
