@@ -1,9 +1,13 @@
 """Cooperative row reductions (``arrayjit_backends.gpu_cell_reduction``): a long reduction per
 output cell runs as a work group per cell whose lanes walk the row, combined in local memory,
-with the neutral-element fill before it folded in; values against numpy."""
+with the neutral-element fill before it folded in; values against numpy.
+
+PoCL's CPU devices keep one work item per row by default (faster there): this module's backend
+takes 64 lanes (``ARRAYJIT_GPU_CELL_LANES``), the shape GPUs get."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -15,6 +19,19 @@ from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_ir import ir, lower, optimize
 
 RNG = np.random.default_rng(19)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _cooperative_on_pocl() -> Iterator[None]:
+    """Before the module's backend (autouse fixtures come first): the GPU shape on PoCL."""
+    patch = pytest.MonkeyPatch()
+    patch.setenv("ARRAYJIT_GPU_CELL_LANES", "64")
+    yield
+    patch.undo()
+
+
+def test_the_backend_runs_the_cooperative_shape(backend: Any) -> None:
+    assert backend.runtime.renderer.cell_lanes == 64
 
 
 def _program(comp: Any, lanes: int = 64) -> GpuProgram:
