@@ -35,7 +35,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from arrayjit_backends.c_syntax import Out
-from arrayjit_backends.kernel_plan import REDUCTION_OPS, ScalarReduction, scalar_reduction
+from arrayjit_backends.kernel_plan import (
+    REDUCTION_OPS,
+    ScalarReduction,
+    gets_of,
+    scalar_reduction,
+    sets_of,
+)
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import AxisIndex, Iterator, index_symbols
@@ -177,6 +183,17 @@ def covers(nest: tuple[L.For_loop, ...], tn: Tnode, indices: tuple[AxisIndex, ..
     return True
 
 
+def reads_across(nest: tuple[L.For_loop, ...], s: L.Stmt) -> bool:
+    """Whether some read in ``s`` of a node it does not write has its innermost axis follow
+    the innermost loop of ``nest`` (the cells' axis): a column sum, a matmul's right operand."""
+    across = {nest[-1].index} if nest else set()
+    written = {st.tn for st in sets_of(s)}
+    return any(
+        g.tn not in written and g.indices and set(index_symbols(g.indices[-1])) & across
+        for g in gets_of(s)
+    )
+
+
 def _blocked(red: ScalarReduction) -> bool:
     """Whether lanes sum in blocks (float sums: the summation bound); other reductions are
     exact in any order (integers, max, min) or not bounded by the rule (products)."""
@@ -253,4 +270,11 @@ def _step(syn: GpuSyntax, red: ScalarReduction, acc: str, out: Out, indent: int)
     out.add(indent, f"{acc} = {step};")
 
 
-__all__ = ["CELL_MIN_TERMS", "CellReduction", "covers", "plan_cell_reduction", "render_cell_kernel"]
+__all__ = [
+    "CELL_MIN_TERMS",
+    "CellReduction",
+    "covers",
+    "plan_cell_reduction",
+    "reads_across",
+    "render_cell_kernel",
+]

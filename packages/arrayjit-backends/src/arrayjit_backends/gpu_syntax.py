@@ -44,6 +44,7 @@ from arrayjit_backends.gpu_cell_reduction import (
     CellReduction,
     covers,
     plan_cell_reduction,
+    reads_across,
     render_cell_kernel,
 )
 from arrayjit_backends.kernel_plan import (
@@ -57,6 +58,7 @@ from arrayjit_backends.kernel_plan import (
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
+from arrayjit_ir.indexing import AxisIndex
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode
 
@@ -101,6 +103,9 @@ class _Piece:
     rest: L.Stmt
     reduction: ScalarReduction | None
     cell: CellReduction | None = None
+    fill: L.Set | None = None
+    """A store of a constant into the work item's own cell, run before ``rest`` (the fill of
+    the whole node before it, folded in by :func:`_fold_fills`)."""
 
     @property
     def writes(self) -> set[Tnode]:
@@ -157,25 +162,49 @@ def _fill(p: _Piece) -> tuple[Tnode, float] | None:
 
 
 def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
-    """``pieces`` without the fills that a cooperative reduction right after them overwrites
-    whole (every cell, each once): the reduction combines the fill's constant instead of
-    reading the cell, so the fill's launch goes. The result is the same: the fill's value is the
+    """``pieces`` without the fills that a reduction into every cell right after them (each
+    cell once, by its own work item or work group) starts from: a cooperative reduction
+    combines the fill's constant instead of reading the cell, a register reduction's work item
+    stores it first, so the fill's launch goes. The result is the same: the fill's value is the
     cell's value when the reduction reads it."""
     result: list[_Piece] = []
     for p in pieces:
         prev = result[-1] if result else None
+        fill = _fill(prev) if prev is not None else None
         cr = p.cell
-        if prev is not None and cr is not None and cr.init is None:
-            fill = _fill(prev)
+        if fill is None or p.fill is not None or p.reduction is not None or not p.nest:
+            result.append(p)
+        elif cr is not None:
             if (
-                fill is not None
+                cr.init is None
                 and fill[0] is cr.target.tn
-                and covers(p.nest, cr.target.tn, cr.target.indices)
+                and covers(p.nest, fill[0], cr.target.indices)
             ):
                 result[-1] = replace(p, cell=replace(cr, init=fill[1]))
-                continue
-        result.append(p)
+            else:
+                result.append(p)
+        elif (own := _own_cell(p, fill[0])) is not None:
+            result[-1] = replace(p, fill=L.Set(fill[0], own, L.Constant(fill[1])))
+        else:
+            result.append(p)
     return result
+
+
+def _own_cell(p: _Piece, tn: Tnode) -> tuple[AxisIndex, ...] | None:
+    """The indices of the one cell of ``tn`` that each work item of ``p`` writes and reads,
+    when the work items' cells are every cell of ``tn``, each once (so filling its own cell
+    first is filling the node first). Only for rows (:func:`~arrayjit_backends.
+    gpu_cell_reduction.reads_across`): a matmul-shaped nest may be rendered by a path of its
+    own, which keeps its zeroing launch."""
+    if reads_across(p.nest, p.rest):
+        return None
+    sets = [st for st in sets_of(p.rest) if st.tn is tn]
+    if not sets or len({st.indices for st in sets}) != 1:
+        return None
+    own = sets[0].indices
+    if any(g.tn is tn and g.indices != own for g in gets_of(p.rest)):
+        return None
+    return own if covers(p.nest, tn, own) else None
 
 
 def _nest(loops: list[L.For_loop], body: L.Stmt) -> L.Stmt:
@@ -477,6 +506,8 @@ class GpuSyntax(CSyntax):
         self._decode(list(piece.nest), out, "aj_gid", indent)
         rest = piece.rest
         red = scalar_reduction(rest) if isinstance(rest, L.For_loop) else None
+        if piece.fill is not None:
+            self.stmt(piece.fill, out, indent)
         if red is not None:
             self._register_reduction(red, out, indent)
         else:
