@@ -172,7 +172,13 @@ def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
         prev = result[-1] if result else None
         fill = _fill(prev) if prev is not None else None
         cr = p.cell
-        if fill is None or p.fill is not None or p.reduction is not None or not p.nest:
+        if (
+            fill is None
+            or p.fill is not None
+            or p.reduction is not None
+            or not p.nest
+            or any(isinstance(g, L.Get_merge_buffer) and g.tn is fill[0] for g in L.reads(p.rest))
+        ):  # (a merge buffer may be the node's own buffer: its other cells must be filled)
             result.append(p)
         elif cr is not None:
             if (
