@@ -203,3 +203,49 @@ def test_missing_backend_without_pycuda() -> None:
 
 def test_supported_precisions_are_declared() -> None:
     assert Prec.half in CudaSyntax.storage_types and CudaSyntax.storage_types[Prec.half] == "__half"
+
+
+def _row_reductions() -> GpuProgram:
+    """Row sums (blocked, with a leftover part), row max and min, an fma row dot product, an
+    int64 row sum and a double row sum: each a block per row (cooperative reductions)."""
+    x, w = _node((64, 3000), "x"), _node((64, 3000), "w")
+    xl = _node((4, 1 << 17), "xl")
+    xi, xd = _node((64, 4096), "xi", "int64"), _node((64, 4096), "xd", "double")
+    ys = {
+        n: _node((64,), n, p)
+        for n, p in [
+            ("s", "single"),
+            ("mx", "single"),
+            ("mn", "single"),
+            ("d", "single"),
+            ("i", "int64"),
+            ("f", "double"),
+        ]
+    }
+    comp = ir.block(
+        ir.accum(ys["s"], "add", x, spec="ij->i"),
+        ir.accum(ys["mx"], "max", x, spec="ij->i"),
+        ir.accum(ys["mn"], "min", x, spec="ij->i"),
+        ir.accum(ys["d"], "add", x, w, op="mul", spec="ij,ij->i"),
+        ir.accum(ys["i"], "add", xi, spec="ij->i"),
+        ir.accum(ys["f"], "add", xd, spec="ij->i"),
+        ir.accum(_node((4,), "l"), "add", xl, spec="ij->i"),
+    )
+    opt = optimize(lower(comp), name="rows")
+    return CudaSyntax().render_program(opt, "aj_rows")
+
+
+def test_row_reductions_render_a_block_per_row() -> None:
+    program = _row_reductions()
+    shapes = [(k.global_size, k.local_size) for k in program.kernels]
+    assert shapes == [(64 * 256, 256)] * 6 + [(4 * 256, 256)]  # no fill kernels
+    assert program.source.count("__shared__") == 7
+    assert "aj_fmaxf(" in program.source and "fmaf(" in program.source
+    assert "aj_part" in program.source  # the long rows sum in blocks per lane
+
+
+@needs_nvcc
+def test_row_reductions_compile_to_ptx() -> None:
+    assert NVCC is not None
+    text = compile_to(_row_reductions().source, NVCC, "sm_80", "ptx", "rows").decode()
+    assert text.count(".shared") >= 7 and text.count("bar.sync") >= 7

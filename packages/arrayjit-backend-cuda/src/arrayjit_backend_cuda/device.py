@@ -34,6 +34,7 @@ from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
 from arrayjit_backends.gpu_device import GpuCode, GpuDevices
 from arrayjit_backends.gpu_syntax import GpuKernel
 from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
+from arrayjit_backends.settings import gpu_cell_lanes
 from arrayjit_tnode import Prec
 
 BLOCK = 256
@@ -113,7 +114,7 @@ class CudaDevices(GpuDevices):
         reason = probe()
         if reason is not None:
             raise RuntimeError(reason)
-        super().__init__(CudaSyntax(group_size=BLOCK))
+        super().__init__(CudaSyntax(group_size=BLOCK, cell_lanes=gpu_cell_lanes(BLOCK)))
         self.devices = [cuda.Device(k) for k in range(cuda.Device.count())]
         self.contexts = [d.retain_primary_context() for d in self.devices]
         self.nvcc = nvcc_path() or "nvcc"

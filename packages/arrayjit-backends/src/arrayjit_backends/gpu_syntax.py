@@ -40,6 +40,13 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arrayjit_backends.c_syntax import CSyntax, Out, float_to_int_helpers
+from arrayjit_backends.gpu_cell_reduction import (
+    CellReduction,
+    covers,
+    plan_cell_reduction,
+    reads_across,
+    render_cell_kernel,
+)
 from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
@@ -51,6 +58,7 @@ from arrayjit_backends.kernel_plan import (
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
+from arrayjit_ir.indexing import AxisIndex
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode
 
@@ -87,13 +95,17 @@ def _flatten(s: L.Stmt) -> list[L.Stmt]:
 class _Piece:
     """One top-level statement and how it runs: ``total`` work items (None: one work item, the
     statement carries a dependence), decoding the loops of ``nest`` and running ``rest``; or as
-    a tree ``reduction``."""
+    a tree ``reduction``; or a work group per cell of ``nest`` (``cell``, a kernel of its own)."""
 
     stmt: L.Stmt
     total: int | None
     nest: tuple[L.For_loop, ...]
     rest: L.Stmt
     reduction: ScalarReduction | None
+    cell: CellReduction | None = None
+    fill: L.Set | None = None
+    """A store of a constant into the work item's own cell, run before ``rest`` (the fill of
+    the whole node before it, folded in by :func:`_fold_fills`)."""
 
     @property
     def writes(self) -> set[Tnode]:
@@ -120,6 +132,8 @@ def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
             last is not None
             and p.reduction is None
             and last[0].reduction is None
+            and p.cell is None
+            and last[0].cell is None
             and p.total == last[0].total
             and len(last) < MAX_FUSED
         ):
@@ -133,6 +147,70 @@ def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
                 continue
         groups.append([p])
     return groups
+
+
+def _fill(p: _Piece) -> tuple[Tnode, float] | None:
+    """``(node, value)`` when ``p`` sets every cell of a node's buffer to a constant (a
+    ``Zero_out``, an accumulation's neutral-element fill)."""
+    match p.stmt:
+        case L.Zero_out(tn=tn):
+            return tn, 0.0
+    match p.rest:
+        case L.Set(tn=tn, indices=idx, value=L.Constant(value=v)) if covers(p.nest, tn, idx):
+            return tn, v
+    return None
+
+
+def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
+    """``pieces`` without the fills that a reduction into every cell right after them (each
+    cell once, by its own work item or work group) starts from: a cooperative reduction
+    combines the fill's constant instead of reading the cell, a register reduction's work item
+    stores it first, so the fill's launch goes. The result is the same: the fill's value is the
+    cell's value when the reduction reads it."""
+    result: list[_Piece] = []
+    for p in pieces:
+        prev = result[-1] if result else None
+        fill = _fill(prev) if prev is not None else None
+        cr = p.cell
+        if (
+            fill is None
+            or p.fill is not None
+            or p.reduction is not None
+            or not p.nest
+            or any(isinstance(g, L.Get_merge_buffer) and g.tn is fill[0] for g in L.reads(p.rest))
+        ):  # (a merge buffer may be the node's own buffer: its other cells must be filled)
+            result.append(p)
+        elif cr is not None:
+            if (
+                cr.init is None
+                and fill[0] is cr.target.tn
+                and covers(p.nest, fill[0], cr.target.indices)
+            ):
+                result[-1] = replace(p, cell=replace(cr, init=fill[1]))
+            else:
+                result.append(p)
+        elif (own := _own_cell(p, fill[0])) is not None:
+            result[-1] = replace(p, fill=L.Set(fill[0], own, L.Constant(fill[1])))
+        else:
+            result.append(p)
+    return result
+
+
+def _own_cell(p: _Piece, tn: Tnode) -> tuple[AxisIndex, ...] | None:
+    """The indices of the one cell of ``tn`` that each work item of ``p`` writes and reads,
+    when the work items' cells are every cell of ``tn``, each once (so filling its own cell
+    first is filling the node first). Only for rows (:func:`~arrayjit_backends.
+    gpu_cell_reduction.reads_across`): a matmul-shaped nest may be rendered by a path of its
+    own, which keeps its zeroing launch."""
+    if reads_across(p.nest, p.rest):
+        return None
+    sets = [st for st in sets_of(p.rest) if st.tn is tn]
+    if not sets or len({st.indices for st in sets}) != 1:
+        return None
+    own = sets[0].indices
+    if any(g.tn is tn and g.indices != own for g in gets_of(p.rest)):
+        return None
+    return own if covers(p.nest, tn, own) else None
 
 
 def _nest(loops: list[L.For_loop], body: L.Stmt) -> L.Stmt:
@@ -220,9 +298,13 @@ class GpuSyntax(CSyntax):
     max_groups: ClassVar[int] = 1024
     """Work groups of a reduction's first kernel (partials)."""
 
-    def __init__(self, group_size: int = 256, fp64: bool = True) -> None:
+    def __init__(self, group_size: int = 256, fp64: bool = True, cell_lanes: int = 256) -> None:
         super().__init__()
         self.group_size = max(1, 1 << (group_size.bit_length() - 1))  # a power of two
+        self.cell_lanes = min(self.group_size, cell_lanes)
+        """Most work items per cell of a cooperative reduction (:mod:`~arrayjit_backends.
+        gpu_cell_reduction`; below 2: none). Devices choose: GPUs want many lanes per row,
+        PoCL's CPU devices fewer (a CPU core runs a work group's lanes as a loop)."""
         self.fp64 = fp64
         # Integer pow and transcendentals: in double where the device has it, else float
         # (exact for results below 2**24).
@@ -285,7 +367,17 @@ class GpuSyntax(CSyntax):
         kernels: list[GpuKernel] = []
         out.add(0, f"/* routine {opt.name} */")
         red_index = 0
-        for group in _group(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements):
+        pieces = _fold_fills(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements)
+        for group in _group(pieces):
+            if group[0].cell is not None:
+                name = f"{prefix}_k{len(kernels)}"
+                piece, cr = group[0], group[0].cell
+                render_cell_kernel(
+                    self, piece.nest, cr, out, f"{self.kernel_prefix} {name}({signature})", prologue
+                )
+                assert piece.total is not None
+                kernels.append(GpuKernel(name, piece.total * cr.lanes, cr.lanes))
+                continue
             if group[0].reduction is not None:
                 self._reduction_kernels(
                     group[0].reduction,
@@ -385,7 +477,10 @@ class GpuSyntax(CSyntax):
                 nest, rest = parallel_order(stmt)
                 if nest:
                     total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
-                    return _Piece(stmt, total, tuple(nest), rest, None)
+                    cell = (
+                        plan_cell_reduction(tuple(nest), rest, self.cell_lanes) if total else None
+                    )
+                    return _Piece(stmt, total, tuple(nest), rest, None, cell)
         return _Piece(stmt, None, (), stmt, None)
 
     def _kernel_body(self, group: list[_Piece], out: Out) -> int:
@@ -417,6 +512,8 @@ class GpuSyntax(CSyntax):
         self._decode(list(piece.nest), out, "aj_gid", indent)
         rest = piece.rest
         red = scalar_reduction(rest) if isinstance(rest, L.For_loop) else None
+        if piece.fill is not None:
+            self.stmt(piece.fill, out, indent)
         if red is not None:
             self._register_reduction(red, out, indent)
         else:

@@ -55,6 +55,12 @@ SETTINGS: dict[str, Setting] = {
             "process may run on, shared among a device's busy streams)",
         ),
         Setting(
+            "ARRAYJIT_GPU_CELL_LANES",
+            "work items per output cell of a long row reduction on the GPU backends (a power "
+            "of two, capped by the group size; 0 or 1: one work item per cell; unset: 256 on "
+            "GPUs, one work item per cell on CPU OpenCL devices such as PoCL)",
+        ),
+        Setting(
             "ARRAYJIT_FUZZ_EXAMPLES",
             "random programs per backend in the conformance suite (0: a fixed-seed few)",
             "0",
@@ -125,6 +131,21 @@ def num_threads(argument: str | None = None) -> int:
     if not value.isdigit() or int(value) < 1:
         raise UsageError(f"ARRAYJIT_NUM_THREADS: {value!r} is not a positive integer")
     return min(int(value), cores)
+
+
+def gpu_cell_lanes(default: int) -> int:
+    """Work items per output cell of a long row reduction (``ARRAYJIT_GPU_CELL_LANES``, else
+    the device's ``default``; see :mod:`arrayjit_backends.gpu_cell_reduction`).
+
+    Raises:
+        UsageError: the value is not a non-negative integer.
+    """
+    value = get("ARRAYJIT_GPU_CELL_LANES").strip()
+    if not value:
+        return default
+    if not value.isdigit():
+        raise UsageError(f"ARRAYJIT_GPU_CELL_LANES: {value!r} is not a non-negative integer")
+    return int(value)
 
 
 def available_cores() -> int:

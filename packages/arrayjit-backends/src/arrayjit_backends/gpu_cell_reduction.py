@@ -1,0 +1,280 @@
+"""Cooperative reductions: a work group per output cell of a row reduction (GPU renderer).
+
+A parallel loop nest whose work item only accumulates a long reduction into its own cell (a
+row sum, a row max, a row dot product) would give each work item a whole row to walk:
+neighbouring work items then read addresses a row apart (every load of a warp touches as many
+cache lines as it has lanes) and a few thousand rows launch only a few groups. Instead each
+cell gets a work group of ``lanes`` work items (:func:`plan_cell_reduction`): lane ``l`` takes
+the terms ``l, l + lanes, l + 2 lanes, ...`` of the cell's index space (neighbouring lanes read
+neighbouring terms: coalesced), accumulates them in a register, and the lanes' accumulators are
+combined as a tree in local memory; lane 0 combines the result with the cell and stores it.
+
+What stays as in the serial code:
+
+- **accuracy** of float sums: the optimizer's blocked form (:mod:`arrayjit_ir.summation`) is
+  flattened into one index space, and each lane sums its terms in blocks of
+  :data:`~arrayjit_ir.summation.BLOCK` into a partial, adding the partials in order (at most
+  :data:`~arrayjit_ir.summation.TOP` of them, else the cell keeps its one work item). A term
+  then reaches the cell through at most ``BLOCK + TOP + log2(lanes) + 1`` additions, within the
+  blocked sum's bound: O(log n) ulps;
+- **max and min** combine with the NaN-propagating helpers (``aj_fmax``/``aj_fmin``), lanes
+  and tree alike, so a NaN anywhere in the row reaches the cell;
+- **multiply-accumulate**: each lane step is ``fma(x, w, partial)``, as each serial step is;
+- **small floats** (half, bfloat16, fp8 accumulators) round at every step of the serial code:
+  :func:`~arrayjit_backends.kernel_plan.scalar_reduction` refuses them, so they keep their one
+  work item per cell and their order (issue 19, item 4, would change that semantics first).
+
+The accumulators start from the operation's neutral element (``-0.0`` for float sums: ``-0 +
+x`` is ``x`` for every ``x``, signed zeros included), so only the final combine reads the cell.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arrayjit_backends.c_syntax import Out
+from arrayjit_backends.kernel_plan import (
+    REDUCTION_OPS,
+    ScalarReduction,
+    gets_of,
+    scalar_reduction,
+    sets_of,
+)
+from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
+from arrayjit_ir.indexing import AxisIndex, Iterator, index_symbols
+from arrayjit_ir.summation import BLOCK, TOP
+from arrayjit_tnode import Tnode
+
+if TYPE_CHECKING:
+    from arrayjit_backends.gpu_syntax import GpuSyntax
+
+CELL_MIN_TERMS = 256
+"""Terms per cell from which a cell gets a work group: below, one work item per cell keeps more
+cells in flight and its row fits a few cache lines anyway."""
+
+TERMS_PER_LANE = 8
+"""Fewest terms a lane gets on average: short rows get fewer lanes (at least 32, a warp)."""
+
+
+@dataclass(frozen=True)
+class CellReduction:
+    """A work item's body that only accumulates into its cell, as one or more reductions into
+    that same cell with the same operation (a blocked sum's main tree, then the sum of its
+    leftover terms), each flattened into one index space, and the work group's lane count."""
+
+    parts: tuple[ScalarReduction, ...]
+    lanes: int
+    init: float | None = None
+    """The value every cell was filled with just before (:func:`covers`), folded in: the
+    fill's launch is dropped and lane 0 combines this constant instead of the cell's value."""
+
+    @property
+    def target(self) -> L.Set:
+        return self.parts[0].target
+
+    @property
+    def op(self) -> ops.Binop:
+        return self.parts[0].op
+
+
+def _extent(loops: tuple[L.For_loop, ...]) -> int:
+    return math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in loops)
+
+
+def _loop_free(st: L.Set) -> ScalarReduction | None:
+    """A single accumulation into a cell (``cell = cell op term``, ``fma(x, w, cell)``) as a
+    reduction of no loops; its term, a blocked sum's level, is flattened later."""
+    cell = L.Get(st.tn, st.indices)
+    match st.value:
+        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
+            fused = False
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
+            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
+        case _:
+            return None
+    if st.tn.prec.is_float and st.tn.prec.byte_size < 4:
+        return None  # small floats round at every step (see scalar_reduction)
+    if any(isinstance(g, L.Get) and g.tn is st.tn for g in L.sub_exprs(term)):
+        return None
+    return ScalarReduction((), st, op, term, fused)
+
+
+def plan_cell_reduction(
+    nest: tuple[L.For_loop, ...], rest: L.Stmt, max_lanes: int
+) -> CellReduction | None:
+    """The cooperative shape of the body ``rest`` of the cells of ``nest`` (parallel loops,
+    innermost last), when it is a long reduction into the cell (at least
+    :data:`CELL_MIN_TERMS` terms) that walks rows (:func:`_walks_rows`) and whose lanes keep
+    the summation bound; None where each cell keeps one work item."""
+    from arrayjit_backends.gpu_syntax import flatten_blocked_sum  # no import cycle at load
+
+    stmts = list(rest.stmts) if isinstance(rest, L.Seq) else [rest]
+    parts: list[ScalarReduction] = []
+    for st in stmts:
+        red = (
+            scalar_reduction(st)
+            if isinstance(st, L.For_loop)
+            else _loop_free(st)
+            if isinstance(st, L.Set)
+            else None
+        )
+        if red is None:
+            return None
+        parts.append(flatten_blocked_sum(red))
+    if not parts:
+        return None
+    first = parts[0]
+    for p in parts[1:]:
+        if p.op is not first.op or p.target.tn is not first.target.tn:
+            return None
+        if p.target.indices != first.target.indices:
+            return None
+    terms = sum(_extent(p.loops) for p in parts)
+    if terms < CELL_MIN_TERMS or max_lanes < 2 or not _walks_rows(nest, parts):
+        return None
+    lanes = 1 << (min(max_lanes, max(32, terms // TERMS_PER_LANE)).bit_length() - 1)
+    if _blocked(first) and any(
+        -(-_extent(p.loops) // lanes) > BLOCK * TOP for p in parts
+    ):  # a lane would add more than TOP block partials: beyond the summation bound
+        return None
+    return CellReduction(tuple(parts), lanes)
+
+
+def _walks_rows(nest: tuple[L.For_loop, ...], parts: list[ScalarReduction]) -> bool:
+    """Whether lanes on the reduced axis read contiguously where cells do not: no read's
+    innermost axis follows the innermost parallel loop (neighbouring work items of the one-item
+    shape already read neighbouring addresses there: a column sum, a matmul's right operand) and
+    some read's innermost axis follows a part's innermost reduction loop (a row)."""
+    if not nest:
+        return False
+    across = nest[-1].index
+    along = {p.loops[-1].index for p in parts if p.loops}
+    found = False
+    for p in parts:
+        for g in L.sub_exprs(p.term):
+            if not isinstance(g, L.Get) or not g.indices:
+                continue
+            last = set(index_symbols(g.indices[-1]))
+            if across in last:
+                return False
+            found = found or bool(last & along)
+    return found
+
+
+def covers(nest: tuple[L.For_loop, ...], tn: Tnode, indices: tuple[AxisIndex, ...]) -> bool:
+    """Whether the cells ``tn[indices]`` over the loops of ``nest`` are every cell of ``tn``'s
+    buffer (padding included), each once: each axis indexed by its own loop of ``nest``, from 0
+    over the axis's whole extent."""
+    dims = tn.dims
+    if len(indices) != len(dims) or len(nest) != len(dims):
+        return False
+    loops = {lp.index: lp for lp in nest}
+    seen = set()
+    for idx, dim in zip(indices, dims, strict=True):
+        if not isinstance(idx, Iterator) or idx.symbol not in loops or idx.symbol in seen:
+            return False
+        seen.add(idx.symbol)
+        lp = loops[idx.symbol]
+        if lp.from_ != 0 or lp.to_inclusive != dim - 1:
+            return False
+    return True
+
+
+def reads_across(nest: tuple[L.For_loop, ...], s: L.Stmt) -> bool:
+    """Whether some read in ``s`` of a node it does not write has its innermost axis follow
+    the innermost loop of ``nest`` (the cells' axis): a column sum, a matmul's right operand."""
+    across = {nest[-1].index} if nest else set()
+    written = {st.tn for st in sets_of(s)}
+    return any(
+        g.tn not in written and g.indices and set(index_symbols(g.indices[-1])) & across
+        for g in gets_of(s)
+    )
+
+
+def _blocked(red: ScalarReduction) -> bool:
+    """Whether lanes sum in blocks (float sums: the summation bound); other reductions are
+    exact in any order (integers, max, min) or not bounded by the rule (products)."""
+    return red.op is ops.Binop.add and red.target.tn.prec.is_float
+
+
+def render_cell_kernel(
+    syn: GpuSyntax,
+    nest: tuple[L.For_loop, ...],
+    cr: CellReduction,
+    out: Out,
+    header: str,
+    prologue: list[str],
+) -> None:
+    """The kernel of a cooperative reduction: work group ``g`` reduces cell ``g`` of ``nest``
+    (decoded from the group id as the one-item-per-cell kernel decodes its global id); launch
+    it with ``cells * cr.lanes`` work items in groups of ``cr.lanes``."""
+    tn, idx = cr.target.tn, cr.target.indices
+    ct = syn.compute_type(tn.prec)
+    is_int = ct not in ("float", "double")
+    it = syn.index_type
+    lanes = cr.lanes
+    start = syn.const(-0.0 if _blocked(cr.parts[0]) else ops.neutral(cr.op), ct)
+
+    def combine(a: str, b: str) -> str:
+        return syn.binop(cr.op, a, b, ct, is_int)
+
+    out.add(0, f"{header} {{")
+    for line in prologue:
+        out.add(1, line)
+    out.add(1, f"{syn.local_qualifier} {ct} aj_sh[{lanes}];")
+    out.add(1, f"const int aj_lid = (int){syn.local_id};")
+    syn._decode(list(nest), out, syn.group_id)
+    out.add(1, f"{ct} aj_acc = {start};")
+    for red in cr.parts:
+        n = _extent(red.loops)
+        out.add(1, "{")
+        if _blocked(red) and -(-n // lanes) > BLOCK:
+            span = lanes * BLOCK
+            out.add(2, f"for ({it} aj_t0 = aj_lid; aj_t0 < {n}; aj_t0 += {span}) {{")
+            out.add(3, f"{ct} aj_part = {start};")
+            out.add(3, f"const {it} aj_te = aj_t0 + {span} < {n} ? aj_t0 + {span} : {n};")
+            out.add(3, f"for ({it} aj_t = aj_t0; aj_t < aj_te; aj_t += {lanes}) {{")
+            _step(syn, red, "aj_part", out, 4)
+            out.add(3, "}")
+            out.add(3, f"aj_acc = {combine('aj_acc', 'aj_part')};")
+            out.add(2, "}")
+        else:
+            out.add(2, f"for ({it} aj_t = aj_lid; aj_t < {n}; aj_t += {lanes}) {{")
+            _step(syn, red, "aj_acc", out, 3)
+            out.add(2, "}")
+        out.add(1, "}")
+    out.add(1, "aj_sh[aj_lid] = aj_acc;")
+    out.add(1, syn.barrier)
+    out.add(1, f"for (int aj_s = {lanes // 2}; aj_s > 0; aj_s >>= 1) {{")
+    pair = combine("aj_sh[aj_lid]", "aj_sh[aj_lid + aj_s]")
+    out.add(2, f"if (aj_lid < aj_s) aj_sh[aj_lid] = {pair};")
+    out.add(2, syn.barrier)
+    out.add(1, "}")
+    cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
+    old = f"(({ct}){syn.load(tn.prec, cell)})" if cr.init is None else syn.const(cr.init, ct)
+    final = combine(old, "aj_sh[0]")
+    out.add(1, f"if (aj_lid == 0) {cell} = {syn.store(tn.prec, final)};")
+    out.add(0, "}")
+
+
+def _step(syn: GpuSyntax, red: ScalarReduction, acc: str, out: Out, indent: int) -> None:
+    """Decode term ``aj_t`` of ``red``'s index space into its loop indices and accumulate it."""
+    syn._decode(list(red.loops), out, "aj_t", indent)
+    pre: list[str] = []
+    step = syn.reduction_step(red, acc, pre, indent)
+    for p in pre:
+        out.add(indent, p)
+    out.add(indent, f"{acc} = {step};")
+
+
+__all__ = [
+    "CELL_MIN_TERMS",
+    "CellReduction",
+    "covers",
+    "plan_cell_reduction",
+    "reads_across",
+    "render_cell_kernel",
+]
