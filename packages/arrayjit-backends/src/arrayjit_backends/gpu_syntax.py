@@ -40,6 +40,7 @@ from dataclasses import dataclass, replace
 from typing import ClassVar
 
 from arrayjit_backends.c_syntax import CSyntax, Out, float_to_int_helpers
+from arrayjit_backends.gpu_matmul import THREADS, MatmulPlan, matmul_plan, render_matmul_kernel
 from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
@@ -94,6 +95,8 @@ class _Piece:
     nest: tuple[L.For_loop, ...]
     rest: L.Stmt
     reduction: ScalarReduction | None
+    matmul: MatmulPlan | None = None
+    """A matmul run as a tiled kernel of its own (:mod:`arrayjit_backends.gpu_matmul`)."""
 
     @property
     def writes(self) -> set[Tnode]:
@@ -120,6 +123,8 @@ def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
             last is not None
             and p.reduction is None
             and last[0].reduction is None
+            and p.matmul is None
+            and last[0].matmul is None
             and p.total == last[0].total
             and len(last) < MAX_FUSED
         ):
@@ -300,13 +305,17 @@ class GpuSyntax(CSyntax):
                 continue
             name = f"{prefix}_k{len(kernels)}"
             body = Out()
-            size = self._kernel_body(group, body)
+            if group[0].matmul is not None:
+                size, local = render_matmul_kernel(self, group[0].matmul, body)
+            else:
+                size = self._kernel_body(group, body)
+                local = None if size > 1 else 1
             out.add(0, f"{self.kernel_prefix} {name}({signature}) {{")
             for line in prologue:
                 out.add(1, line)
             out.lines.extend(body.lines)
             out.add(0, "}")
-            kernels.append(GpuKernel(name, size, None if size > 1 else 1))
+            kernels.append(GpuKernel(name, size, local))
         return GpuProgram(
             self.program_prelude() + "\n".join(out.lines) + "\n",
             tuple(kernels),
@@ -385,7 +394,8 @@ class GpuSyntax(CSyntax):
                 nest, rest = parallel_order(stmt)
                 if nest:
                     total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
-                    return _Piece(stmt, total, tuple(nest), rest, None)
+                    tiled = matmul_plan(nest, rest) if self.group_size >= THREADS else None
+                    return _Piece(stmt, total, tuple(nest), rest, None, tiled)
         return _Piece(stmt, None, (), stmt, None)
 
     def _kernel_body(self, group: list[_Piece], out: Out) -> int:

@@ -1,0 +1,249 @@
+"""Tiled matmul kernels for the GPU renderer (:mod:`arrayjit_backends.gpu_syntax`).
+
+The naive parallel nest gives each output cell of ``C[i, j] = sum_k A[i, k] * B[k, j]`` a work
+item walking ``k`` alone: two global loads per multiply-add. Here a work group computes a
+``BM x BN`` block of ``C``: it walks ``k`` a tile of ``BK`` steps at a time, its work items first
+copying the ``BM x BK`` tile of ``A`` and the ``BK x BN`` tile of ``B`` into local memory (OpenCL
+``__local``, CUDA ``__shared__``; zeros outside the operands), then each work item updating its
+``TM x TN`` cells (register blocking) from the tiles: ``TM + TN`` local loads per ``TM * TN``
+multiply-adds, and each global element loaded once per group instead of once per cell.
+
+Exactness: each cell starts from its stored value (as the naive kernel does) and takes
+``acc = fma(a, b, acc)`` for ``k`` in increasing order, one rounding per step, the operands in
+their original order: the bits of the serial code. Steps past the end of ``k`` are not taken
+(the last tile's loop is bounded by what is left), so a zero-padded step never runs
+(``fma(0, 0, -0.0)`` is ``+0.0``, which would change a ``-0.0`` cell); padded rows and columns
+compute cells that are never stored.
+
+Only the plain pattern is recognized (:func:`matmul_plan`): a two-loop parallel nest over the
+cells of a 2-D float32 or float64 node, whose rest is a single ``k`` loop of ``C[i, j] =
+fma(x, w, C[i, j])`` with ``x`` and ``w`` plain reads of 2-D nodes of the same precision indexed
+by ``{i, k}`` and ``{k, j}`` in either order (transposed operands are gathered the same way).
+Everything else keeps the naive nest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from arrayjit_backends.c_syntax import Out
+from arrayjit_backends.kernel_plan import scalar_reduction
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import Iterator, Symbol
+from arrayjit_tnode import Prec
+
+if TYPE_CHECKING:
+    from arrayjit_backends.gpu_syntax import GpuSyntax
+
+THREADS = 256
+"""Work items of a tiled group; a device whose groups are smaller keeps the naive nest."""
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """A group computes ``bm x bn`` cells, ``tm x tn`` per work item, ``bk`` steps of ``k`` per
+    tile; ``(bm // tm) * (bn // tn) == THREADS``."""
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+
+SQUARE = Tiling(64, 64, 16, 4, 4)
+"""The general shape: 16 x 16 work items of 4 x 4 cells."""
+WIDE = Tiling(8, 256, 16, 1, 8)
+"""Few rows (a matrix-vector product, ``1 x N``): 8 x 32 work items of 1 x 8 cells."""
+TALL = Tiling(256, 8, 16, 8, 1)
+"""Few columns: 32 x 8 work items of 8 x 1 cells."""
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """A recognized matmul: cells ``rows x cols`` of ``target``, ``acc = fma(x, w, acc)`` over
+    ``k``; ``x_is_a`` says whether ``x`` is the operand indexed by the rows."""
+
+    rows: L.For_loop
+    cols: L.For_loop
+    k: L.For_loop
+    target: L.Set
+    x: L.Get
+    w: L.Get
+    x_is_a: bool
+
+    @property
+    def extents(self) -> tuple[int, int, int]:
+        return tuple(  # type: ignore[return-value]
+            lp.to_inclusive - lp.from_ + 1 for lp in (self.rows, self.cols, self.k)
+        )
+
+    @property
+    def tiling(self) -> Tiling:
+        m, n, _ = self.extents
+        if m < 32 and n >= 4 * m:
+            return WIDE
+        if n < 32 and m >= 4 * n:
+            return TALL
+        return SQUARE
+
+
+def _symbols(g: L.Expr) -> tuple[Symbol, ...] | None:
+    if not isinstance(g, L.Get) or len(g.indices) != 2 or len(g.tn.dims) != 2:
+        return None
+    if not all(isinstance(i, Iterator) for i in g.indices):
+        return None
+    return tuple(i.symbol for i in g.indices)  # type: ignore[union-attr]
+
+
+def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
+    """The :class:`MatmulPlan` of a parallel nest (from :func:`~arrayjit_backends.gpu_syntax.
+    parallel_order`) and the statement each cell runs, if they are a plain matmul."""
+    if len(nest) != 2 or not isinstance(rest, L.For_loop):
+        return None
+    red = scalar_reduction(rest)
+    if red is None or not red.fused or len(red.loops) != 1:
+        return None
+    rows, cols = nest
+    k, target = red.loops[0], red.target
+    if any(lp.to_inclusive < lp.from_ for lp in (rows, cols, k)):
+        return None
+    prec = target.tn.prec
+    if prec not in (Prec.single, Prec.double) or len(target.tn.dims) != 2:
+        return None
+    if target.indices != (Iterator(rows.index), Iterator(cols.index)):
+        return None
+    assert isinstance(red.term, L.Binop)
+    x, w = red.term.a, red.term.b
+    sx, sw = _symbols(x), _symbols(w)
+    if sx is None or sw is None:
+        return None
+    assert isinstance(x, L.Get) and isinstance(w, L.Get)
+    if x.tn.prec is not prec or w.tn.prec is not prec:
+        return None
+    a_side, b_side = {rows.index, k.index}, {k.index, cols.index}
+    if set(sx) == a_side and set(sw) == b_side and len(set(sx)) == 2 and len(set(sw)) == 2:
+        return MatmulPlan(rows, cols, k, target, x, w, True)
+    if set(sx) == b_side and set(sw) == a_side and len(set(sx)) == 2 and len(set(sw)) == 2:
+        return MatmulPlan(rows, cols, k, target, x, w, False)
+    return None
+
+
+def _address(syntax: GpuSyntax, g: L.Get, values: dict[Symbol, str]) -> str:
+    """Row-major offset of ``g`` with its loop symbols replaced by ``values``."""
+    dims, text = g.tn.dims, ""
+    for n, i in enumerate(g.indices):
+        assert isinstance(i, Iterator)
+        part = values[i.symbol]
+        text = part if n == 0 else f"({text}) * {dims[n]} + {part}"
+    return text
+
+
+def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple[int, int]:
+    """The body of the tiled kernel computing ``plan`` (after the kernel's prologue); returns
+    ``(global size, local size)``."""
+    t = plan.tiling
+    m, n, kk = plan.extents
+    prec = plan.target.tn.prec
+    ct = syntax.compute_type(prec)
+    it = syntax.index_type
+    lq = syntax.local_qualifier
+    f = "f" if ct == "float" else ""
+    rt, cth = t.bm // t.tm, t.bn // t.tn  # work items along rows, along columns
+    assert rt * cth == THREADS
+    groups_n = -(-n // t.bn)
+    groups = -(-m // t.bm) * groups_n
+    a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
+    r0, c0, k0 = plan.rows.from_, plan.cols.from_, plan.k.from_
+    ri, ci, ki = plan.rows.index, plan.cols.index, plan.k.index
+    c_name = syntax.name(plan.target.tn)
+
+    def cell(r: int, c: int) -> str:
+        return f"aj_c{r}_{c}"
+
+    out.add(1, f"const int aj_lid = (int){syntax.local_id};")
+    out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id};")
+    out.add(1, f"const {it} aj_bi = (aj_grp / {groups_n}) * {t.bm};")
+    out.add(1, f"const {it} aj_bj = (aj_grp % {groups_n}) * {t.bn};")
+    out.add(1, f"const int aj_ty = aj_lid / {cth}, aj_tx = aj_lid % {cth};")
+    # The A tile is stored k-major (a row of it is what one k step reads); one column of
+    # padding keeps the transposing stores off a single bank.
+    out.add(1, f"{lq} {ct} aj_ta[{t.bk}][{t.bm + 1}];")
+    out.add(1, f"{lq} {ct} aj_tb[{t.bk}][{t.bn}];")
+    # Work item (ty, tx) owns rows ty + r * rt and columns tx + c * cth of the block:
+    # neighbouring work items touch neighbouring columns (coalesced stores).
+    for r in range(t.tm):
+        out.add(1, f"const {it} aj_i{r} = aj_bi + aj_ty + {r * rt};")
+    for c in range(t.tn):
+        out.add(1, f"const {it} aj_j{c} = aj_bj + aj_tx + {c * cth};")
+    for r in range(t.tm):
+        for c in range(t.tn):
+            addr = _address(
+                syntax, L.Get(plan.target.tn, plan.target.indices),
+                {ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
+            )
+            load = syntax.load(prec, f"{c_name}[{addr}]")
+            out.add(
+                1,
+                f"{ct} {cell(r, c)} = (aj_i{r} < {m} && aj_j{c} < {n}) ? (({ct}){load}) : "
+                f"{syntax.zero(prec)};",
+            )
+    full, tail = divmod(kk, t.bk)
+
+    def tile(kt: str, steps: str | int, indent: int) -> None:
+        """Load the tiles at ``k = kt``, then take ``steps`` steps of every cell."""
+        # A tile: element e is (row e / bk, step e % bk), consecutive steps on neighbouring
+        # work items; B tile: (step e / bn, column e % bn).
+        for what, size, inner, g in (("a", t.bm * t.bk, t.bk, a), ("b", t.bk * t.bn, t.bn, b)):
+            out.add(indent, f"for (int aj_e = aj_lid; aj_e < {size}; aj_e += {THREADS}) {{")
+            out.add(indent + 1, f"const int aj_u = aj_e / {inner}, aj_v = aj_e % {inner};")
+            if what == "a":
+                i, s, cond = "aj_bi + aj_u", f"{kt} + aj_v", f"aj_bi + aj_u < {m}"
+                vals = {ri: f"{r0} + {i}", ki: f"{k0} + {s}"}
+                dest = "aj_ta[aj_v][aj_u]"
+                cond_k = f"{s} < {kk}"
+            else:
+                j, s, cond = "aj_bj + aj_v", f"{kt} + aj_u", f"aj_bj + aj_v < {n}"
+                vals = {ki: f"{k0} + {s}", ci: f"{c0} + {j}"}
+                dest = "aj_tb[aj_u][aj_v]"
+                cond_k = f"{s} < {kk}"
+            load = syntax.load(prec, f"{syntax.name(g.tn)}[{_address(syntax, g, vals)}]")
+            out.add(
+                indent + 1,
+                f"{dest} = ({cond} && {cond_k}) ? (({ct}){load}) : {syntax.zero(prec)};",
+            )
+            out.add(indent, "}")
+        out.add(indent, syntax.barrier)
+        out.add(indent, f"for (int aj_s = 0; aj_s < {steps}; ++aj_s) {{")
+        for r in range(t.tm):
+            out.add(indent + 1, f"const {ct} aj_a{r} = aj_ta[aj_s][aj_ty + {r * rt}];")
+        for c in range(t.tn):
+            out.add(indent + 1, f"const {ct} aj_b{c} = aj_tb[aj_s][aj_tx + {c * cth}];")
+        for r in range(t.tm):
+            for c in range(t.tn):
+                x, w = (f"aj_a{r}", f"aj_b{c}") if plan.x_is_a else (f"aj_b{c}", f"aj_a{r}")
+                out.add(indent + 1, f"{cell(r, c)} = fma{f}({x}, {w}, {cell(r, c)});")
+        out.add(indent, "}")
+        out.add(indent, syntax.barrier)  # the next tile overwrites what this one read
+
+    if full:
+        out.add(1, f"for (int aj_kt = 0; aj_kt < {full * t.bk}; aj_kt += {t.bk}) {{")
+        tile("aj_kt", t.bk, 2)
+        out.add(1, "}")
+    if tail:
+        out.add(1, "{")
+        tile(str(full * t.bk), tail, 2)
+        out.add(1, "}")
+    for r in range(t.tm):
+        for c in range(t.tn):
+            addr = _address(
+                syntax, L.Get(plan.target.tn, plan.target.indices),
+                {ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
+            )
+            store = syntax.store(prec, cell(r, c))
+            out.add(1, f"if (aj_i{r} < {m} && aj_j{c} < {n}) {c_name}[{addr}] = {store};")
+    return groups * THREADS, THREADS
+
+
+__all__ = ["MatmulPlan", "Tiling", "matmul_plan", "render_matmul_kernel"]
