@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from arrayjit_backends.c_syntax import Out
 from arrayjit_backends.kernel_plan import scalar_reduction
 from arrayjit_ir import low_level as L
-from arrayjit_ir.indexing import Iterator, Symbol
+from arrayjit_ir.indexing import AxisIndex, Fixed_idx, Iterator, Symbol
 from arrayjit_tnode import Prec
 
 if TYPE_CHECKING:
@@ -63,10 +63,12 @@ TALL = Tiling(256, 8, 16, 8, 1)
 @dataclass(frozen=True)
 class MatmulPlan:
     """A recognized matmul: cells ``rows x cols`` of ``target``, ``acc = fma(x, w, acc)`` over
-    ``k``; ``x_is_a`` says whether ``x`` is the operand indexed by the rows."""
+    ``k``; ``x_is_a`` says whether ``x`` is the operand indexed by the rows. A size-1 axis of the
+    result has no loop (the optimizer indexes it with a fixed index): ``rows`` or ``cols`` is
+    then None and its extent 1."""
 
-    rows: L.For_loop
-    cols: L.For_loop
+    rows: L.For_loop | None
+    cols: L.For_loop | None
     k: L.For_loop
     target: L.Set
     x: L.Get
@@ -75,9 +77,11 @@ class MatmulPlan:
 
     @property
     def extents(self) -> tuple[int, int, int]:
-        return tuple(  # type: ignore[return-value]
-            lp.to_inclusive - lp.from_ + 1 for lp in (self.rows, self.cols, self.k)
+        m, n, kk = (
+            1 if lp is None else lp.to_inclusive - lp.from_ + 1
+            for lp in (self.rows, self.cols, self.k)
         )
+        return m, n, kk
 
     @property
     def tiling(self) -> Tiling:
@@ -89,53 +93,68 @@ class MatmulPlan:
         return SQUARE
 
 
-def _symbols(g: L.Expr) -> tuple[Symbol, ...] | None:
+def _loop_of(i: AxisIndex, nest: list[L.For_loop]) -> L.For_loop | bool | None:
+    """The loop of ``nest`` indexing an axis by ``i``; None for a fixed index; False otherwise."""
+    if isinstance(i, Fixed_idx):
+        return None
+    if isinstance(i, Iterator):
+        return next((lp for lp in nest if lp.index == i.symbol), False)
+    return False
+
+
+def _reads(g: L.Expr, allowed: set[Symbol]) -> bool:
+    """Whether ``g`` is a plain read of a 2-D node indexed by each loop of ``allowed`` once and
+    by fixed indices otherwise."""
     if not isinstance(g, L.Get) or len(g.indices) != 2 or len(g.tn.dims) != 2:
-        return None
-    if not all(isinstance(i, Iterator) for i in g.indices):
-        return None
-    return tuple(i.symbol for i in g.indices)  # type: ignore[union-attr]
+        return False
+    if not all(isinstance(i, Iterator | Fixed_idx) for i in g.indices):
+        return False
+    syms = [i.symbol for i in g.indices if isinstance(i, Iterator)]
+    return set(syms) == allowed and len(syms) == len(allowed)
 
 
 def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
     """The :class:`MatmulPlan` of a parallel nest (from :func:`~arrayjit_backends.gpu_syntax.
     parallel_order`) and the statement each cell runs, if they are a plain matmul."""
-    if len(nest) != 2 or not isinstance(rest, L.For_loop):
+    if not 1 <= len(nest) <= 2 or not isinstance(rest, L.For_loop):
         return None
     red = scalar_reduction(rest)
     if red is None or not red.fused or len(red.loops) != 1:
         return None
-    rows, cols = nest
     k, target = red.loops[0], red.target
-    if any(lp.to_inclusive < lp.from_ for lp in (rows, cols, k)):
-        return None
     prec = target.tn.prec
-    if prec not in (Prec.single, Prec.double) or len(target.tn.dims) != 2:
+    if prec not in (Prec.single, Prec.double) or len(target.indices) != 2:
         return None
-    if target.indices != (Iterator(rows.index), Iterator(cols.index)):
+    if len(target.tn.dims) != 2:
+        return None
+    rows, cols = (_loop_of(i, nest) for i in target.indices)
+    if rows is False or cols is False:
+        return None
+    assert not isinstance(rows, bool) and not isinstance(cols, bool)
+    if [lp for lp in (rows, cols) if lp is not None] != list(nest):
+        return None
+    if any(lp.to_inclusive < lp.from_ for lp in (*nest, k)):
         return None
     assert isinstance(red.term, L.Binop)
     x, w = red.term.a, red.term.b
-    sx, sw = _symbols(x), _symbols(w)
-    if sx is None or sw is None:
+    if not (isinstance(x, L.Get) and isinstance(w, L.Get)):
         return None
-    assert isinstance(x, L.Get) and isinstance(w, L.Get)
     if x.tn.prec is not prec or w.tn.prec is not prec:
         return None
-    a_side, b_side = {rows.index, k.index}, {k.index, cols.index}
-    if set(sx) == a_side and set(sw) == b_side and len(set(sx)) == 2 and len(set(sw)) == 2:
+    a_side = {k.index} | ({rows.index} if rows is not None else set())
+    b_side = {k.index} | ({cols.index} if cols is not None else set())
+    if _reads(x, a_side) and _reads(w, b_side):
         return MatmulPlan(rows, cols, k, target, x, w, True)
-    if set(sx) == b_side and set(sw) == a_side and len(set(sx)) == 2 and len(set(sw)) == 2:
+    if _reads(x, b_side) and _reads(w, a_side):
         return MatmulPlan(rows, cols, k, target, x, w, False)
     return None
 
 
-def _address(syntax: GpuSyntax, g: L.Get, values: dict[Symbol, str]) -> str:
+def _address(g: L.Get, values: dict[Symbol, str]) -> str:
     """Row-major offset of ``g`` with its loop symbols replaced by ``values``."""
     dims, text = g.tn.dims, ""
     for n, i in enumerate(g.indices):
-        assert isinstance(i, Iterator)
-        part = values[i.symbol]
+        part = values[i.symbol] if isinstance(i, Iterator) else str(i.value)  # type: ignore[union-attr]
         text = part if n == 0 else f"({text}) * {dims[n]} + {part}"
     return text
 
@@ -155,8 +174,9 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     groups_n = -(-n // t.bn)
     groups = -(-m // t.bm) * groups_n
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
-    r0, c0, k0 = plan.rows.from_, plan.cols.from_, plan.k.from_
-    ri, ci, ki = plan.rows.index, plan.cols.index, plan.k.index
+    # A missing loop (a size-1 axis) gets a symbol no index uses.
+    r0, c0, k0 = (0 if lp is None else lp.from_ for lp in (plan.rows, plan.cols, plan.k))
+    ri, ci, ki = (Symbol(-1) if lp is None else lp.index for lp in (plan.rows, plan.cols, plan.k))
     c_name = syntax.name(plan.target.tn)
 
     def cell(r: int, c: int) -> str:
@@ -180,7 +200,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     for r in range(t.tm):
         for c in range(t.tn):
             addr = _address(
-                syntax, L.Get(plan.target.tn, plan.target.indices),
+                L.Get(plan.target.tn, plan.target.indices),
                 {ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
             )
             load = syntax.load(prec, f"{c_name}[{addr}]")
@@ -208,7 +228,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
                 vals = {ki: f"{k0} + {s}", ci: f"{c0} + {j}"}
                 dest = "aj_tb[aj_u][aj_v]"
                 cond_k = f"{s} < {kk}"
-            load = syntax.load(prec, f"{syntax.name(g.tn)}[{_address(syntax, g, vals)}]")
+            load = syntax.load(prec, f"{syntax.name(g.tn)}[{_address(g, vals)}]")
             out.add(
                 indent + 1,
                 f"{dest} = ({cond} && {cond_k}) ? (({ct}){load}) : {syntax.zero(prec)};",
@@ -238,7 +258,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     for r in range(t.tm):
         for c in range(t.tn):
             addr = _address(
-                syntax, L.Get(plan.target.tn, plan.target.indices),
+                L.Get(plan.target.tn, plan.target.indices),
                 {ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
             )
             store = syntax.store(prec, cell(r, c))
