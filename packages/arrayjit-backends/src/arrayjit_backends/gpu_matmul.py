@@ -154,7 +154,12 @@ def _address(g: L.Get, values: dict[Symbol, str]) -> str:
     """Row-major offset of ``g`` with its loop symbols replaced by ``values``."""
     dims, text = g.tn.dims, ""
     for n, i in enumerate(g.indices):
-        part = values[i.symbol] if isinstance(i, Iterator) else str(i.value)  # type: ignore[union-attr]
+        if isinstance(i, Iterator):
+            assert isinstance(i.symbol, Symbol)
+            part = values[i.symbol]
+        else:
+            assert isinstance(i, Fixed_idx)
+            part = str(i.value)
         text = part if n == 0 else f"({text}) * {dims[n]} + {part}"
     return text
 

@@ -305,6 +305,7 @@ class GpuSyntax(CSyntax):
                 continue
             name = f"{prefix}_k{len(kernels)}"
             body = Out()
+            local: int | None
             if group[0].matmul is not None:
                 size, local = render_matmul_kernel(self, group[0].matmul, body)
             else:
