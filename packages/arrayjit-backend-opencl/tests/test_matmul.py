@@ -11,6 +11,7 @@ from opencl_helpers import node, require_prec, run_batch
 
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_ir import interpret, ir
+from arrayjit_tnode import Tnode
 
 RNG = np.random.default_rng(19)
 
@@ -86,17 +87,39 @@ def test_transposed_operand_and_signed_zero_start(backend: Any) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "spec,wdims",
+    [("bik,bkj->bij", (3, 37, 70)), ("bik,kj->bij", (37, 70)), ("bik,bjk->bij", (3, 70, 37))],
+)
+def test_batched_matmul_is_tiled_and_bit_exact(
+    backend: Any, spec: str, wdims: tuple[int, ...]
+) -> None:
+    """A batch axis (both operands batched, or one shared): a group per block of one matrix."""
+    b, m, k, n = 3, 20, 37, 70
+    x, w, h = node((b, m, k), "x"), node(wdims, "w"), node((b, m, n), "h")
+    vx, vw = RNG.standard_normal((b, m, k)), RNG.standard_normal(wdims)
+    comp = ir.accum(h, "add", x, w, op="mul", spec=spec)
+    name = "mm_b" + spec.replace(",", "_").replace("->", "_")
+    [(got, ref)] = run_batch(backend, comp, {x: vx, w: vw}, [h], name=name)
+    assert _tiled(_program(backend.compile(comp, name=name)))
+    np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
+    exact = np.einsum(spec, vx.astype(np.float32), vw.astype(np.float32))
+    np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-4)
+
+
 def test_other_contractions_keep_the_naive_nest(backend: Any) -> None:
-    """A batched matmul, a half matmul and a matmul with a transformed operand (an inlined
-    computation, not a plain read) keep one work item per cell."""
-    b, m, k, n = 3, 9, 7, 11
-    x, w, h = node((b, m, k), "x"), node((b, k, n), "w"), node((b, m, n), "h")
+    """A half matmul and a matmul with a computed operand (an inlined product, not a plain
+    read) keep one work item per cell."""
+    m, k, n = 9, 7, 11
+    x, w, v, h = node((m, k), "x"), node((k, n), "w"), node((k, n), "v"), node((m, n), "h")
+    wv = Tnode.create((k, n), label="wv")
     xh, wh, hh = node((m, k), "xh", "half"), node((k, n), "wh", "half"), node((m, n), "hh", "half")
     comp = ir.block(
-        ir.accum(h, "add", x, w, op="mul", spec="bik,bkj->bij"),
+        ir.binop(wv, "add", w, v),
+        ir.accum(h, "add", x, wv, op="mul", spec="ik,kj->ij"),
         ir.accum(hh, "add", xh, wh, op="mul", spec="ik,kj->ij"),
     )
-    vals = {t: RNG.standard_normal(t.dims) for t in (x, w, xh, wh)}
+    vals = {t: RNG.standard_normal(t.dims) for t in (x, w, v, xh, wh)}
     results = run_batch(backend, comp, vals, [h, hh], name="mm_naive")
     assert not _tiled(_program(backend.compile(comp, name="mm_naive")))
     for got, ref in results:

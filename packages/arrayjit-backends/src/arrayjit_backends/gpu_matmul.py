@@ -24,6 +24,7 @@ Everything else keeps the naive nest.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -65,7 +66,8 @@ class MatmulPlan:
     """A recognized matmul: cells ``rows x cols`` of ``target``, ``acc = fma(x, w, acc)`` over
     ``k``; ``x_is_a`` says whether ``x`` is the operand indexed by the rows. A size-1 axis of the
     result has no loop (the optimizer indexes it with a fixed index): ``rows`` or ``cols`` is
-    then None and its extent 1."""
+    then None and its extent 1. ``batch``: the parallel loops of a batched matmul (result axes
+    before the last two), a group of work items per block of one matrix."""
 
     rows: L.For_loop | None
     cols: L.For_loop | None
@@ -74,6 +76,7 @@ class MatmulPlan:
     x: L.Get
     w: L.Get
     x_is_a: bool
+    batch: tuple[L.For_loop, ...] = ()
 
     @property
     def extents(self) -> tuple[int, int, int]:
@@ -102,37 +105,43 @@ def _loop_of(i: AxisIndex, nest: list[L.For_loop]) -> L.For_loop | bool | None:
     return False
 
 
-def _reads(g: L.Expr, allowed: set[Symbol]) -> bool:
-    """Whether ``g`` is a plain read of a 2-D node indexed by each loop of ``allowed`` once and
-    by fixed indices otherwise."""
-    if not isinstance(g, L.Get) or len(g.indices) != 2 or len(g.tn.dims) != 2:
+def _reads(g: L.Expr, required: set[Symbol], optional: set[Symbol]) -> bool:
+    """Whether ``g`` is a plain read indexed by each loop of ``required`` once, by loops of
+    ``optional`` (batch axes: an operand shared by the batch has none) at most once, and by
+    fixed indices otherwise."""
+    if not isinstance(g, L.Get) or len(g.indices) != len(g.tn.dims):
         return False
     if not all(isinstance(i, Iterator | Fixed_idx) for i in g.indices):
         return False
     syms = [i.symbol for i in g.indices if isinstance(i, Iterator)]
-    return set(syms) == allowed and len(syms) == len(allowed)
+    return required <= set(syms) <= required | optional and len(set(syms)) == len(syms)
 
 
 def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
     """The :class:`MatmulPlan` of a parallel nest (from :func:`~arrayjit_backends.gpu_syntax.
     parallel_order`) and the statement each cell runs, if they are a plain matmul."""
-    if not 1 <= len(nest) <= 2 or not isinstance(rest, L.For_loop):
+    if not nest or not isinstance(rest, L.For_loop):
         return None
     red = scalar_reduction(rest)
     if red is None or not red.fused or len(red.loops) != 1:
         return None
     k, target = red.loops[0], red.target
     prec = target.tn.prec
-    if prec not in (Prec.single, Prec.double) or len(target.indices) != 2:
+    if prec not in (Prec.single, Prec.double) or len(target.indices) < 2:
         return None
-    if len(target.tn.dims) != 2:
+    if len(target.tn.dims) != len(target.indices):
         return None
-    rows, cols = (_loop_of(i, nest) for i in target.indices)
-    if rows is False or cols is False:
+    found = [_loop_of(i, nest) for i in target.indices]
+    if any(lp is False for lp in found):
         return None
+    loops = [lp for lp in found if isinstance(lp, L.For_loop)]
+    if len(loops) != len(nest) or {id(lp) for lp in loops} != {id(lp) for lp in nest}:
+        return None
+    rows, cols = found[-2], found[-1]
     assert not isinstance(rows, bool) and not isinstance(cols, bool)
-    if [lp for lp in (rows, cols) if lp is not None] != list(nest):
+    if rows is None and cols is None:
         return None
+    batch = tuple(lp for lp in found[:-2] if isinstance(lp, L.For_loop))
     if any(lp.to_inclusive < lp.from_ for lp in (*nest, k)):
         return None
     assert isinstance(red.term, L.Binop)
@@ -143,10 +152,11 @@ def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
         return None
     a_side = {k.index} | ({rows.index} if rows is not None else set())
     b_side = {k.index} | ({cols.index} if cols is not None else set())
-    if _reads(x, a_side) and _reads(w, b_side):
-        return MatmulPlan(rows, cols, k, target, x, w, True)
-    if _reads(x, b_side) and _reads(w, a_side):
-        return MatmulPlan(rows, cols, k, target, x, w, False)
+    opt = {lp.index for lp in batch}
+    if _reads(x, a_side, opt) and _reads(w, b_side, opt):
+        return MatmulPlan(rows, cols, k, target, x, w, True, batch)
+    if _reads(x, b_side, opt) and _reads(w, a_side, opt):
+        return MatmulPlan(rows, cols, k, target, x, w, False, batch)
     return None
 
 
@@ -177,7 +187,9 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     rt, cth = t.bm // t.tm, t.bn // t.tn  # work items along rows, along columns
     assert rt * cth == THREADS
     groups_n = -(-n // t.bn)
-    groups = -(-m // t.bm) * groups_n
+    per_matrix = -(-m // t.bm) * groups_n
+    extents = [lp.to_inclusive - lp.from_ + 1 for lp in plan.batch]
+    groups = per_matrix * math.prod(extents)
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
     # A missing loop (a size-1 axis) gets a symbol no index uses.
     r0, c0, k0 = (0 if lp is None else lp.from_ for lp in (plan.rows, plan.cols, plan.k))
@@ -188,9 +200,16 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
         return f"aj_c{r}_{c}"
 
     out.add(1, f"const int aj_lid = (int){syntax.local_id};")
-    out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id};")
+    out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id} % {per_matrix};")
     out.add(1, f"const {it} aj_bi = (aj_grp / {groups_n}) * {t.bm};")
     out.add(1, f"const {it} aj_bj = (aj_grp % {groups_n}) * {t.bn};")
+    # The batch cell of the group (its matrix): the outer loop varies slowest.
+    batch: dict[Symbol, str] = {}
+    if plan.batch:
+        out.add(1, f"{it} aj_q = ({it}){syntax.group_id} / {per_matrix};")
+    for e, lp in reversed(list(enumerate(plan.batch))):
+        out.add(1, f"const {it} aj_bt{e} = {lp.from_} + aj_q % {extents[e]}; aj_q /= {extents[e]};")
+        batch[lp.index] = f"aj_bt{e}"
     out.add(1, f"const int aj_ty = aj_lid / {cth}, aj_tx = aj_lid % {cth};")
     # The A tile is stored k-major (a row of it is what one k step reads); one column of
     # padding keeps the transposing stores off a single bank.
@@ -206,7 +225,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
         for c in range(t.tn):
             addr = _address(
                 L.Get(plan.target.tn, plan.target.indices),
-                {ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
+                {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
             )
             load = syntax.load(prec, f"{c_name}[{addr}]")
             out.add(
@@ -225,12 +244,12 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
             out.add(indent + 1, f"const int aj_u = aj_e / {inner}, aj_v = aj_e % {inner};")
             if what == "a":
                 i, s, cond = "aj_bi + aj_u", f"{kt} + aj_v", f"aj_bi + aj_u < {m}"
-                vals = {ri: f"{r0} + {i}", ki: f"{k0} + {s}"}
+                vals = {**batch, ri: f"{r0} + {i}", ki: f"{k0} + {s}"}
                 dest = "aj_ta[aj_v][aj_u]"
                 cond_k = f"{s} < {kk}"
             else:
                 j, s, cond = "aj_bj + aj_v", f"{kt} + aj_u", f"aj_bj + aj_v < {n}"
-                vals = {ki: f"{k0} + {s}", ci: f"{c0} + {j}"}
+                vals = {**batch, ki: f"{k0} + {s}", ci: f"{c0} + {j}"}
                 dest = "aj_tb[aj_u][aj_v]"
                 cond_k = f"{s} < {kk}"
             load = syntax.load(prec, f"{syntax.name(g.tn)}[{_address(g, vals)}]")
@@ -264,7 +283,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
         for c in range(t.tn):
             addr = _address(
                 L.Get(plan.target.tn, plan.target.indices),
-                {ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
+                {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
             )
             store = syntax.store(prec, cell(r, c))
             out.add(1, f"if (aj_i{r} < {m} && aj_j{c} < {n}) {c_name}[{addr}] = {store};")
