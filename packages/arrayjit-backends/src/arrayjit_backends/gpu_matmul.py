@@ -15,11 +15,12 @@ their original order: the bits of the serial code. Steps past the end of ``k`` a
 (``fma(0, 0, -0.0)`` is ``+0.0``, which would change a ``-0.0`` cell); padded rows and columns
 compute cells that are never stored.
 
-Only the plain pattern is recognized (:func:`matmul_plan`): a two-loop parallel nest over the
-cells of a 2-D float32 or float64 node, whose rest is a single ``k`` loop of ``C[i, j] =
-fma(x, w, C[i, j])`` with ``x`` and ``w`` plain reads of 2-D nodes of the same precision indexed
-by ``{i, k}`` and ``{k, j}`` in either order (transposed operands are gathered the same way).
-Everything else keeps the naive nest.
+Only the plain pattern is recognized (:func:`matmul_plan`): a parallel nest over the cells of a
+float32 or float64 node, whose rest is a single ``k`` loop of ``C[..., i, j] =
+fma(x, w, C[..., i, j])`` with ``x`` and ``w`` plain reads of nodes of the same precision indexed
+by ``{i, k}`` and ``{k, j}`` in either order (transposed operands are gathered the same way),
+each possibly also by the batch loops ``...`` (the result's axes before the last two), size-1
+axes by fixed indices. Everything else keeps the naive nest.
 """
 
 from __future__ import annotations
