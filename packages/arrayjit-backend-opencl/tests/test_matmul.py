@@ -35,6 +35,7 @@ def _tiled(program: GpuProgram) -> bool:
         (2, 200, 3, "single"),
         (130, 67, 65, "single"),
         (40, 35, 45, "double"),
+        (2, 40, 300, "double"),
     ],
 )
 def test_matmul_is_tiled_and_bit_exact(backend: Any, m: int, k: int, n: int, prec: str) -> None:

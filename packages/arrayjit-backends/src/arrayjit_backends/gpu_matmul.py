@@ -26,7 +26,7 @@ axes by fixed indices. Everything else keeps the naive nest.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from arrayjit_backends.c_syntax import Out
@@ -40,6 +40,11 @@ if TYPE_CHECKING:
 
 THREADS = 256
 """Work items of a tiled group; a device whose groups are smaller keeps the naive nest."""
+
+
+LOCAL_BYTES = 24 * 1024
+"""Local memory the tiles of a group may take: OpenCL guarantees 32 KiB per group (less what
+the implementation keeps), CUDA 48 KiB of static shared memory."""
 
 
 @dataclass(frozen=True)
@@ -90,11 +95,16 @@ class MatmulPlan:
     @property
     def tiling(self) -> Tiling:
         m, n, _ = self.extents
+        t = SQUARE
         if m < 32 and n >= 4 * m:
-            return WIDE
-        if n < 32 and m >= 4 * n:
-            return TALL
-        return SQUARE
+            t = WIDE
+        elif n < 32 and m >= 4 * n:
+            t = TALL
+        # Both tiles within LOCAL_BYTES (float64 WIDE and TALL tiles take half as many steps).
+        size = self.target.tn.prec.byte_size
+        while t.bk > 1 and (t.bm + 1 + t.bn) * t.bk * size > LOCAL_BYTES:
+            t = replace(t, bk=t.bk // 2)
+        return t
 
 
 def _loop_of(i: AxisIndex, nest: list[L.For_loop]) -> L.For_loop | bool | None:
