@@ -207,8 +207,12 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     ri, ci, ki = (Symbol(-1) if lp is None else lp.index for lp in (plan.rows, plan.cols, plan.k))
     c_name = syntax.name(plan.target.tn)
 
+    # Where the dialect has vector types with an elementwise fma (OpenCL C), a work item's row
+    # of cells is one vector: one fma call per row and step (the same one rounding per lane).
+    vector = getattr(syntax, "vector_cells", False) and t.tn in (2, 4, 8, 16)
+
     def cell(r: int, c: int) -> str:
-        return f"aj_c{r}_{c}"
+        return f"aj_c{r}.s{c:x}" if vector else f"aj_c{r}_{c}"
 
     out.add(1, f"const int aj_lid = (int){syntax.local_id};")
     out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id} % {per_matrix};")
@@ -239,11 +243,12 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
                 {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
             )
             load = syntax.load(prec, f"{c_name}[{addr}]")
-            out.add(
-                1,
-                f"{ct} {cell(r, c)} = (aj_i{r} < {m} && aj_j{c} < {n}) ? (({ct}){load}) : "
-                f"{syntax.zero(prec)};",
-            )
+            if vector and c == 0:
+                out.add(1, f"{ct}{t.tn} aj_c{r};")
+            decl = "" if vector else f"{ct} "
+            inside = f"aj_i{r} < {m} && aj_j{c} < {n}"
+            zero = syntax.zero(prec)
+            out.add(1, f"{decl}{cell(r, c)} = ({inside}) ? (({ct}){load}) : {zero};")
     full, tail = divmod(kk, t.bk)
 
     def tile(kt: str, steps: str | int, indent: int) -> None:
@@ -276,6 +281,12 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
         for c in range(t.tn):
             out.add(indent + 1, f"const {ct} aj_b{c} = aj_tb[aj_s][aj_tx + {c * cth}];")
         for r in range(t.tm):
+            if vector:
+                av = f"(({ct}{t.tn})(aj_a{r}))"
+                bv = f"(({ct}{t.tn})({', '.join(f'aj_b{c}' for c in range(t.tn))}))"
+                x, w = (av, bv) if plan.x_is_a else (bv, av)
+                out.add(indent + 1, f"aj_c{r} = fma({x}, {w}, aj_c{r});")
+                continue
             for c in range(t.tn):
                 x, w = (f"aj_a{r}", f"aj_b{c}") if plan.x_is_a else (f"aj_b{c}", f"aj_a{r}")
                 out.add(indent + 1, f"{cell(r, c)} = fma{f}({x}, {w}, {cell(r, c)});")
