@@ -209,7 +209,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
 
     # Where the dialect has vector types with an elementwise fma (OpenCL C), a work item's row
     # of cells is one vector: one fma call per row and step (the same one rounding per lane).
-    vector = getattr(syntax, "vector_cells", False) and t.tn in (2, 4, 8, 16)
+    vector = syntax.vector_cells and t.tn in (2, 4, 8, 16)
 
     def cell(r: int, c: int) -> str:
         return f"aj_c{r}.s{c:x}" if vector else f"aj_c{r}_{c}"

@@ -224,6 +224,9 @@ class GpuSyntax(CSyntax):
     supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec) - {Prec.uint4x32}
     max_groups: ClassVar[int] = 1024
     """Work groups of a reduction's first kernel (partials)."""
+    vector_cells: ClassVar[bool] = False
+    """Whether the dialect's vector types have an elementwise ``fma`` a tiled matmul may step a
+    work item's row of cells with (:mod:`arrayjit_backends.gpu_matmul`)."""
 
     def __init__(self, group_size: int = 256, fp64: bool = True) -> None:
         super().__init__()
