@@ -144,8 +144,11 @@ def test_catalogue_renders_parallel_kernels() -> None:
     assert "__syncthreads();" in programs["full_sum_large"].source
     assert "__float2half_rn(" in programs["unop_exp_half"].source
     assert 'extern "C" __global__ void aj_matmul_large_k' in programs["matmul_large"].source
-    # One thread per output cell of a matmul (zeroing, then the k loop in a register).
-    assert [k.global_size for k in programs["matmul_large"].kernels] == [64 * 64, 64 * 64]
+    # A matmul: zeroing (a thread per cell), then one tiled block of 256 threads per 64 x 64
+    # cells, its tiles in shared memory.
+    mm = programs["matmul_large"]
+    assert [(k.global_size, k.local_size) for k in mm.kernels] == [(64 * 64, None), (256, 256)]
+    assert "__shared__ float aj_ta[16][65];" in mm.source and "fmaf(aj_a3, aj_b3," in mm.source
     # Independent statements of one size share a kernel.
     assert len(programs["ternops_single"].kernels) == 1
 

@@ -95,13 +95,19 @@ def test_matmul_runs_one_work_item_per_output_cell(backend: Any) -> None:
 
 def test_large_matmul_order_is_interchanged() -> None:
     """The optimizer orders a large matmul i, k, j (contiguous j innermost, for CPUs); the GPU
-    renderer still gives each (i, j) cell a work item, with k in a register loop inside."""
+    renderer still finds the (i, j) cells and the k loop inside, and runs them as a tiled kernel:
+    a group of 256 work items per 64 x 64 block of cells."""
     from arrayjit_backend_opencl.renderer import OpenclSyntax
     from arrayjit_ir import lower, optimize
 
     x, w, h = node((256, 256), "x"), node((256, 256), "w"), node((256, 256), "h")
     opt = optimize(lower(ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij")), name="mm")
     program = OpenclSyntax().render_program(opt, "mm")
+    sizes = [(k.global_size, k.local_size) for k in program.kernels]
+    assert sizes == [(256 * 256, None), (16 * 256, 256)]
+    assert "__local float aj_ta[16][65];" in program.source
+    # A device whose groups are smaller than 256 keeps one work item per cell.
+    program = OpenclSyntax(group_size=128).render_program(opt, "mm")
     assert [k.global_size for k in program.kernels] == [256 * 256, 256 * 256]
     assert "float acc" in program.source
 

@@ -47,6 +47,7 @@ from arrayjit_backends.gpu_cell_reduction import (
     reads_across,
     render_cell_kernel,
 )
+from arrayjit_backends.gpu_matmul import THREADS, MatmulPlan, matmul_plan, render_matmul_kernel
 from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
@@ -95,7 +96,8 @@ def _flatten(s: L.Stmt) -> list[L.Stmt]:
 class _Piece:
     """One top-level statement and how it runs: ``total`` work items (None: one work item, the
     statement carries a dependence), decoding the loops of ``nest`` and running ``rest``; or as
-    a tree ``reduction``; or a work group per cell of ``nest`` (``cell``, a kernel of its own)."""
+    a tree ``reduction``; or a work group per cell of ``nest`` (``cell``, a kernel of its own);
+    or a tiled ``matmul`` (a kernel of its own)."""
 
     stmt: L.Stmt
     total: int | None
@@ -106,6 +108,8 @@ class _Piece:
     fill: L.Set | None = None
     """A store of a constant into the work item's own cell, run before ``rest`` (the fill of
     the whole node before it, folded in by :func:`_fold_fills`)."""
+    matmul: MatmulPlan | None = None
+    """A matmul run as a tiled kernel of its own (:mod:`arrayjit_backends.gpu_matmul`)."""
 
     @property
     def writes(self) -> set[Tnode]:
@@ -134,6 +138,8 @@ def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
             and last[0].reduction is None
             and p.cell is None
             and last[0].cell is None
+            and p.matmul is None
+            and last[0].matmul is None
             and p.total == last[0].total
             and len(last) < MAX_FUSED
         ):
@@ -176,6 +182,7 @@ def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
             fill is None
             or p.fill is not None
             or p.reduction is not None
+            or p.matmul is not None  # the tiled kernel starts from the cells' stored values
             or not p.nest
             or any(isinstance(g, L.Get_merge_buffer) and g.tn is fill[0] for g in L.reads(p.rest))
         ):  # (a merge buffer may be the node's own buffer: its other cells must be filled)
@@ -297,6 +304,9 @@ class GpuSyntax(CSyntax):
     supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec) - {Prec.uint4x32}
     max_groups: ClassVar[int] = 1024
     """Work groups of a reduction's first kernel (partials)."""
+    vector_cells: ClassVar[bool] = False
+    """Whether the dialect's vector types have an elementwise ``fma`` a tiled matmul may step a
+    work item's row of cells with (:mod:`arrayjit_backends.gpu_matmul`)."""
 
     def __init__(self, group_size: int = 256, fp64: bool = True, cell_lanes: int = 256) -> None:
         super().__init__()
@@ -392,13 +402,18 @@ class GpuSyntax(CSyntax):
                 continue
             name = f"{prefix}_k{len(kernels)}"
             body = Out()
-            size = self._kernel_body(group, body)
+            local: int | None
+            if group[0].matmul is not None:
+                size, local = render_matmul_kernel(self, group[0].matmul, body)
+            else:
+                size = self._kernel_body(group, body)
+                local = None if size > 1 else 1
             out.add(0, f"{self.kernel_prefix} {name}({signature}) {{")
             for line in prologue:
                 out.add(1, line)
             out.lines.extend(body.lines)
             out.add(0, "}")
-            kernels.append(GpuKernel(name, size, None if size > 1 else 1))
+            kernels.append(GpuKernel(name, size, local))
         return GpuProgram(
             self.program_prelude() + "\n".join(out.lines) + "\n",
             tuple(kernels),
@@ -477,10 +492,13 @@ class GpuSyntax(CSyntax):
                 nest, rest = parallel_order(stmt)
                 if nest:
                     total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
+                    tiled = matmul_plan(nest, rest) if self.group_size >= THREADS else None
                     cell = (
-                        plan_cell_reduction(tuple(nest), rest, self.cell_lanes) if total else None
+                        plan_cell_reduction(tuple(nest), rest, self.cell_lanes)
+                        if total and tiled is None
+                        else None
                     )
-                    return _Piece(stmt, total, tuple(nest), rest, None, cell)
+                    return _Piece(stmt, total, tuple(nest), rest, None, cell, matmul=tiled)
         return _Piece(stmt, None, (), stmt, None)
 
     def _kernel_body(self, group: list[_Piece], out: Out) -> int:

@@ -1,0 +1,315 @@
+"""Tiled matmul kernels for the GPU renderer (:mod:`arrayjit_backends.gpu_syntax`).
+
+The naive parallel nest gives each output cell of ``C[i, j] = sum_k A[i, k] * B[k, j]`` a work
+item walking ``k`` alone: two global loads per multiply-add. Here a work group computes a
+``BM x BN`` block of ``C``: it walks ``k`` a tile of ``BK`` steps at a time, its work items first
+copying the ``BM x BK`` tile of ``A`` and the ``BK x BN`` tile of ``B`` into local memory (OpenCL
+``__local``, CUDA ``__shared__``; zeros outside the operands), then each work item updating its
+``TM x TN`` cells (register blocking) from the tiles: ``TM + TN`` local loads per ``TM * TN``
+multiply-adds, and each global element loaded once per group instead of once per cell.
+
+Exactness: each cell starts from its stored value (as the naive kernel does) and takes
+``acc = fma(a, b, acc)`` for ``k`` in increasing order, one rounding per step, the operands in
+their original order: the bits of the serial code. Steps past the end of ``k`` are not taken
+(the last tile's loop is bounded by what is left), so a zero-padded step never runs
+(``fma(0, 0, -0.0)`` is ``+0.0``, which would change a ``-0.0`` cell); padded rows and columns
+compute cells that are never stored.
+
+Only the plain pattern is recognized (:func:`matmul_plan`): a parallel nest over the cells of a
+float32 or float64 node, whose rest is a single ``k`` loop of ``C[..., i, j] =
+fma(x, w, C[..., i, j])`` with ``x`` and ``w`` plain reads of nodes of the same precision indexed
+by ``{i, k}`` and ``{k, j}`` in either order (transposed operands are gathered the same way),
+each possibly also by the batch loops ``...`` (the result's axes before the last two), size-1
+axes by fixed indices. Everything else keeps the naive nest.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
+
+from arrayjit_backends.c_syntax import Out
+from arrayjit_backends.kernel_plan import scalar_reduction
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import AxisIndex, Fixed_idx, Iterator, Symbol
+from arrayjit_tnode import Prec
+
+if TYPE_CHECKING:
+    from arrayjit_backends.gpu_syntax import GpuSyntax
+
+THREADS = 256
+"""Work items of a tiled group; a device whose groups are smaller keeps the naive nest."""
+
+
+LOCAL_BYTES = 24 * 1024
+"""Local memory the tiles of a group may take: OpenCL guarantees 32 KiB per group (less what
+the implementation keeps), CUDA 48 KiB of static shared memory."""
+
+
+@dataclass(frozen=True)
+class Tiling:
+    """A group computes ``bm x bn`` cells, ``tm x tn`` per work item, ``bk`` steps of ``k`` per
+    tile; ``(bm // tm) * (bn // tn) == THREADS``."""
+
+    bm: int
+    bn: int
+    bk: int
+    tm: int
+    tn: int
+
+
+SQUARE = Tiling(64, 64, 16, 4, 4)
+"""The general shape: 16 x 16 work items of 4 x 4 cells."""
+WIDE = Tiling(8, 256, 16, 1, 8)
+"""Few rows (a matrix-vector product, ``1 x N``): 8 x 32 work items of 1 x 8 cells."""
+TALL = Tiling(256, 8, 16, 8, 1)
+"""Few columns: 32 x 8 work items of 8 x 1 cells."""
+
+
+@dataclass(frozen=True)
+class MatmulPlan:
+    """A recognized matmul: cells ``rows x cols`` of ``target``, ``acc = fma(x, w, acc)`` over
+    ``k``; ``x_is_a`` says whether ``x`` is the operand indexed by the rows. A size-1 axis of the
+    result has no loop (the optimizer indexes it with a fixed index): ``rows`` or ``cols`` is
+    then None and its extent 1. ``batch``: the parallel loops of a batched matmul (result axes
+    before the last two), a group of work items per block of one matrix."""
+
+    rows: L.For_loop | None
+    cols: L.For_loop | None
+    k: L.For_loop
+    target: L.Set
+    x: L.Get
+    w: L.Get
+    x_is_a: bool
+    batch: tuple[L.For_loop, ...] = ()
+
+    @property
+    def extents(self) -> tuple[int, int, int]:
+        m, n, kk = (
+            1 if lp is None else lp.to_inclusive - lp.from_ + 1
+            for lp in (self.rows, self.cols, self.k)
+        )
+        return m, n, kk
+
+    @property
+    def tiling(self) -> Tiling:
+        m, n, _ = self.extents
+        t = SQUARE
+        if m < 32 and n >= 4 * m:
+            t = WIDE
+        elif n < 32 and m >= 4 * n:
+            t = TALL
+        # Both tiles within LOCAL_BYTES (float64 WIDE and TALL tiles take half as many steps).
+        size = self.target.tn.prec.byte_size
+        while t.bk > 1 and (t.bm + 1 + t.bn) * t.bk * size > LOCAL_BYTES:
+            t = replace(t, bk=t.bk // 2)
+        return t
+
+
+def _loop_of(i: AxisIndex, nest: list[L.For_loop]) -> L.For_loop | bool | None:
+    """The loop of ``nest`` indexing an axis by ``i``; None for a fixed index; False otherwise."""
+    if isinstance(i, Fixed_idx):
+        return None
+    if isinstance(i, Iterator):
+        return next((lp for lp in nest if lp.index == i.symbol), False)
+    return False
+
+
+def _reads(g: L.Expr, required: set[Symbol], optional: set[Symbol]) -> bool:
+    """Whether ``g`` is a plain read indexed by each loop of ``required`` once, by loops of
+    ``optional`` (batch axes: an operand shared by the batch has none) at most once, and by
+    fixed indices otherwise."""
+    if not isinstance(g, L.Get) or len(g.indices) != len(g.tn.dims):
+        return False
+    if not all(isinstance(i, Iterator | Fixed_idx) for i in g.indices):
+        return False
+    syms = [i.symbol for i in g.indices if isinstance(i, Iterator)]
+    return required <= set(syms) <= required | optional and len(set(syms)) == len(syms)
+
+
+def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
+    """The :class:`MatmulPlan` of a parallel nest (from :func:`~arrayjit_backends.gpu_syntax.
+    parallel_order`) and the statement each cell runs, if they are a plain matmul."""
+    if not nest or not isinstance(rest, L.For_loop):
+        return None
+    red = scalar_reduction(rest)
+    if red is None or not red.fused or len(red.loops) != 1:
+        return None
+    k, target = red.loops[0], red.target
+    prec = target.tn.prec
+    if prec not in (Prec.single, Prec.double) or len(target.indices) < 2:
+        return None
+    if len(target.tn.dims) != len(target.indices):
+        return None
+    found = [_loop_of(i, nest) for i in target.indices]
+    if any(lp is False for lp in found):
+        return None
+    loops = [lp for lp in found if isinstance(lp, L.For_loop)]
+    if len(loops) != len(nest) or {id(lp) for lp in loops} != {id(lp) for lp in nest}:
+        return None
+    rows, cols = found[-2], found[-1]
+    assert not isinstance(rows, bool) and not isinstance(cols, bool)
+    if rows is None and cols is None:
+        return None
+    batch = tuple(lp for lp in found[:-2] if isinstance(lp, L.For_loop))
+    if any(lp.to_inclusive < lp.from_ for lp in (*nest, k)):
+        return None
+    assert isinstance(red.term, L.Binop)
+    x, w = red.term.a, red.term.b
+    if not (isinstance(x, L.Get) and isinstance(w, L.Get)):
+        return None
+    if x.tn.prec is not prec or w.tn.prec is not prec:
+        return None
+    a_side = {k.index} | ({rows.index} if rows is not None else set())
+    b_side = {k.index} | ({cols.index} if cols is not None else set())
+    opt = {lp.index for lp in batch}
+    if _reads(x, a_side, opt) and _reads(w, b_side, opt):
+        return MatmulPlan(rows, cols, k, target, x, w, True, batch)
+    if _reads(x, b_side, opt) and _reads(w, a_side, opt):
+        return MatmulPlan(rows, cols, k, target, x, w, False, batch)
+    return None
+
+
+def _address(g: L.Get, values: dict[Symbol, str]) -> str:
+    """Row-major offset of ``g`` with its loop symbols replaced by ``values``."""
+    dims, text = g.tn.dims, ""
+    for n, i in enumerate(g.indices):
+        if isinstance(i, Iterator):
+            assert isinstance(i.symbol, Symbol)
+            part = values[i.symbol]
+        else:
+            assert isinstance(i, Fixed_idx)
+            part = str(i.value)
+        text = part if n == 0 else f"({text}) * {dims[n]} + {part}"
+    return text
+
+
+def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple[int, int]:
+    """The body of the tiled kernel computing ``plan`` (after the kernel's prologue); returns
+    ``(global size, local size)``."""
+    t = plan.tiling
+    m, n, kk = plan.extents
+    prec = plan.target.tn.prec
+    ct = syntax.compute_type(prec)
+    it = syntax.index_type
+    lq = syntax.local_qualifier
+    f = "f" if ct == "float" else ""
+    rt, cth = t.bm // t.tm, t.bn // t.tn  # work items along rows, along columns
+    assert rt * cth == THREADS
+    groups_n = -(-n // t.bn)
+    per_matrix = -(-m // t.bm) * groups_n
+    extents = [lp.to_inclusive - lp.from_ + 1 for lp in plan.batch]
+    groups = per_matrix * math.prod(extents)
+    a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
+    # A missing loop (a size-1 axis) gets a symbol no index uses.
+    r0, c0, k0 = (0 if lp is None else lp.from_ for lp in (plan.rows, plan.cols, plan.k))
+    ri, ci, ki = (Symbol(-1) if lp is None else lp.index for lp in (plan.rows, plan.cols, plan.k))
+    c_name = syntax.name(plan.target.tn)
+
+    # Where the dialect has vector types with an elementwise fma (OpenCL C), a work item's row
+    # of cells is one vector: one fma call per row and step (the same one rounding per lane).
+    vector = syntax.vector_cells and t.tn in (2, 4, 8, 16)
+
+    def cell(r: int, c: int) -> str:
+        return f"aj_c{r}.s{c:x}" if vector else f"aj_c{r}_{c}"
+
+    out.add(1, f"const int aj_lid = (int){syntax.local_id};")
+    out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id} % {per_matrix};")
+    out.add(1, f"const {it} aj_bi = (aj_grp / {groups_n}) * {t.bm};")
+    out.add(1, f"const {it} aj_bj = (aj_grp % {groups_n}) * {t.bn};")
+    # The batch cell of the group (its matrix): the outer loop varies slowest.
+    batch: dict[Symbol, str] = {}
+    if plan.batch:
+        out.add(1, f"{it} aj_q = ({it}){syntax.group_id} / {per_matrix};")
+    for e, lp in reversed(list(enumerate(plan.batch))):
+        out.add(1, f"const {it} aj_bt{e} = {lp.from_} + aj_q % {extents[e]}; aj_q /= {extents[e]};")
+        batch[lp.index] = f"aj_bt{e}"
+    out.add(1, f"const int aj_ty = aj_lid / {cth}, aj_tx = aj_lid % {cth};")
+    # The A tile is stored k-major (a row of it is what one k step reads); one column of
+    # padding keeps the transposing stores off a single bank.
+    out.add(1, f"{lq} {ct} aj_ta[{t.bk}][{t.bm + 1}];")
+    out.add(1, f"{lq} {ct} aj_tb[{t.bk}][{t.bn}];")
+    # Work item (ty, tx) owns rows ty + r * rt and columns tx + c * cth of the block:
+    # neighbouring work items touch neighbouring columns (coalesced stores).
+    for r in range(t.tm):
+        out.add(1, f"const {it} aj_i{r} = aj_bi + aj_ty + {r * rt};")
+    for c in range(t.tn):
+        out.add(1, f"const {it} aj_j{c} = aj_bj + aj_tx + {c * cth};")
+    for r in range(t.tm):
+        for c in range(t.tn):
+            addr = _address(
+                L.Get(plan.target.tn, plan.target.indices),
+                {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
+            )
+            load = syntax.load(prec, f"{c_name}[{addr}]")
+            if vector and c == 0:
+                out.add(1, f"{ct}{t.tn} aj_c{r};")
+            decl = "" if vector else f"{ct} "
+            inside = f"aj_i{r} < {m} && aj_j{c} < {n}"
+            zero = syntax.zero(prec)
+            out.add(1, f"{decl}{cell(r, c)} = ({inside}) ? (({ct}){load}) : {zero};")
+    full, tail = divmod(kk, t.bk)
+
+    def tile(kt: str, steps: str | int, indent: int) -> None:
+        """Load the tiles at ``k = kt``, then take ``steps`` steps of every cell."""
+        # A tile: element e is (row e / bk, step e % bk), consecutive steps on neighbouring
+        # work items; B tile: (step e / bn, column e % bn).
+        for what, size, inner, g in (("a", t.bm * t.bk, t.bk, a), ("b", t.bk * t.bn, t.bn, b)):
+            out.add(indent, f"for (int aj_e = aj_lid; aj_e < {size}; aj_e += {THREADS}) {{")
+            out.add(indent + 1, f"const int aj_u = aj_e / {inner}, aj_v = aj_e % {inner};")
+            if what == "a":
+                i, s, cond = "aj_bi + aj_u", f"{kt} + aj_v", f"aj_bi + aj_u < {m}"
+                vals = {**batch, ri: f"{r0} + {i}", ki: f"{k0} + {s}"}
+                dest = "aj_ta[aj_v][aj_u]"
+                cond_k = f"{s} < {kk}"
+            else:
+                j, s, cond = "aj_bj + aj_v", f"{kt} + aj_u", f"aj_bj + aj_v < {n}"
+                vals = {**batch, ki: f"{k0} + {s}", ci: f"{c0} + {j}"}
+                dest = "aj_tb[aj_u][aj_v]"
+                cond_k = f"{s} < {kk}"
+            load = syntax.load(prec, f"{syntax.name(g.tn)}[{_address(g, vals)}]")
+            out.add(
+                indent + 1,
+                f"{dest} = ({cond} && {cond_k}) ? (({ct}){load}) : {syntax.zero(prec)};",
+            )
+            out.add(indent, "}")
+        out.add(indent, syntax.barrier)
+        out.add(indent, f"for (int aj_s = 0; aj_s < {steps}; ++aj_s) {{")
+        for r in range(t.tm):
+            out.add(indent + 1, f"const {ct} aj_a{r} = aj_ta[aj_s][aj_ty + {r * rt}];")
+        for c in range(t.tn):
+            out.add(indent + 1, f"const {ct} aj_b{c} = aj_tb[aj_s][aj_tx + {c * cth}];")
+        for r in range(t.tm):
+            if vector:
+                av = f"(({ct}{t.tn})(aj_a{r}))"
+                bv = f"(({ct}{t.tn})({', '.join(f'aj_b{c}' for c in range(t.tn))}))"
+                x, w = (av, bv) if plan.x_is_a else (bv, av)
+                out.add(indent + 1, f"aj_c{r} = fma({x}, {w}, aj_c{r});")
+                continue
+            for c in range(t.tn):
+                x, w = (f"aj_a{r}", f"aj_b{c}") if plan.x_is_a else (f"aj_b{c}", f"aj_a{r}")
+                out.add(indent + 1, f"{cell(r, c)} = fma{f}({x}, {w}, {cell(r, c)});")
+        out.add(indent, "}")
+        out.add(indent, syntax.barrier)  # the next tile overwrites what this one read
+
+    if full:
+        out.add(1, f"for (int aj_kt = 0; aj_kt < {full * t.bk}; aj_kt += {t.bk}) {{")
+        tile("aj_kt", t.bk, 2)
+        out.add(1, "}")
+    if tail:
+        out.add(1, "{")
+        tile(str(full * t.bk), tail, 2)
+        out.add(1, "}")
+    for r in range(t.tm):
+        for c in range(t.tn):
+            addr = _address(
+                L.Get(plan.target.tn, plan.target.indices),
+                {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
+            )
+            store = syntax.store(prec, cell(r, c))
+            out.add(1, f"if (aj_i{r} < {m} && aj_j{c} < {n}) {c_name}[{addr}] = {store};")
+    return groups * THREADS, THREADS
+
+
+__all__ = ["MatmulPlan", "Tiling", "matmul_plan", "render_matmul_kernel"]
