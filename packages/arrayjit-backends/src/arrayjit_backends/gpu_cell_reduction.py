@@ -36,8 +36,8 @@ from typing import TYPE_CHECKING
 
 from arrayjit_backends.c_syntax import Out
 from arrayjit_backends.kernel_plan import (
-    REDUCTION_OPS,
     ScalarReduction,
+    accumulation_step,
     gets_of,
     scalar_reduction,
     sets_of,
@@ -87,14 +87,10 @@ def _extent(loops: tuple[L.For_loop, ...]) -> int:
 def _loop_free(st: L.Set) -> ScalarReduction | None:
     """A single accumulation into a cell (``cell = cell op term``, ``fma(x, w, cell)``) as a
     reduction of no loops; its term, a blocked sum's level, is flattened later."""
-    cell = L.Get(st.tn, st.indices)
-    match st.value:
-        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
-            fused = False
-        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
-            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
-        case _:
-            return None
+    step = accumulation_step(st.value, L.Get(st.tn, st.indices))
+    if step is None:
+        return None
+    op, term, fused = step
     if st.tn.prec.is_float and st.tn.prec.byte_size < 4:
         return None  # small floats round at every step (see scalar_reduction)
     if any(isinstance(g, L.Get) and g.tn is st.tn for g in L.sub_exprs(term)):

@@ -149,6 +149,18 @@ def _index_symbols(i: AxisIndex) -> set[Symbol | StaticSymbol]:
     return set()
 
 
+def accumulation_step(value: L.Expr, cell: L.Expr) -> tuple[ops.Binop, L.Expr, bool] | None:
+    """``(op, term, fused)`` when ``value`` is one step of accumulating into ``cell``:
+    ``cell op term`` for a reduction op, or ``fma(x, w, cell)`` (a multiply-accumulate: ``add``
+    of ``x * w``, ``fused``)."""
+    match value:
+        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
+            return op, term, False
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
+            return ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
+    return None
+
+
 def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
     """The :class:`ScalarReduction` ``loop`` is, if it is one."""
     loops = [loop]
@@ -160,14 +172,10 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
         return None  # small floats round at every store: keep the interpreter's steps
     if body.tn.prec is Prec.uint4x32:
         return None  # its arithmetic keeps only lane 0 between steps: it does not reassociate
-    cell = L.Get(body.tn, body.indices)
-    match body.value:
-        case L.Binop(op=op, a=a, b=term) if op in REDUCTION_OPS and a == cell:
-            fused = False
-        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
-            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
-        case _:
-            return None
+    step = accumulation_step(body.value, L.Get(body.tn, body.indices))
+    if step is None:
+        return None
+    op, term, fused = step
     looped = {lp.index for lp in loops}
     if any(_index_symbols(i) & looped for i in body.indices):
         return None
