@@ -35,7 +35,7 @@ helpers.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
@@ -544,6 +544,17 @@ class GpuSyntax(CSyntax):
         self.reduction(red, body, indent, top=False)
         out.lines.extend(line for line in body.lines if line.strip())  # no pragma here
 
+    def local_tree(self, out: Out, lanes: int, combine: Callable[[str, str], str]) -> None:
+        """Combine the work group's ``aj_acc`` values (``lanes`` of them, a power of two) as a
+        tree in the local array ``aj_sh``: afterwards ``aj_sh[0]`` holds the group's result."""
+        out.add(1, "aj_sh[aj_lid] = aj_acc;")
+        out.add(1, self.barrier)
+        out.add(1, f"for (int aj_s = {lanes // 2}; aj_s > 0; aj_s >>= 1) {{")
+        pair = combine("aj_sh[aj_lid]", "aj_sh[aj_lid + aj_s]")
+        out.add(2, f"if (aj_lid < aj_s) aj_sh[aj_lid] = {pair};")
+        out.add(2, self.barrier)
+        out.add(1, "}")
+
     def _reduction_kernels(
         self,
         red: ScalarReduction,
@@ -572,15 +583,8 @@ class GpuSyntax(CSyntax):
             return self.binop(red.op, a, b, ct, is_int)
 
         def tree(body: Out) -> None:
-            lq = self.local_qualifier
-            body.add(1, f"{lq} {ct} aj_sh[{group}];")
-            body.add(1, "aj_sh[aj_lid] = aj_acc;")
-            body.add(1, self.barrier)
-            body.add(1, f"for (int aj_s = {group // 2}; aj_s > 0; aj_s >>= 1) {{")
-            pair = combine("aj_sh[aj_lid]", "aj_sh[aj_lid + aj_s]")
-            body.add(2, f"if (aj_lid < aj_s) aj_sh[aj_lid] = {pair};")
-            body.add(2, self.barrier)
-            body.add(1, "}")
+            body.add(1, f"{self.local_qualifier} {ct} aj_sh[{group}];")
+            self.local_tree(body, group, combine)
 
         # Kernel 1: each group reduces a strided share of the index space into one partial.
         name1 = f"{prefix}_k{len(kernels)}"

@@ -99,16 +99,7 @@ def _cse_expr(e: L.Expr, seen: dict[Any, L.ScopeId]) -> L.Expr:
 
 def eliminate_common_subexpressions(s: L.Stmt) -> L.Stmt:
     """Apply the CSE described in the module docstring to every statement of ``s``."""
-    match s:
-        case L.Seq(stmts=stmts):
-            return L.Seq(tuple(eliminate_common_subexpressions(x) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            return L.For_loop(i, lo, hi, eliminate_common_subexpressions(body), t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, idx, _cse_expr(v, {}))
-        case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _cse_expr(v, {}))
-    return s
+    return L.map_exprs(s, lambda v: _cse_expr(v, {}))
 
 
 def _top_scopes(e: L.Expr) -> list[L.Local_scope]:

@@ -249,6 +249,21 @@ def natural_prec(e: Expr) -> Prec:
     raise TypeError(f"not an expression: {e!r}")
 
 
+def map_exprs(s: Stmt, f: Callable[[Expr], Expr]) -> Stmt:
+    """``s`` with ``f`` applied to the value of every ``Set`` and ``Set_local`` (loops and
+    sequences rebuilt around them, other statements kept)."""
+    match s:
+        case Seq(stmts=stmts):
+            return Seq(tuple(map_exprs(x, f) for x in stmts))
+        case For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+            return For_loop(i, lo, hi, map_exprs(body, f), t)
+        case Set(tn=tn, indices=idx, value=v):
+            return Set(tn, idx, f(v))
+        case Set_local(scope=sc, value=v):
+            return Set_local(sc, f(v))
+    return s
+
+
 def children(e: Expr) -> tuple[Expr, ...]:
     """The operands of an op (no others: a local scope's body is statements)."""
     match e:

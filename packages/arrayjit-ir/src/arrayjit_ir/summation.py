@@ -329,16 +329,7 @@ def _merge_level(e: L.Local_scope, limit: int) -> L.Local_scope | None:
 
 
 def _widen_stmt(s: L.Stmt, limit: int) -> L.Stmt:
-    match s:
-        case L.Seq(stmts=stmts):
-            return L.Seq(tuple(_widen_stmt(x, limit) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            return L.For_loop(i, lo, hi, _widen_stmt(body, limit), t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, idx, _widen_expr(v, limit))
-        case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _widen_expr(v, limit))
-    return s
+    return L.map_exprs(s, lambda e: _widen_expr(e, limit))
 
 
 def _widen_expr(e: L.Expr, limit: int) -> L.Expr:

@@ -444,16 +444,7 @@ def _map_gets(e: L.Expr, defs: dict[Tnode, Definition]) -> L.Expr:
 
 
 def _map_gets_stmt(s: L.Stmt, defs: dict[Tnode, Definition]) -> L.Stmt:
-    match s:
-        case L.Seq(stmts=stmts):
-            return L.Seq(tuple(_map_gets_stmt(x, defs) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            return L.For_loop(i, lo, hi, _map_gets_stmt(body, defs), t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, idx, _map_gets(v, defs))
-        case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _map_gets(v, defs))
-    return s
+    return L.map_exprs(s, lambda e: _map_gets(e, defs))
 
 
 def virtualize(
