@@ -5,6 +5,7 @@ import threading
 
 import pytest
 
+from arrayjit_backends import fresh_backend
 from arrayjit_backends.scheduler import (
     DONE,
     SyncQueue,
@@ -13,7 +14,7 @@ from arrayjit_backends.scheduler import (
     _WorkerState,
     thread_share,
 )
-from arrayjit_tnode import StreamError
+from arrayjit_tnode import StreamError, UsageError
 
 
 def test_events_are_done_once_the_tasks_before_them_ran() -> None:
@@ -283,3 +284,16 @@ def test_a_waiter_runs_the_tasks_the_worker_has_not_taken() -> None:
     with pytest.raises(KeyboardInterrupt):
         state.wait_until(4)
     assert isinstance(state.error, KeyboardInterrupt) and state.failed_at == 3
+
+
+@pytest.mark.parametrize("seconds", [-1, float("nan"), float("inf"), "x", True])
+def test_hold_refuses_a_bad_delay_and_leaves_the_stream_working(seconds: object) -> None:
+    be = fresh_backend("multicore_interp")
+    be.initialize()
+    try:
+        stream = be.new_stream(be.get_device(0))
+        with pytest.raises(UsageError, match=r"hold on stream .*: expected a finite number"):
+            stream.hold(seconds)  # type: ignore[arg-type]
+        be.await_stream(stream)  # nothing was queued: the stream did not fail
+    finally:
+        be.finalize()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import math
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -112,7 +113,21 @@ class Stream:
     def hold(self, seconds: float) -> None:
         """Test hook: delay this stream's next task by ``seconds`` without blocking the caller
         (a no-op on ``sync_`` streams, whose tasks run at once on the caller's thread). Tests
-        use it to force a schedule in which one stream lags behind the others."""
+        use it to force a schedule in which one stream lags behind the others.
+
+        Raises:
+            UsageError: ``seconds`` is not a finite number >= 0.
+        """
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
+            raise UsageError(
+                f"hold on stream {self.name}: expected a finite number of seconds >= 0, "
+                f"got {seconds!r}"
+            )
         self.queue.hold(seconds)
 
     def __repr__(self) -> str:
