@@ -22,6 +22,17 @@ import numpy as np
 import pytest
 
 from arrayjit_backends import MergeMode, fresh_backend
+from arrayjit_conformance.benchmarking import (
+    ELEMENTWISE_SIZES,
+    FUSED_BYTES,
+    HAVE_PYOPENCL,
+    MATMUL_SIZES,
+    SUM_SIZES,
+    TRANSFER_SIZES,
+    cl_queue,
+    measure,
+    runner,
+)
 from arrayjit_conformance.harness import hosted, new_context
 from arrayjit_conformance.plugin import fresh_or_skip
 from arrayjit_conformance.workloads import mlp_step_numpy, mlp_training_step, row_centring
@@ -31,34 +42,6 @@ from arrayjit_tnode import memory_mode as mm
 
 HAVE_NUMBA = importlib.util.find_spec("numba") is not None
 RNG = np.random.default_rng(0)
-ELEMENTWISE_SIZES = [16, 20, 24]
-SUM_SIZES = [20, 24]
-MATMUL_SIZES = [256, 1024]
-TRANSFER_SIZES = [20, 24]
-FUSED_BYTES = 16
-"""Bytes one element of the fused kernel reads and writes: three float32 inputs, one output."""
-
-
-def _measure(
-    benchmark: Any, fn: Callable[[], Any], impl: str, rounds: int = 10, nbytes: int = 0
-) -> None:
-    """Time ``fn``; ``nbytes`` (bytes read plus written, as STREAM counts them) makes the table
-    show GB/s and the fraction of the measured bandwidth."""
-    benchmark.extra_info["impl"] = impl
-    if nbytes:
-        benchmark.extra_info["bytes"] = nbytes
-    fn()  # warm up: first-touch of memory, lazy initialization
-    benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
-
-
-def _runner(backend: Any, routine: Any) -> Callable[[], None]:
-    stream = routine.context.stream
-
-    def run() -> None:
-        routine()
-        backend.await_stream(stream)
-
-    return run
 
 
 # ---- fused elementwise: relu(a*b + c) ----
@@ -79,7 +62,7 @@ def test_fused_relu(benchmark: Any, backend: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     comp, (_, _, _, y), vals = _fused(1 << k)
     routine = backend.link(new_context(backend), backend.compile(comp, name="fused"))
-    _measure(benchmark, _runner(backend, routine), backend.name, nbytes=FUSED_BYTES << k)
+    measure(benchmark, runner(backend, routine), backend.name, nbytes=FUSED_BYTES << k)
     backend.to_host(routine.context, y)
     np.testing.assert_allclose(
         y.get_values(), np.maximum(vals[0] * vals[1] + vals[2], 0), rtol=1e-5, atol=1e-5
@@ -90,7 +73,7 @@ def test_fused_relu(benchmark: Any, backend: Any, k: int) -> None:
 def test_fused_relu_numpy(benchmark: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
-    _measure(benchmark, lambda: np.maximum(a * b + c, 0), "numpy", nbytes=FUSED_BYTES << k)
+    measure(benchmark, lambda: np.maximum(a * b + c, 0), "numpy", nbytes=FUSED_BYTES << k)
 
 
 def _numba_fused() -> Any:
@@ -112,7 +95,7 @@ def test_fused_relu_numba(benchmark: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
     y = np.empty_like(a)
-    _measure(benchmark, lambda: kernel(a, b, c, y), "numba prange", nbytes=FUSED_BYTES << k)
+    measure(benchmark, lambda: kernel(a, b, c, y), "numba prange", nbytes=FUSED_BYTES << k)
 
 
 HAVE_CC = importlib.util.find_spec("arrayjit_backend_c") is not None
@@ -135,7 +118,7 @@ def test_stream_baseline(benchmark: Any, k: int, kind: str, threads: int) -> Non
     a, b = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(2))
     y = np.empty_like(a)
     nbytes = stream_baseline.BYTES_PER_ELEMENT[kind] << k
-    _measure(
+    measure(
         benchmark,
         stream_baseline.kernel(kind, y, a, b, threads),
         f"C STREAM {kind}{', 1 thread' if threads else ''} (bandwidth)",
@@ -182,7 +165,7 @@ def _paced(benchmark: Any, fn: Callable[[], Any], impl: str, load: str) -> None:
 def test_fused_relu_paced(benchmark: Any, backend: Any, load: str) -> None:
     comp, (_, _, _, y), vals = _fused(1 << PACED_K)
     routine = backend.link(new_context(backend), backend.compile(comp, name="fused"))
-    _paced(benchmark, _runner(backend, routine), backend.name, load)
+    _paced(benchmark, runner(backend, routine), backend.name, load)
     backend.to_host(routine.context, y)
     np.testing.assert_allclose(
         y.get_values(), np.maximum(vals[0] * vals[1] + vals[2], 0), rtol=1e-5, atol=1e-5
@@ -204,20 +187,6 @@ def test_fused_relu_paced_numba(benchmark: Any, load: str) -> None:
     _paced(benchmark, lambda: kernel(a, b, c, y), "numba prange", load)
 
 
-HAVE_PYOPENCL = importlib.util.find_spec("pyopencl") is not None
-
-
-def _cl_queue() -> Any:
-    import pyopencl as cl
-
-    for platform in cl.get_platforms():
-        devices = platform.get_devices()
-        if devices:
-            ctx = cl.Context(devices[:1])
-            return cl.CommandQueue(ctx)
-    pytest.skip("no OpenCL platform")
-
-
 @pytest.mark.skipif(not HAVE_PYOPENCL, reason="pyopencl is not installed")
 @pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
 def test_fused_relu_pyopencl_array(benchmark: Any, k: int) -> None:
@@ -225,7 +194,7 @@ def test_fused_relu_pyopencl_array(benchmark: Any, k: int) -> None:
     import pyopencl.array as cla
 
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
-    queue = _cl_queue()
+    queue = cl_queue()
     a, b, c = (cla.to_device(queue, RNG.standard_normal(1 << k).astype(np.float32)) for _ in "abc")
     zero = cla.zeros(queue, 1 << k, np.float32)
 
@@ -233,7 +202,7 @@ def test_fused_relu_pyopencl_array(benchmark: Any, k: int) -> None:
         cla.maximum(a * b + c, zero)
         queue.finish()
 
-    _measure(benchmark, run, "pyopencl.array")
+    measure(benchmark, run, "pyopencl.array")
 
 
 @pytest.mark.skipif(not HAVE_PYOPENCL, reason="pyopencl is not installed")
@@ -242,7 +211,7 @@ def test_launch_overhead_raw_pyopencl(benchmark: Any) -> None:
     import pyopencl as cl
 
     benchmark.group = "launch overhead (tiny routine, synchronized)"
-    queue = _cl_queue()
+    queue = cl_queue()
     prg = cl.Program(queue.context, "__kernel void k(__global float* x) { x[0] = 1.0f; }").build()
     buf = cl.Buffer(queue.context, cl.mem_flags.READ_WRITE, 4)
     kernel = cl.Kernel(prg, "k")
@@ -268,7 +237,7 @@ def test_sum(benchmark: Any, backend: Any, k: int) -> None:
     routine = backend.link(
         new_context(backend), backend.compile(ir.accum(s, "add", x, spec="i->"), name="sum")
     )
-    _measure(benchmark, _runner(backend, routine), backend.name)
+    measure(benchmark, runner(backend, routine), backend.name)
     backend.to_host(routine.context, s)
     np.testing.assert_allclose(s.get_values(), vx.sum(dtype=np.float64), rtol=1e-3)
 
@@ -277,7 +246,7 @@ def test_sum(benchmark: Any, backend: Any, k: int) -> None:
 def test_sum_numpy(benchmark: Any, k: int) -> None:
     benchmark.group = f"sum 2^{k} f32"
     x = RNG.uniform(0, 1, 1 << k).astype(np.float32)
-    _measure(benchmark, lambda: x.sum(), "numpy")
+    measure(benchmark, lambda: x.sum(), "numpy")
 
 
 # ---- matmul ----
@@ -293,7 +262,7 @@ def test_matmul(benchmark: Any, backend: Any, n: int) -> None:
     comp = ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij")
     routine = backend.link(new_context(backend), backend.compile(comp, name="matmul"))
     benchmark.extra_info["flops"] = 2 * n**3
-    _measure(benchmark, _runner(backend, routine), backend.name, rounds=5)
+    measure(benchmark, runner(backend, routine), backend.name, rounds=5)
     backend.to_host(routine.context, h)
     np.testing.assert_allclose(h.get_values(), vx @ vw, rtol=1e-3, atol=1e-3)
 
@@ -303,7 +272,7 @@ def test_matmul_numpy(benchmark: Any, n: int) -> None:
     benchmark.group = f"matmul {n}x{n} f32"
     x, w = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     benchmark.extra_info["flops"] = 2 * n**3
-    _measure(benchmark, lambda: x @ w, "numpy", rounds=5)
+    measure(benchmark, lambda: x @ w, "numpy", rounds=5)
 
 
 # ---- whole programs: row centring, one-routine MLP training step ----
@@ -319,7 +288,7 @@ def test_row_centring(benchmark: Any, backend: Any) -> None:
     built = row_centring(n, n, seed=7)
     built.set_host_values()
     routine = backend.link(new_context(backend), backend.compile(built.comp, name="centre"))
-    _measure(benchmark, _runner(backend, routine), backend.name)
+    measure(benchmark, runner(backend, routine), backend.name)
     y = built.tns["y"]
     backend.to_host(routine.context, y)
     x = built.values["x"]
@@ -330,7 +299,7 @@ def test_row_centring_numpy(benchmark: Any) -> None:
     n = CENTRING_N
     benchmark.group = f"row centring {n}x{n} f32"
     x = RNG.uniform(-2, 2, (n, n)).astype(np.float32)
-    _measure(benchmark, lambda: x - x.mean(1, keepdims=True), "numpy")
+    measure(benchmark, lambda: x - x.mean(1, keepdims=True), "numpy")
 
 
 def _mlp_group() -> str:
@@ -345,7 +314,7 @@ def test_mlp_training_step(benchmark: Any, backend: Any) -> None:
     built = mlp_training_step("mse", MLP_BENCH_DIMS, lr=0.01)
     built.set_host_values()
     routine = backend.link(new_context(backend), backend.compile(built.comp, name="train"))
-    run = _runner(backend, routine)
+    run = runner(backend, routine)
     run()
     want = mlp_step_numpy("mse")(dict(built.values))
     for name in ("loss", "w2", "b1"):
@@ -353,7 +322,7 @@ def test_mlp_training_step(benchmark: Any, backend: Any) -> None:
         np.testing.assert_allclose(
             built.tns[name].get_values(), want[name], rtol=2e-3, atol=2e-4, err_msg=name
         )
-    _measure(benchmark, run, backend.name, rounds=5)
+    measure(benchmark, run, backend.name, rounds=5)
 
 
 def test_mlp_training_step_numpy(benchmark: Any) -> None:
@@ -379,7 +348,7 @@ def test_mlp_training_step_numpy(benchmark: Any) -> None:
         np.subtract(w1, lr * (x.T @ dz), out=w1)
         np.subtract(b1, lr * dz.sum(0), out=b1)
 
-    _measure(benchmark, step, "numpy", rounds=5)
+    measure(benchmark, step, "numpy", rounds=5)
 
 
 # ---- transfers ----
@@ -399,7 +368,7 @@ def test_host_to_device(benchmark: Any, backend: Any, k: int) -> None:
         backend.await_stream(ctx.stream)
 
     benchmark.extra_info["bytes"] = 4 << k
-    _measure(benchmark, upload, backend.name)
+    measure(benchmark, upload, backend.name)
 
 
 @pytest.mark.parametrize("k", TRANSFER_SIZES)
@@ -408,7 +377,7 @@ def test_host_to_host_numpy(benchmark: Any, k: int) -> None:
     src = RNG.standard_normal(1 << k).astype(np.float32)
     dst = np.empty_like(src)
     benchmark.extra_info["bytes"] = 4 << k
-    _measure(benchmark, lambda: np.copyto(dst, src), "numpy")
+    measure(benchmark, lambda: np.copyto(dst, src), "numpy")
 
 
 @pytest.mark.parametrize("k", TRANSFER_SIZES)
@@ -429,7 +398,7 @@ def test_device_to_device(benchmark: Any, backend: Any, k: int) -> None:
         backend.await_stream(s2)
 
     benchmark.extra_info["bytes"] = 4 * n
-    _measure(benchmark, copy, backend.name)
+    measure(benchmark, copy, backend.name)
 
 
 @pytest.mark.parametrize("k", TRANSFER_SIZES)
@@ -438,7 +407,7 @@ def test_device_to_device_numpy(benchmark: Any, k: int) -> None:
     src = np.ones(1 << k, np.float32)
     dst = np.empty_like(src)
     benchmark.extra_info["bytes"] = 4 << k
-    _measure(benchmark, lambda: np.copyto(dst, src), "numpy")
+    measure(benchmark, lambda: np.copyto(dst, src), "numpy")
 
 
 # ---- launch overhead ----
@@ -450,7 +419,7 @@ def test_launch_overhead(benchmark: Any, backend: Any) -> None:
     routine = backend.link(
         new_context(backend), backend.compile(ir.fetch(x, ir.Constant(1.0)), name="tiny")
     )
-    run = _runner(backend, routine)
+    run = runner(backend, routine)
     benchmark.extra_info["impl"] = backend.name
     benchmark.pedantic(run, rounds=2000, iterations=1, warmup_rounds=100)
 
@@ -498,11 +467,7 @@ def test_numpy_baseline_for_compile(benchmark: Any) -> None:
     """numpy compiles nothing: its row is the same computation run once, for scale."""
     benchmark.group = "compile latency (small routine)"
     a, b, c = (np.ones(1000, np.float32) for _ in range(3))
-    _measure(benchmark, lambda: a * b + c, "numpy", rounds=200)
-
-
-if os.environ.get("ARRAYJIT_BENCH_QUICK"):  # a smoke run: the smallest sizes only
-    ELEMENTWISE_SIZES[:] = ELEMENTWISE_SIZES[:1]
+    measure(benchmark, lambda: a * b + c, "numpy", rounds=200)
 
 
 def _rss_bytes() -> int:

@@ -1,0 +1,242 @@
+"""Row-wise work (row sums, softmax over rows) next to numpy, and the hand-written GPU baselines
+of every GPU-shaped group: kernels written by hand in pyopencl (OpenCL; PoCL in CI) and CuPy
+(CUDA: cuBLAS matmul, CUB reductions, an ``ElementwiseKernel``, a device copy as the bandwidth
+limit), in the same pytest-benchmark groups as ``test_bench.py``, so ``arrayjit bench`` prints
+each backend's ratio to them. Rows whose library is missing skip with the reason."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_conformance.benchmarking import (
+    ELEMENTWISE_SIZES,
+    FUSED_BYTES,
+    HAVE_PYOPENCL,
+    MATMUL_SIZES,
+    ROWS,
+    SUM_SIZES,
+    TRANSFER_SIZES,
+    cl_queue,
+    cupy_or_skip,
+    cupy_timed,
+    measure,
+    runner,
+)
+from arrayjit_conformance.harness import hosted, new_context
+from arrayjit_ir import ir
+from arrayjit_tnode import Tnode
+
+RNG = np.random.default_rng(1)
+ROW_GROUP = f"row sum {ROWS}x{ROWS} f32"
+SOFTMAX_GROUP = f"softmax over rows {ROWS}x{ROWS} f32"
+
+
+def _rows() -> np.ndarray:
+    return RNG.uniform(-4, 4, (ROWS, ROWS)).astype(np.float32)
+
+
+def _softmax_np(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+# ---- row sums ----
+
+
+def test_row_sum(benchmark: Any, backend: Any) -> None:
+    benchmark.group = ROW_GROUP
+    vx = _rows()
+    x, s = hosted(vx.shape, "x"), hosted((ROWS,), "s")
+    x.set_values(vx)
+    code = backend.compile(ir.accum(s, "add", x, spec="ij->i"), name="row_sum")
+    routine = backend.link(new_context(backend), code)
+    measure(benchmark, runner(backend, routine), backend.name, nbytes=vx.nbytes)
+    backend.to_host(routine.context, s)
+    np.testing.assert_allclose(s.get_values(), vx.sum(1, dtype=np.float64), rtol=1e-4, atol=1e-3)
+
+
+def test_row_sum_numpy(benchmark: Any) -> None:
+    benchmark.group = ROW_GROUP
+    vx = _rows()
+    measure(benchmark, lambda: vx.sum(1), "numpy", nbytes=vx.nbytes)
+
+
+_ROW_SUM_CL = """
+__kernel void per_item(__global const float *x, __global float *s, const int n) {
+    const int r = get_global_id(0);
+    float acc = 0.0f;
+    for (int j = 0; j < n; ++j) acc += x[(long)r * n + j];
+    s[r] = acc;
+}
+
+__kernel void per_group(__global const float *x, __global float *s, const int n,
+                        __local float *part) {
+    const int r = get_group_id(0), l = get_local_id(0), lanes = get_local_size(0);
+    float acc = 0.0f;
+    for (int j = l; j < n; j += lanes) acc += x[(long)r * n + j];
+    part[l] = acc;
+    for (int step = lanes / 2; step > 0; step /= 2) {
+        barrier(CLK_LOCAL_MEM_FENCE);
+        if (l < step) part[l] += part[l + step];
+    }
+    if (l == 0) s[r] = part[0];
+}
+"""
+
+
+@pytest.mark.skipif(not HAVE_PYOPENCL, reason="pyopencl is not installed")
+@pytest.mark.parametrize("shape", ["work item per row", "work-group per row"])
+def test_row_sum_pyopencl(benchmark: Any, shape: str) -> None:
+    """The two hand-written shapes of the issue: the renderer may pick either by device."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    benchmark.group = ROW_GROUP
+    queue = cl_queue()
+    vx = _rows()
+    x, s = cla.to_device(queue, vx), cla.empty(queue, ROWS, np.float32)
+    prg = cl.Program(queue.context, _ROW_SUM_CL).build()
+    n = np.int32(ROWS)
+    if shape == "work item per row":
+        kernel = prg.per_item
+        kernel.set_args(x.data, s.data, n)
+        glob, local = (ROWS,), None
+    else:
+        lanes = min(256, queue.device.max_work_group_size)
+        kernel = prg.per_group
+        kernel.set_args(x.data, s.data, n, cl.LocalMemory(4 * lanes))
+        glob, local = (ROWS * lanes,), (lanes,)
+
+    def run() -> None:
+        cl.enqueue_nd_range_kernel(queue, kernel, glob, local)
+        queue.finish()
+
+    measure(benchmark, run, f"pyopencl, {shape}", nbytes=vx.nbytes)
+    np.testing.assert_allclose(s.get(), vx.sum(1, dtype=np.float64), rtol=1e-4, atol=1e-3)
+
+
+def test_row_sum_cupy(benchmark: Any) -> None:
+    cp = cupy_or_skip()
+    benchmark.group = ROW_GROUP
+    vx = _rows()
+    x = cp.asarray(vx)
+    measure(benchmark, cupy_timed(cp, lambda: x.sum(1)), "cupy", nbytes=vx.nbytes)
+
+
+# ---- softmax over rows ----
+
+
+def test_softmax(benchmark: Any, backend: Any) -> None:
+    """Max, exp, sum and divide over each row, as users write it (five assignments)."""
+    benchmark.group = SOFTMAX_GROUP
+    vx = _rows()
+    x, y = hosted(vx.shape, "x"), hosted(vx.shape, "y")
+    m, se = Tnode.create((ROWS,), label="m"), Tnode.create((ROWS,), label="se")
+    e = Tnode.create(vx.shape, label="e")
+    x.set_values(vx)
+    comp = ir.block(
+        ir.accum(m, "max", x, spec="rc->r"),
+        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="rc->r"),
+        ir.binop(y, "div", e, se, spec="rc,r->rc"),
+    )
+    routine = backend.link(new_context(backend), backend.compile(comp, name="softmax"))
+    measure(benchmark, runner(backend, routine), backend.name, nbytes=2 * vx.nbytes)
+    backend.to_host(routine.context, y)
+    np.testing.assert_allclose(y.get_values(), _softmax_np(vx), rtol=1e-4, atol=1e-7)
+
+
+def test_softmax_numpy(benchmark: Any) -> None:
+    benchmark.group = SOFTMAX_GROUP
+    vx = _rows()
+    measure(benchmark, lambda: _softmax_np(vx), "numpy", nbytes=2 * vx.nbytes)
+
+
+def test_softmax_cupy(benchmark: Any) -> None:
+    cp = cupy_or_skip()
+    benchmark.group = SOFTMAX_GROUP
+    vx = _rows()
+    x = cp.asarray(vx)
+
+    def softmax() -> Any:
+        e = cp.exp(x - x.max(1, keepdims=True))
+        return e / e.sum(1, keepdims=True)
+
+    measure(benchmark, cupy_timed(cp, softmax), "cupy (composed)", nbytes=2 * vx.nbytes)
+
+
+# ---- CuPy rows of the groups of test_bench.py ----
+
+
+def _cupy_copy(benchmark: Any, group: str, n: int) -> None:
+    """A device-to-device copy of ``n`` float32 (read plus write): the bandwidth limit."""
+    cp = cupy_or_skip()
+    benchmark.group = group
+    benchmark.extra_info["bandwidth_baseline"] = True
+    src, dst = cp.ones(n, cp.float32), cp.empty(n, cp.float32)
+    measure(
+        benchmark,
+        cupy_timed(cp, lambda: cp.copyto(dst, src)),
+        "cupy copy (bandwidth)",
+        nbytes=8 * n,
+    )
+
+
+@pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
+def test_fused_relu_cupy(benchmark: Any, k: int) -> None:
+    cp = cupy_or_skip()
+    benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
+    kernel = cp.ElementwiseKernel(
+        "float32 a, float32 b, float32 c", "float32 y", "y = fmaxf(a * b + c, 0.0f)", "aj_fused"
+    )
+    a, b, c = (cp.asarray(RNG.standard_normal(1 << k).astype(np.float32)) for _ in "abc")
+    y = cp.empty_like(a)
+    measure(
+        benchmark,
+        cupy_timed(cp, lambda: kernel(a, b, c, y)),
+        "cupy ElementwiseKernel",
+        nbytes=FUSED_BYTES << k,
+    )
+
+
+@pytest.mark.parametrize("k", ELEMENTWISE_SIZES)
+def test_fused_relu_bandwidth_cupy(benchmark: Any, k: int) -> None:
+    _cupy_copy(benchmark, f"fused relu(a*b+c) 2^{k} f32", 1 << k)
+
+
+def test_row_wise_bandwidth_cupy(benchmark: Any) -> None:
+    _cupy_copy(benchmark, ROW_GROUP, ROWS * ROWS)
+
+
+def test_softmax_bandwidth_cupy(benchmark: Any) -> None:
+    _cupy_copy(benchmark, SOFTMAX_GROUP, ROWS * ROWS)
+
+
+@pytest.mark.parametrize("k", SUM_SIZES)
+def test_sum_cupy(benchmark: Any, k: int) -> None:
+    cp = cupy_or_skip()
+    benchmark.group = f"sum 2^{k} f32"
+    x = cp.asarray(RNG.uniform(0, 1, 1 << k).astype(np.float32))
+    measure(benchmark, cupy_timed(cp, lambda: x.sum()), "cupy", nbytes=4 << k)
+
+
+@pytest.mark.parametrize("n", MATMUL_SIZES)
+def test_matmul_cupy(benchmark: Any, n: int) -> None:
+    """cuBLAS SGEMM (CuPy keeps float32 math unless CUPY_TF32 is set)."""
+    cp = cupy_or_skip()
+    benchmark.group = f"matmul {n}x{n} f32"
+    x, w = (cp.asarray(RNG.standard_normal((n, n)).astype(np.float32)) for _ in "xw")
+    benchmark.extra_info["flops"] = 2 * n**3
+    measure(benchmark, cupy_timed(cp, lambda: x @ w), "cupy (cuBLAS)", rounds=20)
+
+
+@pytest.mark.parametrize("k", TRANSFER_SIZES)
+def test_device_to_device_cupy(benchmark: Any, k: int) -> None:
+    cp = cupy_or_skip()
+    benchmark.group = f"device_to_device 2^{k} f32"
+    src, dst = cp.ones(1 << k, cp.float32), cp.empty(1 << k, cp.float32)
+    measure(benchmark, cupy_timed(cp, lambda: cp.copyto(dst, src)), "cupy", nbytes=4 << k)
