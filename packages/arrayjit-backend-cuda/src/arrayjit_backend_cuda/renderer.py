@@ -55,7 +55,7 @@ class CudaSyntax(GpuSyntax):
             frexp="frexpf",
             rint="rintf",
         )
-        minmax = ops.c_minmax("__device__ inline")
+        minmax = ops.c_minmax("__device__ inline") + ops.c_int_math("__device__ inline")
         return (
             "#include <cstdint>\n#include <cuda_fp16.h>\n"
             + helpers

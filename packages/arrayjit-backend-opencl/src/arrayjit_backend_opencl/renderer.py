@@ -22,6 +22,8 @@ _MATH = (
     "fmod",
     "fma",
     "fabs",
+    "rint",
+    "frexp",
 )
 
 
@@ -77,7 +79,8 @@ class OpenclSyntax(GpuSyntax):
                 rint="rint",
             )
         )
-        lines.append(ops.c_minmax("inline", ("float", "double") if self.fp64 else ("float",)))
+        types = ("float", "double") if self.fp64 else ("float",)
+        lines.append(ops.c_minmax("inline", types) + ops.c_int_math("inline", types))
         return "\n".join(lines) + _HALF + self.int_conversions()
 
 

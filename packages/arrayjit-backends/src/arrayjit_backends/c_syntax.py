@@ -197,6 +197,7 @@ class CSyntax:
         "  }\n"
         "  aj_u4 out = {{x[0], x[1], x[2], x[3]}};\n  return out;\n}\n"
         + ops.c_minmax("static inline")
+        + ops.c_int_math("static inline")
         # OpenMP's own max/min reductions combine partial results with C's rule, which drops
         # NaN: reductions of floats name these instead (see omp_reduction_op).
         + "".join(
@@ -478,7 +479,7 @@ class CSyntax:
                     return f"({x} < {y} ? {x} : {y})"
                 case ops.Binop.pow:
                     mt = self.int_math_type
-                    return f"aj_{mt}_to_{ct}(pow{self._f(mt)}(({mt}){x}, ({mt}){y}))"
+                    return f"aj_{mt}_to_{ct}(aj_ipow{self._f(mt)}(({mt}){x}, ({mt}){y}))"
         if op in (ops.Binop.cmplt, ops.Binop.cmpeq, ops.Binop.cmpne, ops.Binop.or_, ops.Binop.and_):
             return f"(({ct}){ops.C_BINOP[op].format(x, y)})"
         return f"(({ct}){ops.C_BINOP[op].format(x, y, f=self._f(ct))})"
@@ -503,7 +504,8 @@ class CSyntax:
                     pass
                 case _:  # computed in floating point, converted by the saturating rule
                     mt = self.int_math_type
-                    inner = ops.C_UNOP[op].format(f"(({mt}){x})", f=self._f(mt))
+                    form = "aj_ilog2{f}({0})" if op is ops.Unop.log2 else ops.C_UNOP[op]
+                    inner = form.format(f"(({mt}){x})", f=self._f(mt))
                     return f"aj_{mt}_to_{ct}({inner})"
         return f"(({ct}){ops.C_UNOP[op].format(x, f=self._f(ct))})"
 

@@ -509,6 +509,30 @@ def c_minmax(qualifier: str, types: tuple[str, ...] = ("float", "double")) -> st
     return "".join(C_MINMAX.format(q=qualifier, t=t, f="f" if t == "float" else "") for t in types)
 
 
+C_INT_MATH = """{q} {t} aj_ipow{f}({t} x, {t} y) {{
+  {t} r = pow{f}(x, y);
+  return y >= 0 ? rint{f}(r) : r;
+}}
+{q} {t} aj_ilog2{f}({t} x) {{
+  int e;
+  return frexp{f}(x, &e) == ({t})0.5 ? ({t})(e - 1) : log2{f}(x);
+}}
+"""
+"""Integer ``pow`` and ``log2`` computed in floating point (type ``t``, suffix ``f``), exact
+where the true result is an integer: a non-negative power of integers (rounded to the nearest
+integer) and the logarithm of a power of two (read off its exponent). GPU math libraries are
+within an ulp or two there (CUDA's ``pow(3.0, 1.0)`` is ``2.9999999999999996``, its
+``log2(8.0)`` below 3), which truncation to an integer turns into an off-by-one; host libms
+are exact there, as is the interpreter."""
+
+
+def c_int_math(qualifier: str, types: tuple[str, ...] = ("float", "double")) -> str:
+    """The definitions of ``aj_ipow``/``aj_ilog2`` (:data:`C_INT_MATH`) for each C type named."""
+    return "".join(
+        C_INT_MATH.format(q=qualifier, t=t, f="f" if t == "float" else "") for t in types
+    )
+
+
 C_TERNOP: dict[Ternop, str] = {
     Ternop.where: "({0} ? {1} : {2})",
     Ternop.fma: "fma{f}({0}, {1}, {2})",
