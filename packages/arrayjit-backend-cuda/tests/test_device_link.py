@@ -35,8 +35,15 @@ class FakeMem:
 class FakeFunction:
     def __init__(self, name: str, calls: list[Any]) -> None:
         self.name, self.calls = name, calls
+        self.format: str | None = None
 
-    def __call__(self, *args: Any, block: Any, grid: Any, stream: Any) -> None:
+    def prepare(self, arg_format: str) -> None:
+        self.format = arg_format
+
+    def prepared_async_call(self, grid: Any, block: Any, stream: Any, *args: Any) -> None:
+        # pycuda packs the arguments by the prepared format: one letter per argument.
+        assert self.format is not None and len(self.format) == len(args)
+        assert all((f == "P") == isinstance(a, np.uintp) for f, a in zip(self.format, args))
         self.calls.append((self.name, args, block, grid, stream))
 
 

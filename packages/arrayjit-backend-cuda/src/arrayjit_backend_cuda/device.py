@@ -63,10 +63,14 @@ class CudaEvent(Event):
         self.ordinal = ordinal
 
     def is_done(self) -> bool:
+        if not self.devices.contexts:  # finalized: every stream was drained first
+            return True
         with self.devices.current(self.ordinal):
             return bool(self.event.query())
 
     def sync(self) -> None:
+        if not self.devices.contexts:
+            return
         # Polled, not ``synchronize()``: a blocking driver wait holds Ctrl-C back.
         with self.devices.current(self.ordinal):
             poll_until(self.event.query)
@@ -102,6 +106,25 @@ class CudaQueue(ImmediateQueue):
     def schedule(self, task: Callable[[], None]) -> None:
         with self.devices.current(self.ordinal):
             super().schedule(task)
+
+
+class _Launch:
+    """One kernel of one link: its function, prepared once (pycuda's struct format of the
+    arguments: ``P`` for a device pointer, ``q`` for a static index) at the first launch, and the
+    buffer arguments fixed at link, so a launch packs only its few dynamic arguments."""
+
+    def __init__(self, function: Any, fixed: tuple[Any, ...]) -> None:
+        self.function = function
+        self.fixed = fixed
+        self.prepared = False
+
+    def __call__(self, stream: Any, args: list[Any], shape: Any) -> None:
+        block, grid = shape
+        every = (*self.fixed, *args)
+        if not self.prepared:  # the same signature for every link of the module's kernel
+            self.function.prepare("".join("P" if isinstance(a, np.uintp) else "q" for a in every))
+            self.prepared = True
+        self.function.prepared_async_call(grid, block, stream, *every)
 
 
 class CudaDevices(GpuDevices):
@@ -247,7 +270,7 @@ class CudaDevices(GpuDevices):
             return cuda.module_from_buffer(binary)
 
     def kernel(self, module: Any, name: str, fixed: list[Any]) -> Any:
-        return module.get_function(name), tuple(fixed)
+        return _Launch(module.get_function(name), tuple(fixed))
 
     def launch_shape(self, spec: GpuKernel) -> Any:
         block = spec.local_size or BLOCK
@@ -258,9 +281,7 @@ class CudaDevices(GpuDevices):
         return queue.stream
 
     def launch(self, queue: Any, kernel: Any, args: list[Any], shape: Any) -> None:
-        function, fixed = kernel
-        block, grid = shape
-        function(*fixed, *args, block=block, grid=grid, stream=queue)
+        kernel(queue, args, shape)
 
     def buffer_arg(self, mem: Any, offset: int) -> list[Any]:
         return [np.uintp(int(mem) + offset)]

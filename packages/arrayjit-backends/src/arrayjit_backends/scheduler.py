@@ -108,10 +108,22 @@ class Event:
             self.sync()
 
 
+POLL_SPIN_S = 5e-5
+"""How long :func:`poll_until` polls without sleeping: a short kernel finishes within it, and
+the shortest sleep the OS gives is about as long (timer slack), which used to dominate a small
+synchronized run on a GPU."""
+
+
 def poll_until(is_done: Callable[[], bool]) -> None:
-    """Block until ``is_done()`` in short sleeps (at most 5 ms), so that a ``KeyboardInterrupt``
-    reaches the waiting thread at once, which a driver's blocking wait would hold back until
-    the device finishes."""
+    """Block until ``is_done()``: polled back to back for :data:`POLL_SPIN_S`, then in short
+    sleeps (at most 5 ms), so that a ``KeyboardInterrupt`` reaches the waiting thread at once,
+    which a driver's blocking wait would hold back until the device finishes."""
+    if is_done():
+        return
+    spin_until = time.perf_counter() + POLL_SPIN_S
+    while time.perf_counter() < spin_until:
+        if is_done():
+            return
     pause = 1e-5
     while not is_done():
         time.sleep(pause)
