@@ -469,17 +469,27 @@ class GpuSyntax(CSyntax):
     # ---- kernel bodies ----
 
     def _decode(self, nest: list[L.For_loop], out: Out, gid: str, indent: int = 1) -> None:
+        """Each loop's index from the flat work-item index ``gid`` (mixed radix, innermost
+        fastest). In unsigned arithmetic of 32 bits where the nest fits: a division by a
+        constant is then a multiply and a shift (by a power of two, a shift), where a signed
+        64-bit one is a long instruction sequence on a GPU (a 2^24 sum's 14 blocked-sum levels
+        took 3x the memory time)."""
         it = self.index_type
+        total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 1) for lp in nest)
+        ut = "uint32_t" if total <= 0xFFFFFFFF else "uint64_t"
         for lp in nest:  # names in nest order: i0 is the outermost loop
             self.sym(lp.index)
-        out.add(indent, f"{it} aj_r = (({it}){gid});")
+        out.add(indent, f"{ut} aj_r = (({ut}){gid});")
         for k, lp in enumerate(reversed(nest)):
             extent = lp.to_inclusive - lp.from_ + 1
             v = self.sym(lp.index)
             if k == len(nest) - 1:
-                out.add(indent, f"const {it} {v} = {lp.from_} + aj_r;")
+                out.add(indent, f"const {it} {v} = {lp.from_} + ({it})aj_r;")
             else:
-                out.add(indent, f"const {it} {v} = {lp.from_} + aj_r % {extent}; aj_r /= {extent};")
+                out.add(
+                    indent,
+                    f"const {it} {v} = {lp.from_} + ({it})(aj_r % {extent}u); aj_r /= {extent}u;",
+                )
 
     def _plan(self, stmt: L.Stmt, red: ScalarReduction | None) -> _Piece:
         """How one top-level statement runs."""
