@@ -240,3 +240,14 @@ def test_device_to_device_cupy(benchmark: Any, k: int) -> None:
     benchmark.group = f"device_to_device 2^{k} f32"
     src, dst = cp.ones(1 << k, cp.float32), cp.empty(1 << k, cp.float32)
     measure(benchmark, cupy_timed(cp, lambda: cp.copyto(dst, src)), "cupy", nbytes=4 << k)
+
+
+def test_launch_overhead_cupy(benchmark: Any) -> None:
+    """A one-cell CuPy kernel launch, synchronized, for the cuda row."""
+    cp = cupy_or_skip()
+    benchmark.group = "launch overhead (tiny routine, synchronized)"
+    x = cp.zeros(1, cp.float32)
+    benchmark.extra_info["impl"] = "cupy"
+    benchmark.pedantic(
+        cupy_timed(cp, lambda: x.fill(1.0)), rounds=2000, iterations=1, warmup_rounds=100
+    )

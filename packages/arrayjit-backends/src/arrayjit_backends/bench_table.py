@@ -4,8 +4,8 @@ faster), under a line naming the machine: CPU model, cores, and a memory bandwid
 the table is printed (a copy of 64 MiB with numpy).
 
 Groups that hold bandwidth-baseline rows (``extra_info["bandwidth_baseline"]``: the C
-STREAM-style copy and triad the benchmarks run next to the fused kernels, on arrays of the same
-size, in the same run) add a column ``of bw``: each row's GB/s as a fraction of the fastest
+STREAM-style copy and triad the benchmarks run next to the fused kernels, and on a GPU a CuPy
+device copy, on arrays of the same size, in the same run) add a column ``of bw``: each row's GB/s as a fraction of the fastest
 baseline row of its group, i.e. of the streaming bandwidth the machine reached in that run."""
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ def render(rows: Iterable[Row]) -> str:
     header = f"{'group / implementation':48} {'median':>11} {'throughput':>16}"
     lines = [
         f"{header} {'vs numpy':>9} {'of bw':>6}   (numpy time / ours: higher is faster; of bw: "
-        "GB/s over the fastest C STREAM loop of the group)"
+        "GB/s over the group's fastest bandwidth baseline: C STREAM loop or device copy)"
     ]
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda r: r.median_s)
