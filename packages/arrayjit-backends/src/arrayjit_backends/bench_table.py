@@ -5,8 +5,9 @@ the table is printed (a copy of 64 MiB with numpy).
 
 Groups that hold bandwidth-baseline rows (``extra_info["bandwidth_baseline"]``: the C
 STREAM-style copy and triad the benchmarks run next to the fused kernels, and on a GPU a CuPy
-device copy, on arrays of the same size, in the same run) add a column ``of bw``: each row's GB/s as a fraction of the fastest
-baseline row of its group, i.e. of the streaming bandwidth the machine reached in that run."""
+device copy, on arrays of the same size, in the same run) add a column ``of bw``: each row's
+GB/s as a fraction of the fastest baseline row of its group, i.e. of the streaming bandwidth
+the machine reached in that run."""
 
 from __future__ import annotations
 
