@@ -146,11 +146,11 @@ class _Machine:
 
                 return run_set
             case L.Set_local(scope=scope, value=value):
-                fval = self.expr(value, compute_dtype(scope.tn.prec))
+                fval = self.expr(value, compute_dtype(scope.prec))
                 locals_ = self.locals
-                if rounds_when_stored(scope.tn.prec):
+                if rounds_when_stored(scope.prec):
                     # A local holds a value of its (virtual) node: rounded as a store would.
-                    storage = scope.tn.prec.numpy_dtype
+                    storage = scope.prec.numpy_dtype
 
                     def run_set_local() -> None:
                         locals_[scope] = np.float32(fval()).astype(storage).astype(np.float32)
@@ -195,7 +195,7 @@ class _Machine:
                 return lambda: _convert(locals_[scope], dt)
             case L.Local_scope(scope=scope, body=body):
                 fbody, locals_ = self.stmt(body), self.locals
-                zero = _convert(0, compute_dtype(scope.tn.prec))
+                zero = _convert(0, compute_dtype(scope.prec))
 
                 def run_scope() -> Any:
                     locals_[scope] = zero
