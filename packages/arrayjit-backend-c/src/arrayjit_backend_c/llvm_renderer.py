@@ -449,8 +449,7 @@ class LlvmGen(ScalarGen):
         # Blocks of sums vectorize (reassociated): wider blocks, same error bound.
         groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
         touched = [
-            touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set())
-            for g in groups
+            touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups
         ]
         local_nodes = opt.local_nodes
         scratch = tuple(

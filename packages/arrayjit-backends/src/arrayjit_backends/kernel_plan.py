@@ -199,7 +199,9 @@ def _wide_reduction(st: L.Set) -> ScalarReduction | None:
     """The reduction a store of a float32 accumulator into a small-float cell runs (see
     :func:`scalar_reduction`)."""
     match st.value:
-        case L.Local_scope(scope=acc, body=L.Seq(stmts=(L.Set_local() as start, L.For_loop() as top))):
+        case L.Local_scope(
+            scope=acc, body=L.Seq(stmts=(L.Set_local() as start, L.For_loop() as top))
+        ):
             pass
         case _:
             return None

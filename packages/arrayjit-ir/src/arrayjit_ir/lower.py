@@ -165,7 +165,9 @@ def _accumulate(asg: A.Accum_op, cell: L.Get | L.Get_local, value: L.Expr) -> L.
     return L.Binop(asg.accum, cell, value)
 
 
-def _wide_reduction(asg: A.Accum_op, lhs_idx: tuple[AxisIndex, ...], value: L.Expr) -> L.Stmt | None:
+def _wide_reduction(
+    asg: A.Accum_op, lhs_idx: tuple[AxisIndex, ...], value: L.Expr
+) -> L.Stmt | None:
     """A reduction into half, bfloat16 or fp8 cells, accumulated in float32.
 
     Each visit of a cell by the output loops runs its reduction loops (the loops its index
@@ -180,9 +182,7 @@ def _wide_reduction(asg: A.Accum_op, lhs_idx: tuple[AxisIndex, ...], value: L.Ex
     if any(A.rhs_node(r) is lhs for r in asg.rhs):
         return None  # a term would read cells the float32 local has not stored yet
     proj = asg.projections
-    loops = [
-        (e, s) for e, s in zip(proj.product_space, proj.product_iterators) if e != 1
-    ]
+    loops = [(e, s) for e, s in zip(proj.product_space, proj.product_iterators) if e != 1]
     used = {sym for i in lhs_idx for sym in index_symbols(i)}
     outer = [(e, s) for e, s in loops if s in used]
     inner = [(e, s) for e, s in loops if s not in used]

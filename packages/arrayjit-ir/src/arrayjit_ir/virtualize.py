@@ -246,9 +246,7 @@ def _wide_form(body: L.Set) -> tuple[L.ScopeId, L.Stmt] | None:
     lowering writes reductions into small floats: ``tn[i] = (acc := tn[i]; loops; acc)``."""
     match body.value:
         case L.Local_scope(scope=acc, body=L.Seq(stmts=(L.Set_local() as start, loops))):
-            if acc.acc_prec is not None and start == L.Set_local(
-                acc, L.Get(body.tn, body.indices)
-            ):
+            if acc.acc_prec is not None and start == L.Set_local(acc, L.Get(body.tn, body.indices)):
                 return acc, loops
     return None
 
