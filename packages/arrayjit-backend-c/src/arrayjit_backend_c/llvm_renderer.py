@@ -496,13 +496,12 @@ class LlvmGen(ScalarGen):
                 function(name, [], k, functools.partial(self._serial, g))
                 continue
             red = scalar_reduction(g)
-            if isinstance(g, L.Set):  # a float32 accumulator of a small-float cell
-                assert red is not None
-                seg = Segment(name, red.loops[0], red)
-            else:
-                seg = Segment(name, g, red)
+            # A Set is the float32 accumulator of a small-float cell: always a reduction.
+            loop = g if isinstance(g, L.For_loop) else red.loops[0] if red else None
+            seg = Segment(name, loop, red)
             segments.append(seg)
             if red is None:
+                assert isinstance(g, L.For_loop)
                 start_stop = ["i64 %start", "i64 %stop"]
                 function(name, start_stop, k, functools.partial(self._parallel_loop, g))
             else:

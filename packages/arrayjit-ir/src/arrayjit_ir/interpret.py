@@ -5,7 +5,8 @@ is first turned into a tree of Python closures, then run.
 
 Evaluation model: a ``Set`` evaluates its value in the precision of the node it writes (half,
 bfloat16 and fp8 compute in float32 and round when stored, and so does a ``Set_local`` of a local
-holding such a node's value, so a virtual node rounds as a stored one); every leaf is
+holding such a node's value, so a virtual node rounds as a stored one; a float32 accumulator of
+such a node, ``ScopeId.acc_prec``, does not round); every leaf is
 converted to that precision; the condition of ``where`` is evaluated in its own natural
 precision. uint4x32 values are uint32 vectors of four lanes; a scalar converted to uint4x32
 fills lanes 0 (and 1 for 64-bit values), and uint4x32 converted to a scalar takes lane 0. A

@@ -1,4 +1,9 @@
-"""Lowering: assignments to low-level loops."""
+"""Lowering: assignments to low-level loops.
+
+A reduction into a half, bfloat16 or fp8 node accumulates in a float32 local and stores it
+once, rounded (:func:`_wide_reduction`; the IR README's "Semantics decided here"): the rule is
+decided here so that the reference interpreter over the lowered code follows it too.
+"""
 
 from __future__ import annotations
 

@@ -21,8 +21,10 @@ the top loop, GPU trees), which only shortens these chains.
 
 A nest of reduction loops (a full sum of a matrix) is summed row by row when its inner loops run
 at least :data:`BLOCK` terms (each row a partial), else blocks span several rows. The partials
-are locals of the accumulator's node, so half, bfloat16 and fp8 partials round at every step,
-as the accumulator itself does. Only ``add`` accumulations whose loops are innermost are
+are locals of the accumulator's node and precision: the float32 accumulator the lowering gives
+a half, bfloat16 or fp8 reduction has float32 partials (a small-float accumulator that rounds
+at every step, which only hand-written code has, has partials that do too). Only ``add``
+accumulations whose loops are innermost are
 rewritten: a sum whose reduction loop sits outside an output loop (a column sum the lowering
 reordered for locality, a matmul) keeps one chain per cell.
 """
