@@ -3,7 +3,10 @@
 - A small-float intermediate that the optimizer inlines (virtual) rounds to its precision
   where it is computed, exactly as when it is stored (hosted): both give the same bits, and
   they equal a numpy/ml_dtypes oracle that rounds every node's value to its precision (float32
-  arithmetic, one rounding per node; an accumulation rounds at every step).
+  arithmetic, one rounding per node; a reduction accumulates in float32 and rounds once).
+- A reduction into a small float (sum, product, multiply-accumulate) accumulates in float32 and
+  rounds once, at the end; max and min give the same bits as rounding at every step would;
+  elementwise ops still round at every node.
 - Host ``set_values`` of float64 data into bfloat16 and fp8 rounds once, from the value given
   (ml_dtypes' own cast from float64 goes through float32 and rounds twice): checked at the
   midpoints between neighbouring values of the format and one float64 ulp either side, where
@@ -78,8 +81,9 @@ def _oracle(prec: str, vals: dict[str, np.ndarray]) -> np.ndarray:
     t = _round(a * b, prec)
     u = _round(t + c, prec)
     s = np.zeros(a.shape[0], np.float32)
-    for j in range(a.shape[1]):  # an accumulation rounds at every step
-        s = _round(s + u[:, j], prec)
+    for j in range(a.shape[1]):  # a reduction accumulates in float32 (24 terms: in order) ...
+        s = s + u[:, j]
+    s = _round(s, prec)  # ... and rounds once
     out = np.empty_like(u)
     for i in range(u.shape[0]):
         for j in range(u.shape[1]):
@@ -115,6 +119,104 @@ def test_inlined_small_float_rounds_before_a_wider_reader(backend: Any, prec: st
     three.set_values(np.array(3.0))
     [got] = _run(backend, ir.block(ir.binop(t, "div", a, b), ir.binop(y, "mul", t, three)), [y])
     np.testing.assert_array_equal(got, _round(av / bv, prec) * np.float32(3))
+
+
+def _reduce(backend: Any, prec: str, op: str, vals: np.ndarray, **kw: Any) -> np.ndarray:
+    """Row reductions ``accum(y, op, x, spec="ij->i")`` of ``vals`` in ``prec``, hosted."""
+    rows, n = vals.shape
+    x, y = hosted((rows, n), "x", prec), hosted((rows,), "y", prec)
+    x.set_values(vals)
+    if "start" in kw:
+        y.set_values(kw.pop("start"))
+    [got] = _run(backend, ir.accum(y, op, x, spec="ij->i", **kw), [y])
+    return got
+
+
+@pytest.mark.parametrize("prec", SMALL)
+def test_small_float_reductions_accumulate_in_float32_and_round_once(
+    backend: Any, prec: str
+) -> None:
+    """Sums (from neutral and onto an existing value) and products of short rows (in order:
+    fewer terms than a summation block) are the float32 fold rounded once; a per-step rounding
+    would stall (half an ulp of 4 added to 4 rounds back to 4, a tie to even) and differ."""
+    require_precs(backend, prec)
+    rng = np.random.default_rng(13)
+    n = 48
+    vals = _round(rng.uniform(0.0, 0.25, (3, n)), prec)
+    half_ulp = float(np.spacing(_dtype(prec).type(4.0))) / 2
+    vals[0] = half_ulp  # many small equal terms: the stalling case
+    start = _round(rng.uniform(2, 6, 3), prec)
+    start[0] = 4.0
+    prods = _round(rng.uniform(0.9, 1.1, (3, n)), prec)
+
+    def fold(init: np.ndarray, v: np.ndarray, mul: bool) -> np.ndarray:
+        acc = init.astype(np.float32)
+        for j in range(v.shape[1]):
+            acc = acc * v[:, j] if mul else acc + v[:, j]
+        return _round(acc, prec)
+
+    sums = _reduce(backend, prec, "add", vals)
+    np.testing.assert_array_equal(sums, fold(np.zeros(3), vals, False))
+    onto = _reduce(backend, prec, "add", vals, start=start, initialize_neutral=False)
+    np.testing.assert_array_equal(onto, fold(start, vals, False))
+    stepwise = np.float32(4.0)
+    for _ in range(n):
+        stepwise = _round(stepwise + vals[0, 0], prec)[()]
+    assert float(stepwise) == 4.0
+    assert float(onto[0]) == float(_round(np.float32(4.0 + n * half_ulp), prec)) > 4.0
+    got_p = _reduce(backend, prec, "mul", prods)
+    np.testing.assert_array_equal(got_p, fold(np.ones(3), prods, True))
+
+
+@pytest.mark.parametrize("prec", SMALL)
+def test_small_float_multiply_accumulate_rounds_once(backend: Any, prec: str) -> None:
+    """``d =+ x * v`` over a reduced axis of 16, onto existing values: each step is a float32
+    ``fma`` of the stored operands into the float32 accumulator, and only the end rounds."""
+    require_precs(backend, prec)
+    rng = np.random.default_rng(17)
+    rows, k = 5, 16
+    xv = _round(rng.uniform(-2, 2, (rows, k)), prec)
+    vv = _round(rng.uniform(-2, 2, k), prec)
+    dv = _round(rng.uniform(-2, 2, rows), prec)
+    x, v, d = hosted((rows, k), "x", prec), hosted((k,), "v", prec), hosted((rows,), "d", prec)
+    x.set_values(xv)
+    v.set_values(vv)
+    d.set_values(dv)
+    comp = ir.accum(d, "add", x, v, op="mul", spec="ik,k->i", initialize_neutral=False)
+    [got] = _run(backend, comp, [d])
+    want = np.empty(rows, np.float32)
+    for i in range(rows):
+        acc = Fraction(float(dv[i]))
+        for j in range(k):  # float32 fma: the product of two small floats is exact in float32
+            acc = Fraction(float(np.float32(float(acc + Fraction(float(xv[i, j] * vv[j]))))))
+        want[i] = np.float32(float(acc))
+    np.testing.assert_array_equal(got, _round(want, prec))
+
+
+@pytest.mark.parametrize("prec", SMALL)
+def test_small_float_max_min_reductions_are_unchanged(backend: Any, prec: str) -> None:
+    """max and min are exact: the float32 accumulator gives the stored values' extremes."""
+    require_precs(backend, prec)
+    vals = _round(np.random.default_rng(19).uniform(-50, 50, (4, 100)), prec)
+    np.testing.assert_array_equal(_reduce(backend, prec, "max", vals), vals.max(axis=1))
+    np.testing.assert_array_equal(_reduce(backend, prec, "min", vals), vals.min(axis=1))
+
+
+@pytest.mark.parametrize("prec", SMALL)
+def test_small_float_elementwise_ops_round_at_every_node(backend: Any, prec: str) -> None:
+    """``t = a + b``, ``y = t + b`` (both stored in prec, t inlined): two roundings, not one.
+    With ``b`` half an ulp of ``a = 4``, each rounding is a tie back to 4; once, it would be
+    ``4 + ulp``."""
+    require_precs(backend, prec)
+    av = np.full(8, 4.0, np.float32)
+    bv = np.full(8, float(np.spacing(_dtype(prec).type(4.0))) / 2, np.float32)
+    a, b, y = hosted((8,), "a", prec), hosted((8,), "b", prec), hosted((8,), "y", prec)
+    a.set_values(av)
+    b.set_values(bv)
+    t = Tnode.create((8,), prec=prec, label="t")
+    [got] = _run(backend, ir.block(ir.binop(t, "add", a, b), ir.binop(y, "add", t, b)), [y])
+    np.testing.assert_array_equal(got, _round(_round(av + bv, prec) + bv, prec))
+    assert float(got[0]) == 4.0
 
 
 # ---- host conversions from float64 ----

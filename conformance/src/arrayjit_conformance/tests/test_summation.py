@@ -6,6 +6,11 @@ the same data need not be bit-identical across backends. Exact sums come from ``
 (correctly rounded to float64) and, for the bound, the ulp of ``sum |x|`` in the node's
 precision. Patterns: 2**20 copies of 0.1, cancelling pairs, large and small values alternating,
 random data of several lengths, as full sums and row sums; float32, float64 and half.
+
+Half, bfloat16 and fp8 sums accumulate in float32 and round once (IR README): the result is
+the small-float rounding of a float32 sum within the bound above, so it lies between the
+roundings of ``exact -/+ bound`` (rounding is monotonic), and it equals numpy's own float32 sum
+rounded once except where the two float32 sums fall either side of a rounding boundary.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -25,7 +31,14 @@ C = 2.0
 """The constant of the bound (the blocked summation of arrayjit_ir.summation stays well within
 it; a serial sum of 2**20 copies of 0.1 in float32 is off by over 100000 ulps)."""
 
-DTYPES = {"single": np.float32, "double": np.float64, "half": np.float16}
+DTYPES = {
+    "single": np.float32,
+    "double": np.float64,
+    "half": np.float16,
+    "bfloat16": ml_dtypes.bfloat16,
+    "fp8": ml_dtypes.float8_e5m2,
+}
+SMALL = ("half", "bfloat16", "fp8")
 
 
 def _pattern(name: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -145,16 +158,65 @@ def test_full_sum_of_a_matrix_is_within_the_bound(backend: Any) -> None:
     assert ok, why
 
 
-def test_half_sum_is_within_the_bound_in_half_ulps(backend: Any) -> None:
-    """Half accumulates in half (each step rounds, as when stored): the bound is in half ulps."""
-    require_precs(backend, "half")
+def _rounded_once_ok(got: float, values: np.ndarray, prec: str) -> tuple[bool, str]:
+    """Whether ``got`` is a float32 sum of ``values`` within the bound, rounded once to
+    ``prec``: between the roundings of ``exact -/+ bound``."""
+    exact = math.fsum(float(v) for v in values)
+    magnitude = math.fsum(abs(float(v)) for v in values)
+    ulp32 = float(np.spacing(np.float32(magnitude))) if magnitude else 0.0
+    allowed = C * max(1.0, math.log2(values.size)) * ulp32
+    dt = DTYPES[prec]
+    lo = float(np.float32(exact - allowed).astype(dt))
+    hi = float(np.float32(exact + allowed).astype(dt))
+    why = f"n={values.size}: got {got!r}, exact {exact!r}, allowed [{lo!r}, {hi!r}]"
+    return lo <= got <= hi, why
+
+
+@pytest.mark.parametrize("prec", SMALL)
+@pytest.mark.parametrize("virtual", [False, True])
+def test_small_float_sums_accumulate_in_float32_and_round_once(
+    backend: Any, prec: str, virtual: bool
+) -> None:
+    """A sum of equal small terms: each step rounded in the small float would stall once the
+    term is below half an ulp of the running sum (0.01 in half at 32, far earlier in bfloat16
+    and fp8); accumulated in float32 it is the exact sum rounded once, as numpy's float32 sum
+    rounded once is."""
+    require_precs(backend, prec)
     n = 5000 if backend.name.endswith("interp") else 100000
-    values = np.full(n, 0.01, np.float16)
-    got = _full_sum(backend, "half", values, False)
-    ok, why = _bound_ok(got, values, np.float16)
+    values = np.full(n, 0.01).astype(DTYPES[prec])
+    got = _full_sum(backend, prec, values, virtual)
+    ok, why = _rounded_once_ok(got, values, prec)
     assert ok, why
-    # Serially, half stalls once 0.01 is below half an ulp of the running sum (at 32).
-    assert got > 40
+    assert got == float(values.astype(np.float32).sum(dtype=np.float32).astype(DTYPES[prec]))
+    stalled = np.float32(0)
+    for v in values[:2000]:  # the per-step rounding this rule replaces
+        stalled = np.float32(np.float32(stalled + np.float32(v)).astype(DTYPES[prec]))
+    assert got > 2 * float(stalled)
+
+
+@pytest.mark.parametrize("prec", SMALL)
+@pytest.mark.parametrize("pattern", ["tenths", "random", "alternating"])
+def test_small_float_row_and_full_sums_round_once(backend: Any, prec: str, pattern: str) -> None:
+    """Row sums and full sums of small floats, long enough for blocked summation (and the
+    parallel paths of compiled backends), are float32 sums within the bound rounded once."""
+    require_precs(backend, prec)
+    rng = np.random.default_rng(8)
+    rows, n = (3, 3000) if backend.name.endswith("interp") else (3, 40000)
+    scale = 0.01
+    if pattern == "alternating":  # every sum stays below half's largest value
+        n, scale = min(n, 20000), 0.001
+    dt = DTYPES[prec]
+    values = np.stack([_pattern(pattern, n, rng) * scale for _ in range(rows)]).astype(dt)
+    x = hosted(values.shape, "x", prec)
+    x.set_values(values)
+    y, t = hosted((rows,), "y", prec), hosted((), "t", prec)
+    got_rows = _run(backend, ir.accum(y, "add", x, spec="ij->i"), y)
+    for r in range(rows):
+        ok, why = _rounded_once_ok(float(got_rows[r]), values[r], prec)
+        assert ok, f"row {r}: {why}"
+    got_total = float(_run(backend, ir.accum(t, "add", x, spec="ij->"), t))
+    ok, why = _rounded_once_ok(got_total, values.reshape(-1), prec)
+    assert ok, f"full sum: {why}"
 
 
 def test_sum_keeps_an_existing_value_and_special_values(backend: Any) -> None:

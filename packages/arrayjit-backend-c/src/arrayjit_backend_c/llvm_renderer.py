@@ -200,11 +200,11 @@ class LlvmGen(ScalarGen):
             case L.Get_merge_buffer(tn=tn, indices=idx):
                 return self._load(self._merge, tn, idx, ty)
             case L.Get_local(scope=sc):
-                lty = compute_type(sc.tn.prec)
+                lty = compute_type(sc.prec)
                 v = f.tmp(f"load {lty.ll}, ptr {self._local(sc)}")
                 return self.cast(v, lty, ty)
             case L.Local_scope(scope=sc, body=body):
-                lty = compute_type(sc.tn.prec)
+                lty = compute_type(sc.prec)
                 ptr = self._local(sc)
                 f.do(f"store {lty.ll} {lty.zero}, ptr {ptr}")
                 self.stmt(body)
@@ -240,7 +240,7 @@ class LlvmGen(ScalarGen):
     def _local(self, sc: L.ScopeId) -> str:
         if sc not in self._locals:
             name = f"%v.{len(self._locals)}_{ident(sc.tn.debug_name)}"
-            self._fn.allocas.append(f"  {name} = alloca {compute_type(sc.tn.prec).ll}")
+            self._fn.allocas.append(f"  {name} = alloca {compute_type(sc.prec).ll}")
             self._locals[sc] = name
         return self._locals[sc]
 
@@ -254,8 +254,8 @@ class LlvmGen(ScalarGen):
             case L.Seq(stmts=stmts):
                 for x in stmts:
                     self.stmt(x)
-            case L.For_loop() if (red := scalar_reduction(s)) is not None:
-                self.reduction(red)
+            case L.For_loop() | L.Set() if (red := scalar_reduction(s)) is not None:
+                self.reduction(red)  # (a Set: a float32 accumulator of a small-float cell)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=L.Set_local() as step) if (
                 local := local_sum(s)
             ) is not None:
@@ -278,17 +278,17 @@ class LlvmGen(ScalarGen):
                     f"store {self.storage_type(tn.prec)} {val}, ptr {p}, align {tn.prec.byte_size}"
                 )
             case L.Set_local(scope=sc, value=v):
-                val = self.expr(v, sc.tn.prec)
-                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
-                    val = self._load_conv(sc.tn.prec, self._store_conv(sc.tn.prec, val))
-                f.do(f"store {compute_type(sc.tn.prec).ll} {val}, ptr {self._local(sc)}")
+                val = self.expr(v, sc.prec)
+                if rounds_when_stored(sc.prec):  # a virtual node's value rounds as stored
+                    val = self._load_conv(sc.prec, self._store_conv(sc.prec, val))
+                f.do(f"store {compute_type(sc.prec).ll} {val}, ptr {self._local(sc)}")
             case _:
                 raise UsageError(f"the LLVM generator cannot generate {type(s).__name__}")
 
     def _local_step(self, op: ops.Binop, s: L.Set_local) -> None:
         """``local = local op term`` or, for a multiply-accumulate, ``local = fma(x, w,
         local)`` (a :func:`~arrayjit_backends.kernel_plan.local_sum` loop's body), reassociable."""
-        ty, prec = compute_type(s.scope.tn.prec), s.scope.tn.prec
+        ty, prec = compute_type(s.scope.prec), s.scope.prec
         ptr = self._local(s.scope)
         acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")
         match s.value:
@@ -449,8 +449,7 @@ class LlvmGen(ScalarGen):
         # Blocks of sums vectorize (reassociated): wider blocks, same error bound.
         groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
         touched = [
-            touched_nodes(g if isinstance(g, L.For_loop) else L.Seq(tuple(g)), set())
-            for g in groups
+            touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups
         ]
         local_nodes = opt.local_nodes
         scratch = tuple(
@@ -477,7 +476,7 @@ class LlvmGen(ScalarGen):
             for tn in local_nodes:
                 if tn in used and tn not in scratch:
                     self._stack_node(tn, opt.traced[tn].zero_initialized_by_code)
-            serial = not isinstance(groups[k], L.For_loop)
+            serial = isinstance(groups[k], list)
             for tn in scratch:
                 first = next(j for j, t in enumerate(touched) if tn in t)
                 if first == k and serial and opt.traced[tn].zero_initialized_by_code:
@@ -492,14 +491,17 @@ class LlvmGen(ScalarGen):
 
         for k, g in enumerate(groups):
             name = f"{fn_name}_{k}"
-            if not isinstance(g, L.For_loop):
+            if isinstance(g, list):
                 segments.append(Segment(name))
                 function(name, [], k, functools.partial(self._serial, g))
                 continue
             red = scalar_reduction(g)
-            seg = Segment(name, g, red)
+            # A Set is the float32 accumulator of a small-float cell: always a reduction.
+            loop = g if isinstance(g, L.For_loop) else red.loops[0] if red else None
+            seg = Segment(name, loop, red)
             segments.append(seg)
             if red is None:
+                assert isinstance(g, L.For_loop)
                 start_stop = ["i64 %start", "i64 %stop"]
                 function(name, start_stop, k, functools.partial(self._parallel_loop, g))
             else:

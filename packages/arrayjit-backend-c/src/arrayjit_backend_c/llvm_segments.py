@@ -53,17 +53,21 @@ class Segment:
         return cost(self.loop) if self.loop is not None else 0
 
 
-def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop]:
+def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work that write disjoint cells or are a
-    :class:`~arrayjit_backends.kernel_plan.ScalarReduction`."""
+    :class:`~arrayjit_backends.kernel_plan.ScalarReduction` (as is the store of a float32
+    accumulator into a small-float cell, a ``Set``)."""
     stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
-    groups: list[list[L.Stmt] | L.For_loop] = []
+    groups: list[list[L.Stmt] | L.For_loop | L.Set] = []
     for s in stmts:
         if (
-            isinstance(s, L.For_loop)
+            isinstance(s, L.For_loop | L.Set)
             and loop_work(s) >= PARALLEL_MIN_WORK
-            and (scalar_reduction(s) is not None or is_parallel_loop(s))
+            and (
+                scalar_reduction(s) is not None
+                or (isinstance(s, L.For_loop) and is_parallel_loop(s))
+            )
         ):
             groups.append(s)
         elif groups and isinstance(groups[-1], list):

@@ -322,7 +322,7 @@ class CSyntax:
     def declare(self, sc: L.ScopeId) -> str:
         """The declaration of local ``sc``, initialized to zero; marks it declared."""
         self._declared.add(sc)
-        return f"{self.compute_type(sc.tn.prec)} {self.local(sc)} = {self.zero(sc.tn.prec)};"
+        return f"{self.compute_type(sc.prec)} {self.local(sc)} = {self.zero(sc.prec)};"
 
     def local(self, sc: L.ScopeId) -> str:
         if sc not in self._locals:
@@ -374,13 +374,13 @@ class CSyntax:
                 cell = f"{ptr}[{self.offset(tn, idx)}]"
                 return self.convert(self.load(tn.prec, cell), tn.prec, prec)
             case L.Get_local(scope=sc):
-                return self.convert(self.local(sc), sc.tn.prec, prec)
+                return self.convert(self.local(sc), sc.prec, prec)
             case L.Local_scope(scope=sc, body=body):
                 pre.append(self.declare(sc))
                 out = Out()
                 self.stmt(body, out, 0)
                 pre.extend(out.lines)
-                return self.convert(self.local(sc), sc.tn.prec, prec)
+                return self.convert(self.local(sc), sc.prec, prec)
             case L.Embed_index(index=i):
                 return self.convert(f"({self.index(i)})", Prec.int64, prec)
             case L.Constant(value=v) if prec is Prec.uint4x32:
@@ -546,6 +546,8 @@ class CSyntax:
                     indent,
                     f"for (int64_t z = 0; z < {tn.num_elems}; ++z) {self.name(tn)}[z] = {zero};",
                 )
+            case L.Set() if self.simd_reduction_pragma and (red := scalar_reduction(s)):
+                self.reduction(red, out, indent, top=indent == 1)  # a float32 accumulator
             case L.Set(tn=tn, indices=idx, value=v):
                 pre: list[str] = []
                 val = self.expr(v, tn.prec, pre, indent)
@@ -555,9 +557,9 @@ class CSyntax:
                 if sc not in self._declared:  # a local hoisted out of its scope by CSE
                     out.add(indent, self.declare(sc))
                 pre = []
-                val = self.expr(v, sc.tn.prec, pre, indent)
-                if rounds_when_stored(sc.tn.prec):  # a virtual node's value rounds as stored
-                    val = self.load(sc.tn.prec, self.store(sc.tn.prec, val))
+                val = self.expr(v, sc.prec, pre, indent)
+                if rounds_when_stored(sc.prec):  # a virtual node's value rounds as stored
+                    val = self.load(sc.prec, self.store(sc.prec, val))
                 self._emit(out, indent, pre, f"{self.local(sc)} = {val};")
             case _:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")

@@ -20,9 +20,12 @@ What stays as in the serial code:
 - **max and min** combine with the NaN-propagating helpers (``aj_fmax``/``aj_fmin``), lanes
   and tree alike, so a NaN anywhere in the row reaches the cell;
 - **multiply-accumulate**: each lane step is ``fma(x, w, partial)``, as each serial step is;
-- **small floats** (half, bfloat16, fp8 accumulators) round at every step of the serial code:
-  :func:`~arrayjit_backends.kernel_plan.scalar_reduction` refuses them, so they keep their one
-  work item per cell and their order (issue 19, item 4, would change that semantics first).
+- **small floats** (half, bfloat16, fp8 cells): the lowering accumulates their reductions in a
+  float32 local and stores it once, rounded (IR README, issue 19 item 4), so the statement is a
+  ``Set`` of that local, not a loop nest into the cell: each cell keeps one work item, which
+  accumulates in float32. :func:`~arrayjit_backends.kernel_plan.scalar_reduction` accepts such
+  a ``Set`` (its target is the cell, its register float32); planning it here is what remains.
+  An accumulation that rounds at every step (a loop nest into a small-float cell) is refused.
 
 The accumulators start from the operation's neutral element (``-0.0`` for float sums: ``-0 +
 x`` is ``x`` for every ``x``, signed zeros included), so only the final combine reads the cell.

@@ -161,10 +161,21 @@ def accumulation_step(value: L.Expr, cell: L.Expr) -> tuple[ops.Binop, L.Expr, b
     return None
 
 
-def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
-    """The :class:`ScalarReduction` ``loop`` is, if it is one."""
-    loops = [loop]
-    body = loop.body
+def scalar_reduction(s: L.For_loop | L.Set) -> ScalarReduction | None:
+    """The :class:`ScalarReduction` ``s`` is, if it is one.
+
+    A loop nest accumulating into a cell is one, unless the cell is a half, bfloat16 or fp8:
+    such a step rounds at every store and must keep its order. A reduction into such a cell
+    as the lowering writes it, ``tn[idx] = (acc := tn[idx]; for ...: acc := acc op term;
+    acc)`` with ``acc`` a float32 local (:attr:`~arrayjit_ir.low_level.ScopeId.acc_prec`), is
+    one too: its loops are the local's, and its ``target`` is the cell's step
+    ``tn[idx] = tn[idx] op term``. Accumulating it in a register of the cell's compute type
+    (float32 for the small floats), reassociated, and storing the register once is what it
+    means."""
+    if isinstance(s, L.Set):
+        return _wide_reduction(s)
+    loops = [s]
+    body = s.body
     while isinstance(body, L.For_loop):
         loops.append(body)
         body = body.body
@@ -184,10 +195,50 @@ def scalar_reduction(loop: L.For_loop) -> ScalarReduction | None:
     return ScalarReduction(tuple(loops), body, op, term, fused)
 
 
+def _wide_reduction(st: L.Set) -> ScalarReduction | None:
+    """The reduction a store of a float32 accumulator into a small-float cell runs (see
+    :func:`scalar_reduction`)."""
+    match st.value:
+        case L.Local_scope(
+            scope=acc, body=L.Seq(stmts=(L.Set_local() as start, L.For_loop() as top))
+        ):
+            pass
+        case _:
+            return None
+    if acc.acc_prec is not Prec.single or start != L.Set_local(acc, L.Get(st.tn, st.indices)):
+        return None
+    loops = [top]
+    body = top.body
+    while isinstance(body, L.For_loop):
+        loops.append(body)
+        body = body.body
+    if not isinstance(body, L.Set_local) or body.scope != acc:
+        return None
+    step = accumulation_step(body.value, L.Get_local(acc))
+    if step is None:
+        return None
+    op, term, fused = step
+    looped = {lp.index for lp in loops}
+    if any(_index_symbols(i) & looped for i in st.indices):
+        return None
+    if any(g.tn is st.tn for g in _expr_gets(term)) or any(
+        isinstance(x, L.Get_local) and x.scope == acc for x in L.sub_exprs(term)
+    ):
+        return None
+    cell = L.Get(st.tn, st.indices)
+    value = (
+        L.Ternop(ops.Ternop.fma, term.a, term.b, cell)
+        if fused and isinstance(term, L.Binop)
+        else L.Binop(op, cell, term)
+    )
+    return ScalarReduction(tuple(loops), L.Set(st.tn, st.indices, value), op, term, fused)
+
+
 def local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
     """``(op, local)`` when ``loop`` is the innermost loop of an inlined sum or product
-    (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small floats round at
-    every step and keep their order."""
+    (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small-float locals
+    round at every step and keep their order (float32 accumulators of small-float reductions
+    are float32 locals: they vectorize)."""
     body = loop.body
     if not isinstance(body, L.Set_local):
         return None
@@ -199,7 +250,7 @@ def local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
             op, term = ops.Binop.add, L.Binop(ops.Binop.mul, x, w)  # a multiply-accumulate
         case _:
             return None
-    if sc.tn.prec is Prec.uint4x32 or (sc.tn.prec.is_float and sc.tn.prec.byte_size < 4):
+    if sc.prec is Prec.uint4x32 or (sc.prec.is_float and sc.prec.byte_size < 4):
         return None
     if any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(term)):
         return None

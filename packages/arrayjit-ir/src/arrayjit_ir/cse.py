@@ -38,7 +38,7 @@ class _Canon:
     def scope(self, sc: L.ScopeId) -> Any:
         if sc not in self.scopes:
             self.scopes[sc] = len(self.scopes)
-        return ("scope", sc.tn.id, self.scopes[sc])
+        return ("scope", sc.tn.id, sc.acc_prec, self.scopes[sc])
 
     def expr(self, e: L.Expr) -> Any:
         match e:

@@ -5,7 +5,8 @@ is first turned into a tree of Python closures, then run.
 
 Evaluation model: a ``Set`` evaluates its value in the precision of the node it writes (half,
 bfloat16 and fp8 compute in float32 and round when stored, and so does a ``Set_local`` of a local
-holding such a node's value, so a virtual node rounds as a stored one); every leaf is
+holding such a node's value, so a virtual node rounds as a stored one; a float32 accumulator of
+such a node, ``ScopeId.acc_prec``, does not round); every leaf is
 converted to that precision; the condition of ``where`` is evaluated in its own natural
 precision. uint4x32 values are uint32 vectors of four lanes; a scalar converted to uint4x32
 fills lanes 0 (and 1 for 64-bit values), and uint4x32 converted to a scalar takes lane 0. A
@@ -146,11 +147,11 @@ class _Machine:
 
                 return run_set
             case L.Set_local(scope=scope, value=value):
-                fval = self.expr(value, compute_dtype(scope.tn.prec))
+                fval = self.expr(value, compute_dtype(scope.prec))
                 locals_ = self.locals
-                if rounds_when_stored(scope.tn.prec):
+                if rounds_when_stored(scope.prec):
                     # A local holds a value of its (virtual) node: rounded as a store would.
-                    storage = scope.tn.prec.numpy_dtype
+                    storage = scope.prec.numpy_dtype
 
                     def run_set_local() -> None:
                         locals_[scope] = np.float32(fval()).astype(storage).astype(np.float32)
@@ -195,7 +196,7 @@ class _Machine:
                 return lambda: _convert(locals_[scope], dt)
             case L.Local_scope(scope=scope, body=body):
                 fbody, locals_ = self.stmt(body), self.locals
-                zero = _convert(0, compute_dtype(scope.tn.prec))
+                zero = _convert(0, compute_dtype(scope.prec))
 
                 def run_scope() -> Any:
                     locals_[scope] = zero

@@ -9,7 +9,9 @@ Scalar expressions: :class:`Get`, :class:`Get_merge_buffer`, :class:`Local_scope
 Evaluation model: a scalar expression is evaluated in the precision of the node it is stored
 into (the ``Set`` target, or the node of the ``Local_scope``); every leaf is converted to that
 precision. The condition of ``where`` keeps its own natural precision (:func:`natural_prec`);
-half, bfloat16 and fp8 compute wider and round when stored (:func:`rounds_when_stored`).
+half, bfloat16 and fp8 compute wider and round when stored (:func:`rounds_when_stored`). A
+local's precision is its scope's (:attr:`ScopeId.prec`): a float32 accumulator of a small-float
+reduction does not round until its value is stored.
 ``For_loop`` bounds are inclusive. Indices are buffer indices (padding already applied).
 
 All IR values are frozen dataclasses compared structurally; tensor nodes compare by id.
@@ -31,12 +33,21 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class ScopeId:
-    """A scalar local variable holding one value of the (virtual) node ``tn``.
+    """A scalar local variable holding one value of the (virtual) node ``tn``, or (with
+    ``acc_prec``) a wider accumulator of a reduction into ``tn``.
 
-    Rendered as ``v<id>_<node name>``; its precision is ``tn``'s."""
+    Rendered as ``v<id>_<node name>``; its precision (:attr:`prec`) is ``acc_prec`` when set,
+    else ``tn``'s. The lowering gives reductions into half, bfloat16 and fp8 cells a float32
+    accumulator this way (see :mod:`arrayjit_ir.lower`)."""
 
     tn: Tnode
     id: int
+    acc_prec: Prec | None = None
+
+    @property
+    def prec(self) -> Prec:
+        """The precision the local holds and computes in."""
+        return self.acc_prec if self.acc_prec is not None else self.tn.prec
 
 
 # ---- statements ----
@@ -227,7 +238,7 @@ def natural_prec(e: Expr) -> Prec:
         case Get(tn=tn) | Get_merge_buffer(tn=tn):
             return tn.prec
         case Local_scope(scope=s) | Get_local(scope=s):
-            return s.tn.prec
+            return s.prec
         case Constant():
             return Prec.single
         case Constant_bits() | Embed_index():

@@ -1,4 +1,9 @@
-"""Lowering: assignments to low-level loops."""
+"""Lowering: assignments to low-level loops.
+
+A reduction into a half, bfloat16 or fp8 node accumulates in a float32 local and stores it
+once, rounded (:func:`_wide_reduction`; the IR README's "Semantics decided here"): the rule is
+decided here so that the reference interpreter over the lowered code follows it too.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,17 @@ import numpy as np
 from arrayjit_ir import assignments as A
 from arrayjit_ir import bounds, ops
 from arrayjit_ir import low_level as L
-from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol, fresh_symbol
+from arrayjit_ir.indexing import (
+    Affine,
+    AxisIndex,
+    Fixed_idx,
+    Iterator,
+    Symbol,
+    fresh_symbol,
+    index_symbols,
+)
+from arrayjit_ir.low_level import rounds_when_stored
+from arrayjit_ir.virtualize import fresh_scope
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 CONSTANT_FILL_LIMIT = 4096
@@ -121,6 +136,10 @@ def _lower_accum(asg: A.Accum_op) -> L.Stmt:
     symbols = {s: s for s in proj.product_iterators}
     lhs_idx = shift(lhs, proj.project_lhs)
     value = _apply(asg.op, [_read(r, idx) for r, idx in zip(asg.rhs, proj.project_rhs)])
+    if asg.accum is not None and not (asg.initialize_neutral and injective):
+        wide = _wide_reduction(asg, lhs_idx, value)
+        if wide is not None:
+            return L.seq(prefix, wide)
     if asg.accum is not None:
         # Each cell starts from the neutral element (or its old value) and accumulates its
         # terms. Where every cell gets exactly one term it is ``neutral op x``: ``x`` itself for
@@ -135,7 +154,7 @@ def _lower_accum(asg: A.Accum_op) -> L.Stmt:
     return L.seq(prefix, stmt)
 
 
-def _accumulate(asg: A.Accum_op, cell: L.Get, value: L.Expr) -> L.Expr:
+def _accumulate(asg: A.Accum_op, cell: L.Get | L.Get_local, value: L.Expr) -> L.Expr:
     """One accumulation step. A float multiply-accumulate (``accum(h, "add", x, w, op="mul")``,
     matmul and contractions) updates the cell as ``fma(x, w, h)``, one rounding per step, as
     BLAS kernels do; every other step is ``h op value``, the value rounded first."""
@@ -149,6 +168,40 @@ def _accumulate(asg: A.Accum_op, cell: L.Get, value: L.Expr) -> L.Expr:
         return L.Ternop(ops.Ternop.fma, value.a, value.b, cell)
     assert asg.accum is not None
     return L.Binop(asg.accum, cell, value)
+
+
+def _wide_reduction(
+    asg: A.Accum_op, lhs_idx: tuple[AxisIndex, ...], value: L.Expr
+) -> L.Stmt | None:
+    """A reduction into half, bfloat16 or fp8 cells, accumulated in float32.
+
+    Each visit of a cell by the output loops runs its reduction loops (the loops its index
+    does not use, innermost) into a float32 local started from the cell's value, and stores
+    the local into the cell once, rounded: ``h[i] = (acc := h[i]; for k: acc := acc + t[k];
+    acc)``. Only the store rounds, as in numpy's float16 sums, CuPy and PyTorch. None (keep
+    the per-step form, which rounds at every step) for other precisions, when no loop is left
+    to reduce over, or when a term reads the node accumulated into."""
+    lhs = asg.lhs
+    if not rounds_when_stored(lhs.prec) or asg.accum is None:
+        return None
+    if any(A.rhs_node(r) is lhs for r in asg.rhs):
+        return None  # a term would read cells the float32 local has not stored yet
+    proj = asg.projections
+    loops = [(e, s) for e, s in zip(proj.product_space, proj.product_iterators) if e != 1]
+    used = {sym for i in lhs_idx for sym in index_symbols(i)}
+    outer = [(e, s) for e, s in loops if s in used]
+    inner = [(e, s) for e, s in loops if s not in used]
+    if not inner:
+        return None
+    acc = fresh_scope(lhs, Prec.single)
+    step: L.Stmt = L.Set_local(acc, _accumulate(asg, L.Get_local(acc), value))
+    for extent, sym in reversed(inner):
+        step = L.For_loop(sym, 0, extent - 1, step)
+    start = L.Set_local(acc, L.Get(lhs, lhs_idx))
+    stmt: L.Stmt = L.Set(lhs, lhs_idx, L.Local_scope(acc, L.seq(start, step)))
+    for extent, sym in reversed(outer):
+        stmt = L.For_loop(sym, 0, extent - 1, stmt)
+    return stmt
 
 
 _IDENTITY_START = (ops.Binop.add, ops.Binop.mul, ops.Binop.max, ops.Binop.min)

@@ -162,8 +162,8 @@ def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
         case L.Local_scope(scope=sc, body=L.Set_local(scope=sc2, value=v)) if (
             sc == sc2
             and not any(isinstance(x, L.Get_local) and x.scope == sc for x in L.sub_exprs(v))
-            and sc.tn.prec == (prec if prec is not None else natural_prec(v))
-            and not rounds_when_stored(sc.tn.prec)
+            and sc.prec == (prec if prec is not None else natural_prec(v))
+            and not rounds_when_stored(sc.prec)
         ):
             # The scope only converts its value to its node's precision: the reader's own.
             # (A small float's scope also rounds its value: it stays.)
@@ -183,7 +183,7 @@ def _simplify_stmt(s: L.Stmt) -> L.Stmt:
         case L.Set(tn=tn, indices=idx, value=v):
             return L.Set(tn, idx, _simplify_expr(v, tn.prec))
         case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _simplify_expr(v, sc.tn.prec))
+            return L.Set_local(sc, _simplify_expr(v, sc.prec))
     return s
 
 

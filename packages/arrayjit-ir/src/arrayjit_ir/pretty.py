@@ -30,7 +30,8 @@ class _Names:
 
     def scope(self, s: L.ScopeId) -> str:
         n = self.scopes.setdefault(s, len(self.scopes) + 1) if self.renumber else s.id
-        return f"v{n}_{s.tn.debug_name}"
+        wide = f":{s.acc_prec.value}" if s.acc_prec is not None else ""
+        return f"v{n}_{s.tn.debug_name}{wide}"
 
     def index(self, i: AxisIndex) -> str:
         return format_index(i, self.sym)

@@ -21,8 +21,10 @@ the top loop, GPU trees), which only shortens these chains.
 
 A nest of reduction loops (a full sum of a matrix) is summed row by row when its inner loops run
 at least :data:`BLOCK` terms (each row a partial), else blocks span several rows. The partials
-are locals of the accumulator's node, so half, bfloat16 and fp8 partials round at every step,
-as the accumulator itself does. Only ``add`` accumulations whose loops are innermost are
+are locals of the accumulator's node and precision: the float32 accumulator the lowering gives
+a half, bfloat16 or fp8 reduction has float32 partials (a small-float accumulator that rounds
+at every step, which only hand-written code has, has partials that do too). Only ``add``
+accumulations whose loops are innermost are
 rewritten: a sum whose reduction loop sits outside an output loop (a column sum the lowering
 reordered for locality, a matmul) keeps one chain per cell.
 """
@@ -70,6 +72,11 @@ class _Acc:
         old = L.Get(self.tn, self.indices)
         return L.Set(self.tn, self.indices, L.Binop(ops.Binop.add, old, term))
 
+    def partial(self) -> L.ScopeId:
+        """A new local for a partial sum, of the accumulator's precision (a float32
+        accumulator of a small-float cell has float32 partials)."""
+        return fresh_scope(self.tn, self.scope.acc_prec if self.scope is not None else None)
+
     def reads_itself(self, e: L.Expr) -> bool:
         """Whether ``e`` reads the accumulator (any cell of its node, for a cell)."""
         for x in L.sub_exprs(e):
@@ -92,7 +99,7 @@ def _accumulation(s: L.Stmt) -> tuple[_Acc, L.Expr] | None:
                 acc = _Acc(tn, idx, None)
                 return None if acc.reads_itself(term) else (acc, term)
         case L.Set_local(scope=sc, value=L.Binop(op=ops.Binop.add, a=L.Get_local() as a, b=term)):
-            if a.scope == sc and _summable(sc.tn.prec):
+            if a.scope == sc and _summable(sc.prec):
                 acc = _Acc(sc.tn, None, sc)
                 return None if acc.reads_itself(term) else (acc, term)
     return None
@@ -140,7 +147,7 @@ def _sum_nest(loops: list[L.For_loop], acc: _Acc, term: L.Expr) -> L.Stmt:
     for lp in inner:
         weight *= _extent(lp)
     if weight >= BLOCK:  # rows are long: each row is a partial, itself blocked
-        row = fresh_scope(acc.tn)
+        row = acc.partial()
         row_sum = L.Local_scope(row, _sum_nest(inner, _Acc(acc.tn, None, row), term))
         return _sum_range(head, acc, 1, lambda a: a.step(row_sum))
     return _sum_range(head, acc, weight, lambda a: _nest_stmt(inner, a.step(term)))
@@ -166,7 +173,7 @@ def _blocked(
     """Iterations ``lo .. lo + n - 1`` of ``k`` summed into ``acc`` as a tree (module doc)."""
     blocks = n // per_block
     if blocks == 0:  # a remainder shorter than a block: one partial, added once
-        part = fresh_scope(acc.tn)
+        part = acc.partial()
         k0 = fresh_symbol()
         inner = instantiate(body(_Acc(acc.tn, None, part)), {k: _shifted(k0, 1, lo)}, {})
         return acc.step(L.Local_scope(part, L.For_loop(k0, 0, n - 1, inner, trace_it)))
@@ -176,14 +183,14 @@ def _blocked(
     top = blocks >> levels
     # One block: iteration lo + per_block * j + k0 of the original loop.
     j = fresh_symbol()
-    part = fresh_scope(acc.tn)
+    part = acc.partial()
     k0 = fresh_symbol()
     index = Affine(((per_block, j), (1, k0)), lo)
     inner = instantiate(body(_Acc(acc.tn, None, part)), {k: index}, {})
     item: L.Expr = L.Local_scope(part, L.For_loop(k0, 0, per_block - 1, inner, trace_it))
     for _ in range(levels):  # item(j') = item(2 j') + item(2 j' + 1)
         j2, t = fresh_symbol(), fresh_symbol()
-        pair = fresh_scope(acc.tn)
+        pair = acc.partial()
         child = _subst(item, {j: Affine(((2, j2), (1, t)), 0)}, acc.tn)
         step = _Acc(acc.tn, None, pair).step(child)
         item = L.Local_scope(pair, L.For_loop(t, 0, 1, step, trace_it))
@@ -281,7 +288,7 @@ def _merge_level(e: L.Local_scope, limit: int) -> L.Local_scope | None:
     inner extent), when the result sums at most ``limit`` terms and ``term`` indexes both
     loops as that one number."""
     outer = e.body
-    if not isinstance(outer, L.For_loop) or outer.from_ != 0 or rounds_when_stored(e.scope.tn.prec):
+    if not isinstance(outer, L.For_loop) or outer.from_ != 0 or rounds_when_stored(e.scope.prec):
         return None  # (small floats round at every step: no renderer vectorizes them)
     found = _accumulation(outer.body)
     if found is None or found[0].scope != e.scope:

@@ -43,16 +43,17 @@ from arrayjit_ir.indexing import (
     Symbol,
     fresh_symbol,
 )
-from arrayjit_tnode import Tnode
+from arrayjit_tnode import Prec, Tnode
 
 _scope_ids = itertools.count(1)
 _scope_lock = threading.Lock()
 
 
-def fresh_scope(tn: Tnode) -> L.ScopeId:
-    """A new local of node ``tn``, with an id no other local of this process has."""
+def fresh_scope(tn: Tnode, acc_prec: Prec | None = None) -> L.ScopeId:
+    """A new local of node ``tn`` (of precision ``acc_prec`` when given), with an id no other
+    local of this process has."""
     with _scope_lock:
-        return L.ScopeId(tn, next(_scope_ids))
+        return L.ScopeId(tn, next(_scope_ids), acc_prec)
 
 
 # ---- substitution ----
@@ -96,7 +97,7 @@ def _subst_expr(e: L.Expr, m: dict[Symbol, AxisIndex], sc: dict[L.ScopeId, L.Sco
         case L.Get_local(scope=s):
             return L.Get_local(sc.get(s, s))
         case L.Local_scope(scope=s, body=body, orig_indices=oi):
-            new = fresh_scope(s.tn)
+            new = fresh_scope(s.tn, s.acc_prec)
             inner = {**sc, s: new}
             return L.Local_scope(new, _subst_stmt(body, m, inner), oi)
     return L.map_children(e, lambda x: _subst_expr(x, m, sc))
@@ -142,6 +143,9 @@ class Definition:
     fused: bool = False
     """A multiply-accumulate: ``value`` is a product ``x * w`` and each step is
     ``fma(x, w, cell)`` (see :mod:`arrayjit_ir.lower`)."""
+    acc_prec: Prec | None = None
+    """The precision of a wider accumulator (float32 for a half, bfloat16 or fp8 node): the
+    reduction runs in it and the cell's value is rounded once (see :mod:`arrayjit_ir.lower`)."""
 
     def step(self, cell: L.Expr) -> L.Expr:
         """One accumulation step into ``cell``."""
@@ -158,11 +162,16 @@ class Definition:
         if not self.reduction:
             body = instantiate(L.Set_local(scope, self.value), m, {})
             return L.Local_scope(scope, body, get.indices)
-        inner: L.Stmt = L.Set_local(scope, self.step(L.Get_local(scope)))
+        acc = scope if self.acc_prec is None else fresh_scope(get.tn, self.acc_prec)
+        inner: L.Stmt = L.Set_local(acc, self.step(L.Get_local(acc)))
         for loop in reversed(self.reduction):
             inner = L.For_loop(loop.index, loop.from_, loop.to_inclusive, inner, loop.trace_it)
-        init = L.Set_local(scope, L.Constant(self.init))
-        return L.Local_scope(scope, L.seq(init, instantiate(inner, m, {})), get.indices)
+        init = L.Set_local(acc, L.Constant(self.init))
+        body = L.seq(init, instantiate(inner, m, {}))
+        if self.acc_prec is None:
+            return L.Local_scope(scope, body, get.indices)
+        # The wide accumulator's value, rounded once to the node's precision.
+        return L.Local_scope(scope, L.Set_local(scope, L.Local_scope(acc, body)), get.indices)
 
 
 def _nest(s: L.Stmt) -> tuple[list[L.For_loop], L.Stmt]:
@@ -207,6 +216,10 @@ def as_definition(stmts: Sequence[L.Stmt], tn: Tnode) -> Definition | None:
             case _:
                 return None
     reduction = tuple(lp for lp in loops if lp.index not in out_syms)
+    if _wide_form(body) is not None:
+        if reduction or len(stmts) != 2:
+            return None
+        return _wide_definition(body, tn, tuple(out_syms), init)
     self_reads = [g for g in L.sub_exprs(body.value) if isinstance(g, L.Get) and g.tn == tn]
     if not reduction:
         if self_reads or len(stmts) != 1:
@@ -226,6 +239,42 @@ def as_definition(stmts: Sequence[L.Stmt], tn: Tnode) -> Definition | None:
     if loops[: len(loops) - len(reduction)] != [lp for lp in loops if lp not in reduction]:
         return None  # reduction loops must be innermost
     return Definition(tuple(out_syms), term, reduction, op, init, fused)
+
+
+def _wide_form(body: L.Set) -> tuple[L.ScopeId, L.Stmt] | None:
+    """``(acc, loops)`` when ``body`` stores a wide accumulation into its own cell, as the
+    lowering writes reductions into small floats: ``tn[i] = (acc := tn[i]; loops; acc)``."""
+    match body.value:
+        case L.Local_scope(scope=acc, body=L.Seq(stmts=(L.Set_local() as start, loops))):
+            if acc.acc_prec is not None and start == L.Set_local(acc, L.Get(body.tn, body.indices)):
+                return acc, loops
+    return None
+
+
+def _wide_definition(
+    body: L.Set, tn: Tnode, out_syms: tuple[Symbol | None, ...], init: float
+) -> Definition | None:
+    """The definition of a cell computed by a wide accumulation (:func:`_wide_form`)."""
+    found = _wide_form(body)
+    assert found is not None
+    acc, nest = found
+    loops, step = _nest(nest)
+    if not loops or not all(lp.trace_it for lp in loops) or not isinstance(step, L.Set_local):
+        return None
+    cell = L.Get_local(acc)
+    match step.value:
+        case L.Binop(op=op, a=a, b=term) if a == cell:
+            fused = False
+        case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
+            op, term, fused = ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
+        case _:
+            return None
+    if step.scope != acc or any(
+        (isinstance(g, L.Get) and g.tn == tn) or (isinstance(g, L.Get_local) and g.scope == acc)
+        for g in L.sub_exprs(term)
+    ):
+        return None
+    return Definition(out_syms, term, tuple(loops), op, init, fused, acc.acc_prec)
 
 
 # ---- the decision ----
