@@ -210,7 +210,8 @@ def test_supported_precisions_are_declared() -> None:
 
 def _row_reductions() -> GpuProgram:
     """Row sums (blocked, with a leftover part), row max and min, an fma row dot product, an
-    int64 row sum and a double row sum: each a block per row (cooperative reductions)."""
+    int64 row sum and a double row sum: a block per row (cooperative reductions); those of one
+    compute type over the same rows share one kernel (a row chain)."""
     x, w = _node((64, 3000), "x"), _node((64, 3000), "w")
     xl = _node((4, 1 << 17), "xl")
     xi, xd = _node((64, 4096), "xi", "int64"), _node((64, 4096), "xd", "double")
@@ -241,8 +242,10 @@ def _row_reductions() -> GpuProgram:
 def test_row_reductions_render_a_block_per_row() -> None:
     program = _row_reductions()
     shapes = [(k.global_size, k.local_size) for k in program.kernels]
-    assert shapes == [(64 * 256, 256)] * 6 + [(4 * 256, 256)]  # no fill kernels
-    assert program.source.count("__shared__") == 7
+    # float (s, mx, mn, d), int64, double, then the 4 long rows; no fill kernels
+    assert shapes == [(64 * 256, 256)] * 3 + [(4 * 256, 256)]
+    assert program.source.count("__shared__") == 4
+    assert program.source.count("__syncthreads();") == 7 * 2 + 3  # 7 trees, 3 phase barriers
     assert "aj_fmaxf(" in program.source and "fmaf(" in program.source
     assert "aj_part" in program.source  # the long rows sum in blocks per lane
 
