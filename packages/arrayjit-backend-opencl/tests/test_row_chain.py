@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_conformance.harness import check_runs, hosted, new_context
@@ -27,7 +29,7 @@ from arrayjit_conformance.workloads import (
     softmax,
     softmax_numpy,
 )
-from arrayjit_ir import ir
+from arrayjit_ir import interpret, ir, lower
 from arrayjit_tnode import Tnode
 
 RNG = np.random.default_rng(29)
@@ -193,3 +195,120 @@ def test_mixed_compute_types_split_the_chain(backend: Any) -> None:
     backend.to_host(routine.context, sd)
     np.testing.assert_allclose(s.get_values(), vx.sum(1, dtype=np.float64), atol=1e-4)
     np.testing.assert_allclose(sd.get_values(), vd.sum(1), atol=1e-12)
+
+
+# ---- random row programs ----
+
+ROWS, COLS = 8, 300
+"""Rows long enough for cooperative reductions (256 terms), few enough for the interpreter."""
+
+_MAT_UNOPS = ["tanh", "relu", "neg"]
+
+
+@st.composite
+def _row_program(draw: st.DrawFn) -> list[tuple[str, str, str, tuple[str, ...]]]:
+    """Statements ``(kind, out, op, args)`` over matrices (``ROWS x COLS``: ``x``, ``w``, then
+    ``m<k>``) and row vectors (``v<k>``, and ``s<k>`` never hosted): row reductions (fresh, or
+    into an existing vector without the neutral fill), row dot products, pointwise work on
+    matrices, in place or not, broadcasts of row vectors over their rows, and vector
+    arithmetic."""
+    mats, vecs = ["x", "w"], ["v0"]
+    stmts: list[tuple[str, str, str, tuple[str, ...]]] = [
+        ("reduce", "v0", draw(st.sampled_from(["add", "max", "min"])), ("x",))
+    ]
+    for k in range(1, draw(st.integers(2, 7))):
+        kinds = ["reduce", "reduce_into", "dot", "bcast", "unop", "vec", "scaled"]
+        kind = draw(st.sampled_from(kinds))
+        m1, m2 = draw(st.sampled_from(mats)), draw(st.sampled_from(mats))
+        v1, v2 = draw(st.sampled_from(vecs)), draw(st.sampled_from(vecs))
+        if kind == "reduce":
+            stmts.append((kind, f"v{k}", draw(st.sampled_from(["add", "max", "min"])), (m1,)))
+            vecs.append(f"v{k}")
+        elif kind == "reduce_into":
+            stmts.append((kind, v1, draw(st.sampled_from(["add", "max"])), (m1,)))
+        elif kind == "dot":
+            stmts.append((kind, f"v{k}", "add", (m1, m2)))
+            vecs.append(f"v{k}")
+        elif kind == "bcast":
+            out = m1 if m1 not in ("x", "w") and draw(st.booleans()) else f"m{k}"
+            stmts.append((kind, out, draw(st.sampled_from(["add", "sub", "mul"])), (m1, v1)))
+            mats.append(out)
+        elif kind == "unop":
+            out = m1 if m1 not in ("x", "w") and draw(st.booleans()) else f"m{k}"
+            stmts.append((kind, out, draw(st.sampled_from(_MAT_UNOPS)), (m1,)))
+            mats.append(out)
+        elif kind == "scaled":  # a row sum read once by a vector op: inlined into it
+            stmts.append(("reduce", f"s{k}", draw(st.sampled_from(["add", "max"])), (m1,)))
+            stmts.append(("vec", f"v{k}", "mul", (f"s{k}", v1)))
+            vecs.append(f"v{k}")
+        else:
+            stmts.append((kind, f"v{k}", draw(st.sampled_from(["add", "mul", "max"])), (v1, v2)))
+            vecs.append(f"v{k}")
+    return stmts
+
+
+def _build(
+    stmts: list[tuple[str, str, str, tuple[str, ...]]], hosted_mask: list[bool]
+) -> tuple[Any, dict[str, Tnode]]:
+    """The block of ``stmts`` and its nodes; a node is hosted (observed) where the mask says,
+    the last result always (the others may be virtual, their sums inlined)."""
+    nodes: dict[str, Tnode] = {"x": hosted((ROWS, COLS), "x"), "w": hosted((ROWS, COLS), "w")}
+    for k, (_, out, _, _) in enumerate(stmts):
+        if out not in nodes:
+            dims = (ROWS,) if out[0] in "vs" else (ROWS, COLS)
+            keep = out[0] != "s" and (hosted_mask[k % len(hosted_mask)] or k == len(stmts) - 1)
+            nodes[out] = hosted(dims, out) if keep else Tnode.create(dims, label=out)
+    block = []
+    for kind, out, op, args in stmts:
+        o, a = nodes[out], [nodes[x] for x in args]
+        match kind:
+            case "reduce":
+                block.append(ir.accum(o, op, a[0], spec="rc->r"))
+            case "reduce_into":
+                block.append(ir.accum(o, op, a[0], spec="rc->r", initialize_neutral=False))
+            case "dot":
+                block.append(ir.accum(o, "add", a[0], a[1], op="mul", spec="rc,rc->r"))
+            case "bcast":
+                block.append(ir.binop(o, op, a[0], a[1], spec="rc,r->rc"))
+            case "unop":
+                block.append(ir.unop(o, op, a[0]))
+            case _:
+                block.append(ir.binop(o, op, a[0], a[1]))
+    return ir.block(*block), nodes
+
+
+def test_random_row_programs_match_the_interpreter(backend: Any) -> None:
+    """Generated chains of row statements against the interpreter over the unoptimized lowered
+    code; most of them must form row kernels (else this tests nothing new)."""
+    formed: list[bool] = []
+
+    @settings(
+        max_examples=12,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(stmts=_row_program(), mask=st.lists(st.booleans(), min_size=1, max_size=4))
+    def check(stmts: list[tuple[str, str, str, tuple[str, ...]]], mask: list[bool]) -> None:
+        comp, nodes = _build(stmts, mask)
+        code = backend.compile(comp, name="rowprog")
+        program: GpuProgram = code.native.rendered
+        formed.append(any((k.local_size or 0) >= 32 for k in program.kernels))
+        start = {tn: RNG.uniform(-1, 1, tn.dims).astype(np.float32) for tn in nodes.values()}
+        start = {tn: v for tn, v in start.items() if tn.array is not None}
+        for tn, v in start.items():
+            tn.set_values(v)
+        routine = backend.link(new_context(backend), code)
+        routine()
+        oracle = interpret(lower(comp), {tn: v.copy() for tn, v in start.items()}, {})
+        for tn in start:
+            backend.to_host(routine.context, tn)
+            got, ref = tn.get_values(), oracle[tn]
+            scale = max(float(np.abs(ref).max()), 1.0)
+            np.testing.assert_allclose(
+                got, ref, rtol=1e-4, atol=1e-4 * scale, err_msg=f"{tn.debug_label}: {stmts}"
+            )
+
+    check()
+    assert sum(formed) >= len(formed) // 2, formed
