@@ -3,9 +3,9 @@
 Softmax over rows, as users write it, is five statements: a row max, ``e = x - m``,
 ``e = exp(e)``, a row sum of ``e``, ``y = e / s``. Each would be a launch of its own, and each
 would stream the whole of ``x`` or ``e`` through memory again. When consecutive statements
-(:func:`fuse_rows`) all run over the same rows, start with at least one cooperative cell
-reduction (:mod:`arrayjit_backends.gpu_cell_reduction`) and touch, in each row, only that row's
-cells of what any of them writes, they run as one kernel with one work group per row:
+(:func:`fuse_rows`) all run over the same rows, include a reduction whose lanes can share a row
+(:mod:`arrayjit_backends.gpu_cell_reduction`) and touch, in each row, only that row's cells of
+what any of them writes, they run as one kernel with one work group per row:
 
 - a **cell reduction** step runs as in its own kernel (lanes walk the row, a tree in local
   memory, lane 0 stores the cell), so its accuracy rules hold unchanged: blocked float sums,

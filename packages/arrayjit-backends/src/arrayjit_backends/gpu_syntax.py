@@ -15,6 +15,8 @@ Each top-level statement of the optimized code becomes one or two kernels:
   cell, e.g. a full sum) runs as a grid of work groups, each reducing a strided share of the
   index space in registers and then in local memory into one partial; a second, one-group kernel
   combines the partials with the cell's value;
+- consecutive row reductions and pointwise statements over the same rows (softmax, layer norm)
+  run as one kernel with a work group per row (:mod:`arrayjit_backends.gpu_row_chain`);
 - anything else (a loop carrying a dependence) runs in one work item.
 
 Every kernel of a program takes the same parameters: for each context node, its pool pointer
