@@ -210,7 +210,8 @@ def test_supported_precisions_are_declared() -> None:
 
 def _row_reductions() -> GpuProgram:
     """Row sums (blocked, with a leftover part), row max and min, an fma row dot product, an
-    int64 row sum and a double row sum: each a block per row (cooperative reductions)."""
+    int64 row sum and a double row sum: a block per row (cooperative reductions); those of one
+    compute type over the same rows share one kernel (a row chain)."""
     x, w = _node((64, 3000), "x"), _node((64, 3000), "w")
     xl = _node((4, 1 << 17), "xl")
     xi, xd = _node((64, 4096), "xi", "int64"), _node((64, 4096), "xd", "double")
@@ -241,8 +242,10 @@ def _row_reductions() -> GpuProgram:
 def test_row_reductions_render_a_block_per_row() -> None:
     program = _row_reductions()
     shapes = [(k.global_size, k.local_size) for k in program.kernels]
-    assert shapes == [(64 * 256, 256)] * 6 + [(4 * 256, 256)]  # no fill kernels
-    assert program.source.count("__shared__") == 7
+    # float (s, mx, mn, d), int64, double, then the 4 long rows; no fill kernels
+    assert shapes == [(64 * 256, 256)] * 3 + [(4 * 256, 256)]
+    assert program.source.count("__shared__") == 4
+    assert program.source.count("__syncthreads();") == 7 * 2 + 3  # 7 trees, 3 phase barriers
     assert "aj_fmaxf(" in program.source and "fmaf(" in program.source
     assert "aj_part" in program.source  # the long rows sum in blocks per lane
 
@@ -252,3 +255,41 @@ def test_row_reductions_compile_to_ptx() -> None:
     assert NVCC is not None
     text = compile_to(_row_reductions().source, NVCC, "sm_80", "ptx", "rows").decode()
     assert text.count(".shared") >= 7 and text.count("bar.sync") >= 7
+
+
+def _row_chains() -> GpuProgram:
+    """Softmax over 4096x4096 rows as the GPU benchmark writes it (five assignments), then a
+    layer norm over 512x1000 rows (row sums the optimizer inlined, lane-0 steps): one row
+    kernel each (``arrayjit_backends.gpu_row_chain``)."""
+    x, y = _node((4096, 4096), "x"), _node((4096, 4096), "y")
+    m, se = Tnode.create((4096,), label="m"), Tnode.create((4096,), label="se")
+    e = Tnode.create((4096, 4096), label="e")
+    from arrayjit_conformance.workloads import layer_norm  # a test-only dependency
+
+    comp = ir.block(
+        ir.accum(m, "max", x, spec="rc->r"),
+        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="rc->r"),
+        ir.binop(y, "div", e, se, spec="rc,r->rc"),
+        layer_norm(rows=512, cols=1000).comp,
+    )
+    return CudaSyntax().render_program(optimize(lower(comp), name="chains"), "aj_chains")
+
+
+def test_softmax_and_layer_norm_render_one_block_per_row_each() -> None:
+    program = _row_chains()
+    assert [(k.global_size, k.local_size) for k in program.kernels] == [
+        (4096 * 256, 256),
+        (512 * 64, 64),  # 1000 terms a row: 64 lanes (at least 8 terms a lane)
+    ]
+    # Phase barriers: softmax 3, layer norm 2 (mean | sum of squares | y) + 2 after the
+    # inlined sums; 4 trees of 2 each.
+    assert program.source.count("__syncthreads();") == 3 + 4 + 4 * 2
+
+
+@needs_nvcc
+def test_row_chains_compile_to_ptx() -> None:
+    assert NVCC is not None
+    text = compile_to(_row_chains().source, NVCC, "sm_80", "ptx", "chains").decode()
+    assert text.count(".entry") == 2 and text.count("bar.sync") >= 7

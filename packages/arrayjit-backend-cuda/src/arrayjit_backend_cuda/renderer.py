@@ -22,6 +22,7 @@ class CudaSyntax(GpuSyntax):
     local_id = "threadIdx.x"
     group_id = "blockIdx.x"
     barrier = "__syncthreads();"
+    global_barrier = "__syncthreads();"  # orders the block's global stores too
     index_type = "long long"
     helper_qualifier: ClassVar[str] = "__device__ inline"
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "__half"}

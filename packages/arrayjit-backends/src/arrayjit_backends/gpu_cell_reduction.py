@@ -131,30 +131,44 @@ def plan_cell_reduction(
             return None
         if p.target.indices != first.target.indices:
             return None
+    lanes = cell_lanes(nest, parts, max_lanes)
+    return None if lanes is None else CellReduction(tuple(parts), lanes)
+
+
+def cell_lanes(
+    nest: tuple[L.For_loop, ...], parts: list[ScalarReduction], max_lanes: int
+) -> int | None:
+    """The lanes of a work group reducing ``parts`` (flattened, one operation) for each cell of
+    ``nest``: None where the cell keeps one work item (short, not along rows, or beyond the
+    summation bound)."""
     terms = sum(_extent(p.loops) for p in parts)
     if terms < CELL_MIN_TERMS or max_lanes < 2 or not _walks_rows(nest, parts):
         return None
     lanes = 1 << (min(max_lanes, max(32, terms // TERMS_PER_LANE)).bit_length() - 1)
-    if _blocked(first) and any(
+    if _blocked(parts[0]) and any(
         -(-_extent(p.loops) // lanes) > BLOCK * TOP for p in parts
     ):  # a lane would add more than TOP block partials: beyond the summation bound
         return None
-    return CellReduction(tuple(parts), lanes)
+    return lanes
 
 
 def _walks_rows(nest: tuple[L.For_loop, ...], parts: list[ScalarReduction]) -> bool:
-    """Whether lanes on the reduced axis read contiguously where cells do not: no read's
-    innermost axis follows the innermost parallel loop (neighbouring work items of the one-item
-    shape already read neighbouring addresses there: a column sum, a matmul's right operand) and
-    some read's innermost axis follows a part's innermost reduction loop (a row)."""
+    """Whether lanes on the reduced axis read contiguously where cells do not: no read that
+    varies along the reduction has its innermost axis follow the innermost parallel loop
+    (neighbouring work items of the one-item shape already read neighbouring addresses there: a
+    column sum, a matmul's right operand) and some read's innermost axis follows a part's
+    innermost reduction loop (a row). A read of one value per cell (a row's mean) is neither."""
     if not nest:
         return False
     across = nest[-1].index
     along = {p.loops[-1].index for p in parts if p.loops}
     found = False
     for p in parts:
+        reduced = {lp.index for lp in p.loops}
         for g in L.sub_exprs(p.term):
             if not isinstance(g, L.Get) or not g.indices:
+                continue
+            if not reduced & {s for i in g.indices for s in index_symbols(i)}:
                 continue
             last = set(index_symbols(g.indices[-1]))
             if across in last:
@@ -210,47 +224,70 @@ def render_cell_kernel(
     """The kernel of a cooperative reduction: work group ``g`` reduces cell ``g`` of ``nest``
     (decoded from the group id as the one-item-per-cell kernel decodes its global id); launch
     it with ``cells * cr.lanes`` work items in groups of ``cr.lanes``."""
+    out.add(0, f"{header} {{")
+    for line in prologue:
+        out.add(1, line)
+    out.add(1, f"{syn.local_qualifier} {syn.compute_type(cr.target.tn.prec)} aj_sh[{cr.lanes}];")
+    out.add(1, f"const int aj_lid = (int){syn.local_id};")
+    render_cell_body(syn, nest, cr, cr.lanes, out, 1)
+    out.add(0, "}")
+
+
+def render_cell_body(
+    syn: GpuSyntax,
+    nest: tuple[L.For_loop, ...],
+    cr: CellReduction,
+    lanes: int,
+    out: Out,
+    indent: int,
+) -> None:
+    """The statements of a work group reducing its cell of ``nest`` with ``lanes`` lanes (at
+    least ``cr.lanes``, a power of two), at ``indent``: they use the kernel's local array
+    ``aj_sh`` (``lanes`` values of the compute type) and lane id ``aj_lid``, and end with lane 0
+    storing the cell (no barrier after it)."""
     tn, idx = cr.target.tn, cr.target.indices
+    syn._decode(list(nest), out, syn.group_id, indent)
+    render_lanes(syn, cr, lanes, out, indent)
     ct = syn.compute_type(tn.prec)
+    cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
+    old = f"(({ct}){syn.load(tn.prec, cell)})" if cr.init is None else syn.const(cr.init, ct)
+    final = syn.binop(cr.op, old, "aj_sh[0]", ct, ct not in ("float", "double"))
+    out.add(indent, f"if (aj_lid == 0) {cell} = {syn.store(tn.prec, final)};")
+
+
+def render_lanes(syn: GpuSyntax, cr: CellReduction, lanes: int, out: Out, indent: int) -> None:
+    """The lanes' share of ``cr``'s terms (the cell's loop indices already decoded), then the
+    tree: afterwards ``aj_sh[0]`` holds the combined terms, for every lane (without the cell's
+    value or ``cr.init``)."""
+    ct = syn.compute_type(cr.target.tn.prec)
     is_int = ct not in ("float", "double")
     it = syn.index_type
-    lanes = cr.lanes
     start = syn.const(-0.0 if _blocked(cr.parts[0]) else ops.neutral(cr.op), ct)
 
     def combine(a: str, b: str) -> str:
         return syn.binop(cr.op, a, b, ct, is_int)
 
-    out.add(0, f"{header} {{")
-    for line in prologue:
-        out.add(1, line)
-    out.add(1, f"{syn.local_qualifier} {ct} aj_sh[{lanes}];")
-    out.add(1, f"const int aj_lid = (int){syn.local_id};")
-    syn._decode(list(nest), out, syn.group_id)
-    out.add(1, f"{ct} aj_acc = {start};")
+    out.add(indent, f"{ct} aj_acc = {start};")
+    d = indent
     for red in cr.parts:
         n = _extent(red.loops)
-        out.add(1, "{")
+        out.add(d, "{")
         if _blocked(red) and -(-n // lanes) > BLOCK:
             span = lanes * BLOCK
-            out.add(2, f"for ({it} aj_t0 = aj_lid; aj_t0 < {n}; aj_t0 += {span}) {{")
-            out.add(3, f"{ct} aj_part = {start};")
-            out.add(3, f"const {it} aj_te = aj_t0 + {span} < {n} ? aj_t0 + {span} : {n};")
-            out.add(3, f"for ({it} aj_t = aj_t0; aj_t < aj_te; aj_t += {lanes}) {{")
-            _step(syn, red, "aj_part", out, 4)
-            out.add(3, "}")
-            out.add(3, f"aj_acc = {combine('aj_acc', 'aj_part')};")
-            out.add(2, "}")
+            out.add(d + 1, f"for ({it} aj_t0 = aj_lid; aj_t0 < {n}; aj_t0 += {span}) {{")
+            out.add(d + 2, f"{ct} aj_part = {start};")
+            out.add(d + 2, f"const {it} aj_te = aj_t0 + {span} < {n} ? aj_t0 + {span} : {n};")
+            out.add(d + 2, f"for ({it} aj_t = aj_t0; aj_t < aj_te; aj_t += {lanes}) {{")
+            _step(syn, red, "aj_part", out, d + 3)
+            out.add(d + 2, "}")
+            out.add(d + 2, f"aj_acc = {combine('aj_acc', 'aj_part')};")
+            out.add(d + 1, "}")
         else:
-            out.add(2, f"for ({it} aj_t = aj_lid; aj_t < {n}; aj_t += {lanes}) {{")
-            _step(syn, red, "aj_acc", out, 3)
-            out.add(2, "}")
-        out.add(1, "}")
-    syn.local_tree(out, lanes, combine)
-    cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
-    old = f"(({ct}){syn.load(tn.prec, cell)})" if cr.init is None else syn.const(cr.init, ct)
-    final = combine(old, "aj_sh[0]")
-    out.add(1, f"if (aj_lid == 0) {cell} = {syn.store(tn.prec, final)};")
-    out.add(0, "}")
+            out.add(d + 1, f"for ({it} aj_t = aj_lid; aj_t < {n}; aj_t += {lanes}) {{")
+            _step(syn, red, "aj_acc", out, d + 2)
+            out.add(d + 1, "}")
+        out.add(d, "}")
+    syn.local_tree(out, lanes, combine, indent)
 
 
 def _step(syn: GpuSyntax, red: ScalarReduction, acc: str, out: Out, indent: int) -> None:
@@ -266,8 +303,11 @@ def _step(syn: GpuSyntax, red: ScalarReduction, acc: str, out: Out, indent: int)
 __all__ = [
     "CELL_MIN_TERMS",
     "CellReduction",
+    "cell_lanes",
     "covers",
     "plan_cell_reduction",
     "reads_across",
+    "render_cell_body",
     "render_cell_kernel",
+    "render_lanes",
 ]

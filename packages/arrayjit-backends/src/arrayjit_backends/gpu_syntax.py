@@ -15,6 +15,8 @@ Each top-level statement of the optimized code becomes one or two kernels:
   cell, e.g. a full sum) runs as a grid of work groups, each reducing a strided share of the
   index space in registers and then in local memory into one partial; a second, one-group kernel
   combines the partials with the cell's value;
+- consecutive row reductions and pointwise statements over the same rows (softmax, layer norm)
+  run as one kernel with a work group per row (:mod:`arrayjit_backends.gpu_row_chain`);
 - anything else (a loop carrying a dependence) runs in one work item.
 
 Every kernel of a program takes the same parameters: for each context node, its pool pointer
@@ -48,6 +50,7 @@ from arrayjit_backends.gpu_cell_reduction import (
     render_cell_kernel,
 )
 from arrayjit_backends.gpu_matmul import THREADS, MatmulPlan, matmul_plan, render_matmul_kernel
+from arrayjit_backends.gpu_row_chain import RowChain, fuse_rows, render_row_kernel
 from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
@@ -110,6 +113,9 @@ class _Piece:
     the whole node before it, folded in by :func:`_fold_fills`)."""
     matmul: MatmulPlan | None = None
     """A matmul run as a tiled kernel of its own (:mod:`arrayjit_backends.gpu_matmul`)."""
+    chain: RowChain | None = None
+    """Statements run row by row as one kernel (:mod:`arrayjit_backends.gpu_row_chain`):
+    ``stmt`` is their sequence, ``nest`` the first one's row loops."""
 
     @property
     def writes(self) -> set[Tnode]:
@@ -140,6 +146,8 @@ def _group(pieces: Iterable[_Piece]) -> list[list[_Piece]]:
             and last[0].cell is None
             and p.matmul is None
             and last[0].matmul is None
+            and p.chain is None
+            and last[0].chain is None
             and p.total == last[0].total
             and len(last) < MAX_FUSED
         ):
@@ -299,6 +307,8 @@ class GpuSyntax(CSyntax):
     local_id = "get_local_id(0)"
     group_id = "get_group_id(0)"
     barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+    global_barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+    """A work group's barrier after which its global stores are visible to the group too."""
     index_type = "long"
     # uint4x32 needs the dialect's vector type and a threefry builtin: not rendered yet.
     supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec) - {Prec.uint4x32}
@@ -378,7 +388,13 @@ class GpuSyntax(CSyntax):
         out.add(0, f"/* routine {opt.name} */")
         red_index = 0
         pieces = _fold_fills(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements)
-        for group in _group(pieces):
+        for group in _group(fuse_rows(self, pieces)):
+            if (chain := group[0].chain) is not None:
+                name = f"{prefix}_k{len(kernels)}"
+                header = f"{self.kernel_prefix} {name}({signature})"
+                render_row_kernel(self, chain, out, header, prologue)
+                kernels.append(GpuKernel(name, chain.rows * chain.lanes, chain.lanes))
+                continue
             if group[0].cell is not None:
                 name = f"{prefix}_k{len(kernels)}"
                 piece, cr = group[0], group[0].cell
@@ -554,16 +570,18 @@ class GpuSyntax(CSyntax):
         self.reduction(red, body, indent, top=False)
         out.lines.extend(line for line in body.lines if line.strip())  # no pragma here
 
-    def local_tree(self, out: Out, lanes: int, combine: Callable[[str, str], str]) -> None:
+    def local_tree(
+        self, out: Out, lanes: int, combine: Callable[[str, str], str], indent: int = 1
+    ) -> None:
         """Combine the work group's ``aj_acc`` values (``lanes`` of them, a power of two) as a
         tree in the local array ``aj_sh``: afterwards ``aj_sh[0]`` holds the group's result."""
-        out.add(1, "aj_sh[aj_lid] = aj_acc;")
-        out.add(1, self.barrier)
-        out.add(1, f"for (int aj_s = {lanes // 2}; aj_s > 0; aj_s >>= 1) {{")
+        out.add(indent, "aj_sh[aj_lid] = aj_acc;")
+        out.add(indent, self.barrier)
+        out.add(indent, f"for (int aj_s = {lanes // 2}; aj_s > 0; aj_s >>= 1) {{")
         pair = combine("aj_sh[aj_lid]", "aj_sh[aj_lid + aj_s]")
-        out.add(2, f"if (aj_lid < aj_s) aj_sh[aj_lid] = {pair};")
-        out.add(2, self.barrier)
-        out.add(1, "}")
+        out.add(indent + 1, f"if (aj_lid < aj_s) aj_sh[aj_lid] = {pair};")
+        out.add(indent + 1, self.barrier)
+        out.add(indent, "}")
 
     def _reduction_kernels(
         self,
