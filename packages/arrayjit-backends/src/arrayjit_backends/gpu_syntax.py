@@ -354,11 +354,14 @@ class GpuSyntax(CSyntax):
         buffers += [(self.name(tn), self.storage_types[tn.prec]) for tn in opt.local_nodes]
         self._partials: list[str] = []
         statements = _flatten(opt.code)
-        # Reduction partials are scratch buffers too; count them first for the signature.
+        # Reduction partials are scratch buffers too; count them first for the signature. A
+        # small-float full reduction (a store of a float32 accumulator, see lowering) is a grid
+        # reduction on GPUs; on CPU devices (one lane per cell) one work item was faster.
         reductions = {
             id(s): flatten_blocked_sum(red)
             for s in statements
-            if isinstance(s, L.For_loop) and (red := scalar_reduction(s)) is not None
+            if (isinstance(s, L.For_loop) or (self.cell_lanes > 1 and isinstance(s, L.Set)))
+            and (red := scalar_reduction(s)) is not None
         }
         for k, red in enumerate(reductions.values()):
             ct = self.compute_type(red.target.tn.prec)
