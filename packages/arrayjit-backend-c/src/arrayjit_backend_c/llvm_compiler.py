@@ -191,6 +191,8 @@ def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
     worker and one per :data:`CHUNK_MIN_COST`, sizes within one iteration."""
     assert seg.loop is not None
     lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
+    if seg.matmul is not None:  # chunks of row or column panels
+        lo, trip = 0, seg.matmul.units
     n = max(1, min(workers, trip, seg.cost // CHUNK_MIN_COST))
     bounds = [lo + trip * k // n for k in range(n + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(n)]

@@ -40,6 +40,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from arrayjit_backend_c import llvm_matmul
+from arrayjit_backend_c.cpu_matmul import CpuMatmul, cpu_matmul
 from arrayjit_backend_c.llvm_helpers import HELPERS
 from arrayjit_backend_c.llvm_scalar import Fn, ScalarGen
 from arrayjit_backend_c.llvm_segments import Segment, split_segments, touched_nodes
@@ -111,6 +113,7 @@ class LlvmGen(ScalarGen):
         self._syms: dict[Symbol | StaticSymbol, str] = {}
         self._locals: dict[L.ScopeId, str] = {}
         self._merge = "null"
+        self._mm_helpers: dict[str, str] = {}
 
     # ---- names and indices ----
 
@@ -496,6 +499,14 @@ class LlvmGen(ScalarGen):
                 segments.append(Segment(name))
                 function(name, [], k, functools.partial(self._serial, g))
                 continue
+            mm = cpu_matmul(g)
+            if mm is not None:
+                segments.append(Segment(name, g, None, mm))
+                text, decls = llvm_matmul.helpers(mm)
+                self._mm_helpers.setdefault(mm.suffix, text)
+                self._decls.update(dict.fromkeys((*decls, *llvm_matmul.DECLS)))
+                function(name, ["i64 %start", "i64 %stop"], k, functools.partial(self._matmul, mm))
+                continue
             red = scalar_reduction(g)
             seg = Segment(name, g, red)
             segments.append(seg)
@@ -514,6 +525,7 @@ class LlvmGen(ScalarGen):
                 *self._decls,
                 *functions,
                 *(HELPERS[h] for h in self._helpers),
+                *self._mm_helpers.values(),
                 f'attributes #0 = {{ nounwind "no-trapping-math"="true" {attrs} }}',
                 f"attributes #1 = {{ alwaysinline nounwind {attrs} }}",
                 "",
@@ -524,6 +536,10 @@ class LlvmGen(ScalarGen):
     def _serial(self, stmts: list[L.Stmt]) -> None:
         for x in stmts:
             self.stmt(x)
+
+    def _matmul(self, mm: CpuMatmul) -> None:
+        """The body of a packed matmul's function (:mod:`arrayjit_backend_c.llvm_matmul`)."""
+        llvm_matmul.part_body(self._fn, mm, self._ptrs)
 
     def _parallel_loop(self, loop: L.For_loop) -> None:
         """The body of a parallel loop's function: the loop over ``[start, stop)``."""
