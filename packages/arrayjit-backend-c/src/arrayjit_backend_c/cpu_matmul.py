@@ -206,17 +206,29 @@ static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int
       const int64_t kc = k - pc < KC ? k - pc : KC;
       for (int64_t jr = 0; jr < nc; jr += NR) {{
         {t} *dst = pb + jr * kc;
-        for (int64_t p = 0; p < kc; ++p)
-          for (int64_t j = 0; j < NR; ++j)
-            dst[p * NR + j] = jr + j < nc ? B[(pc + p) * rsb + (jc + jr + j) * csb] : 0;
+        const {t} *src = B + pc * rsb + (jc + jr) * csb;
+        if (nc - jr >= NR) {{
+          for (int64_t p = 0; p < kc; ++p)
+            for (int64_t j = 0; j < NR; ++j) dst[p * NR + j] = src[p * rsb + j * csb];
+        }} else {{
+          for (int64_t p = 0; p < kc; ++p)
+            for (int64_t j = 0; j < NR; ++j)
+              dst[p * NR + j] = jr + j < nc ? src[p * rsb + j * csb] : 0;
+        }}
       }}
       for (int64_t ic = r0; ic < r1; ic += MC) {{
         const int64_t mc = r1 - ic < MC ? r1 - ic : MC;
         for (int64_t ir = 0; ir < mc; ir += MR) {{
           {t} *dst = pa + ir * kc;
-          for (int64_t p = 0; p < kc; ++p)
-            for (int64_t r = 0; r < MR; ++r)
-              dst[p * MR + r] = ir + r < mc ? A[(ic + ir + r) * rsa + (pc + p) * csa] : 0;
+          const {t} *src = A + (ic + ir) * rsa + pc * csa;
+          if (mc - ir >= MR) {{
+            for (int64_t p = 0; p < kc; ++p)
+              for (int64_t r = 0; r < MR; ++r) dst[p * MR + r] = src[r * rsa + p * csa];
+          }} else {{
+            for (int64_t p = 0; p < kc; ++p)
+              for (int64_t r = 0; r < MR; ++r)
+                dst[p * MR + r] = ir + r < mc ? src[r * rsa + p * csa] : 0;
+          }}
         }}
         for (int64_t jr = 0; jr < nc; jr += NR) {{
           for (int64_t ir = 0; ir < mc; ir += MR) {{
