@@ -3,10 +3,11 @@ backend: the same packing, blocking, micro-kernel and exactness (each cell's ``l
 ``k`` order from its stored value), with the tile's rows as ``<VL x float>`` or ``<VL x double>``
 vectors and ``llvm.fma.v*`` steps.
 
-The routine's segment for the matmul takes ``(start, stop)``, a range of
+The routine's segment for the matmul takes ``(start, stop, buffer)``: a range of
 :attr:`~arrayjit_backend_c.cpu_matmul.CpuMatmul.units` (row panels or column panels), so the
-backend's chunks split the matmul across threads; each chunk allocates its own packing buffers
-(``aligned_alloc``), and where that fails computes its cells with the plain loop nest.
+backend's chunks split the matmul across threads, and the chunk's packing buffer
+(:func:`buffer_bytes`), which the compiler allocates once per chunk when it links the routine
+(allocating them at each call, as the C kernel does, costs page faults: see the README).
 """
 
 from __future__ import annotations
@@ -16,10 +17,6 @@ from collections.abc import Callable
 from arrayjit_backend_c import cpu_matmul as cm
 from arrayjit_backend_c.llvm_scalar import Fn
 from arrayjit_tnode import Prec, Tnode
-
-DECLS = ("declare ptr @aligned_alloc(i64, i64)", "declare void @free(ptr)")
-"""What the segment function calls besides the helpers (the C library's, found in the
-process)."""
 
 
 class _Ir:
@@ -266,65 +263,34 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
     """The helper functions of ``mm``'s precision and operand order, and the declarations they
     need."""
     _, _, vt, fma = _types(mm)
-    t = _types(mm)[0]
-    sfx = "f32" if t == "float" else "f64"
     decls = [
         f"declare {vt} @{fma}({vt}, {vt}, {vt})",
-        f"declare {t} @llvm.fma.{sfx}({t}, {t}, {t})",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
     ]
     return _micro(mm) + "\n" + _block(mm), decls
 
 
+def buffer_bytes(mm: cm.CpuMatmul) -> tuple[int, int]:
+    """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
+    multiple of 64)."""
+    width = min(mm.n, cm.NC)
+    pa = mm.prec.byte_size * cm.KC * (cm.MC + cm.MR)
+    pb = mm.prec.byte_size * cm.KC * (-(-width // mm.nr) * mm.nr)
+    return -(-pa // 64) * 64, -(-pb // 64) * 64
+
+
 def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
-    """The body of the matmul's segment function: units ``[%start, %stop)`` of ``C``."""
-    t = _types(mm)[0]
-    b = _Ir(f, t)
+    """The body of the matmul's segment function: units ``[%start, %stop)`` of ``C``, packing
+    into the chunk's buffer ``%mmbuf`` (:func:`buffer_bytes`, 64-byte aligned)."""
+    b = _Ir(f, _types(mm)[0])
     size, extent = (cm.MR, mm.m) if mm.split_rows else (mm.nr, mm.n)
     lo = b.mul("%start", size)
     hi = b.min(b.mul("%stop", size), extent)
     r0, r1, c0, c1 = (lo, hi, 0, mm.n) if mm.split_rows else (0, mm.m, lo, hi)
-    width = min(mm.n, cm.NC)
-    pa_bytes = mm.prec.byte_size * cm.KC * (cm.MC + cm.MR)
-    pb_bytes = mm.prec.byte_size * cm.KC * (-(-width // mm.nr) * mm.nr)
-    pa = b.v(f"call ptr @aligned_alloc(i64 64, i64 {pa_bytes})")
-    pb = b.v(f"call ptr @aligned_alloc(i64 64, i64 {pb_bytes})")
-    got = b.v(f"and i1 {b.v(f'icmp ne ptr {pa}, null')}, {b.v(f'icmp ne ptr {pb}, null')}")
+    pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {buffer_bytes(mm)[0]}")
     a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
-    args = (
-        f"i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, "
-        f"i64 {mm.a.cs}, ptr {b_}, i64 {mm.b.rs}, i64 {mm.b.cs}, ptr {c_}, i64 {mm.c.rs}, "
-        f"i64 {mm.c.cs}"
+    f.do(
+        f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
+        f"i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, i64 {mm.b.rs}, "
+        f"i64 {mm.b.cs}, ptr {c_}, i64 {mm.c.rs}, i64 {mm.c.cs}, ptr %mmbuf, ptr {pb})"
     )
-
-    def packed() -> None:
-        f.do(f"call void @aj_mm_block_{mm.suffix}({args}, ptr {pa}, ptr {pb})")
-
-    def plain() -> None:  # no memory for the buffers: the loop nest, same steps
-        def row(i: str) -> None:
-            def col(j: str) -> None:
-                cell = b.at2(c_, i, mm.c.rs, j, mm.c.cs)
-                acc = f"%acc.mm{f.n}"
-                f.allocas.append(f"  {acc} = alloca {t}")
-                b.store(b.load(cell), acc)
-
-                def step(p: str) -> None:
-                    av = b.load(b.at2(a_, i, mm.a.rs, p, mm.a.cs))
-                    wv = b.load(b.at2(b_, p, mm.b.rs, j, mm.b.cs))
-                    x, w = (av, wv) if mm.x_is_a else (wv, av)
-                    new = b.v(
-                        f"call {t} @llvm.fma.{'f32' if t == 'float' else 'f64'}"
-                        f"({t} {x}, {t} {w}, {t} {b.load(acc)})"
-                    )
-                    b.store(new, acc)
-
-                b.loop(0, mm.k, 1, step)
-                b.store(b.load(acc), cell)
-
-            b.loop(c0, c1, 1, col)
-
-        b.loop(r0, r1, 1, row)
-
-    b.branch(got, packed, plain)
-    f.do(f"call void @free(ptr {pa})")
-    f.do(f"call void @free(ptr {pb})")

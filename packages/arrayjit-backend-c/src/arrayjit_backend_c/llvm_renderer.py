@@ -504,8 +504,9 @@ class LlvmGen(ScalarGen):
                 segments.append(Segment(name, g, None, mm))
                 text, decls = llvm_matmul.helpers(mm)
                 self._mm_helpers.setdefault(mm.suffix, text)
-                self._decls.update(dict.fromkeys((*decls, *llvm_matmul.DECLS)))
-                function(name, ["i64 %start", "i64 %stop"], k, functools.partial(self._matmul, mm))
+                self._decls.update(dict.fromkeys(decls))
+                extra = ["i64 %start", "i64 %stop", "ptr noalias %mmbuf"]
+                function(name, extra, k, functools.partial(self._matmul, mm))
                 continue
             red = scalar_reduction(g)
             seg = Segment(name, g, red)

@@ -39,8 +39,10 @@ class Segment:
     identity, into ``partials[slot]`` (8-byte slots); ``{name}_combine`` takes
     ``(partials, count)`` and folds the partials into the cell."""
     matmul: CpuMatmul | None = None
-    """For the packed matmul (then ``loop`` is the nest it replaces): ``(start, stop)`` is a
-    range of its :attr:`~arrayjit_backend_c.cpu_matmul.CpuMatmul.units`, not of the loop."""
+    """For the packed matmul (then ``loop`` is the nest it replaces): the function takes
+    ``(start, stop, buffer)``, a range of its :attr:`~arrayjit_backend_c.cpu_matmul.CpuMatmul.
+    units` (not of the loop) and the chunk's packing buffer
+    (:func:`~arrayjit_backend_c.llvm_matmul.buffer_bytes`)."""
 
     @property
     def parallel(self) -> bool:
