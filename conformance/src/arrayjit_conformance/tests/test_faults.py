@@ -218,7 +218,7 @@ def test_failing_compiler_gives_compile_error(
     try:
         compiler = getattr(b.runtime, "compiler", None)
         if getattr(compiler, "name", None) != "cc":
-            pytest.skip(f"backend {backend_name} runs no external compiler")
+            pytest.skip(f"this test fakes the C compiler driver; backend {backend_name} has none")
         compiler.cc = _fake_compiler(tmp_path, body)
         comps, _, _ = _comps()
         with pytest.raises(CompileError, match=message):

@@ -30,6 +30,7 @@ import llvmlite.binding as llvm
 import numpy as np
 
 from arrayjit_backend_c.crew import Crew
+from arrayjit_backend_c.llvm_matmul import buffer_bytes
 from arrayjit_backend_c.llvm_renderer import LlvmGen, LlvmKernel
 from arrayjit_backend_c.llvm_segments import Segment
 from arrayjit_backend_c.work import is_short
@@ -191,6 +192,8 @@ def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
     worker and one per :data:`CHUNK_MIN_COST`, sizes within one iteration."""
     assert seg.loop is not None
     lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
+    if seg.matmul is not None:  # chunks of row or column panels
+        lo, trip = 0, seg.matmul.units
     n = max(1, min(workers, trip, seg.cost // CHUNK_MIN_COST))
     bounds = [lo + trip * k // n for k in range(n + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(n)]
@@ -254,7 +257,9 @@ class LlvmCompiler(CpuCompiler):
 
         functions = []
         for seg in kernel.segments:
-            if seg.reduction is not None:
+            if seg.matmul is not None:
+                functions.append((function(seg.name, i64, i64, ptr), None))
+            elif seg.reduction is not None:
                 fn = function(seg.name, i64, i64, ptr, i64)
                 functions.append((fn, function(seg.combine_name, ptr, i64)))
             else:
@@ -277,6 +282,15 @@ class LlvmCompiler(CpuCompiler):
                 steps.append((fn, None, None, ()))
                 continue
             ranges = chunks(seg, self.workers)
+            if seg.matmul is not None:  # each chunk packs into a buffer of its own
+                size = sum(buffer_bytes(seg.matmul))
+                packing: list[tuple[Any, ...]] = []
+                for start, stop in ranges:
+                    buf = np.zeros(size + 64, np.uint8)
+                    scratch.append(buf)
+                    packing.append((start, stop, buf.ctypes.data + (-buf.ctypes.data) % 64))
+                steps.append((fn, packing, None, ()))
+                continue
             if seg.reduction is None:
                 steps.append((fn, ranges, None, ()))
                 continue

@@ -40,6 +40,8 @@ from typing import ClassVar
 
 import numpy as np
 
+from arrayjit_backend_c import llvm_matmul
+from arrayjit_backend_c.cpu_matmul import CpuMatmul, cpu_matmul
 from arrayjit_backend_c.llvm_helpers import HELPERS
 from arrayjit_backend_c.llvm_scalar import Fn, ScalarGen
 from arrayjit_backend_c.llvm_segments import Segment, split_segments, touched_nodes
@@ -111,6 +113,7 @@ class LlvmGen(ScalarGen):
         self._syms: dict[Symbol | StaticSymbol, str] = {}
         self._locals: dict[L.ScopeId, str] = {}
         self._merge = "null"
+        self._mm_helpers: dict[str, str] = {}
 
     # ---- names and indices ----
 
@@ -495,6 +498,15 @@ class LlvmGen(ScalarGen):
                 segments.append(Segment(name))
                 function(name, [], k, functools.partial(self._serial, g))
                 continue
+            mm = cpu_matmul(g)
+            if mm is not None and isinstance(g, L.For_loop):
+                segments.append(Segment(name, g, None, mm))
+                text, decls = llvm_matmul.helpers(mm)
+                self._mm_helpers.setdefault(mm.suffix, text)
+                self._decls.update(dict.fromkeys(decls))
+                extra = ["i64 %start", "i64 %stop", "ptr noalias %mmbuf"]
+                function(name, extra, k, functools.partial(self._matmul, mm))
+                continue
             red = scalar_reduction(g)
             # A Set is the float32 accumulator of a small-float cell: always a reduction.
             loop = g if isinstance(g, L.For_loop) else red.loops[0] if red else None
@@ -516,6 +528,7 @@ class LlvmGen(ScalarGen):
                 *self._decls,
                 *functions,
                 *(HELPERS[h] for h in self._helpers),
+                *self._mm_helpers.values(),
                 f'attributes #0 = {{ nounwind "no-trapping-math"="true" {attrs} }}',
                 f"attributes #1 = {{ alwaysinline nounwind {attrs} }}",
                 "",
@@ -526,6 +539,10 @@ class LlvmGen(ScalarGen):
     def _serial(self, stmts: list[L.Stmt]) -> None:
         for x in stmts:
             self.stmt(x)
+
+    def _matmul(self, mm: CpuMatmul) -> None:
+        """The body of a packed matmul's function (:mod:`arrayjit_backend_c.llvm_matmul`)."""
+        llvm_matmul.part_body(self._fn, mm, self._ptrs)
 
     def _parallel_loop(self, loop: L.For_loop) -> None:
         """The body of a parallel loop's function: the loop over ``[start, stop)``."""

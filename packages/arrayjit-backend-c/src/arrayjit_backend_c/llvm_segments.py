@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from arrayjit_backend_c.cpu_matmul import CpuMatmul, cpu_matmul
 from arrayjit_backends.kernel_plan import (
     PARALLEL_MIN_WORK,
     ScalarReduction,
@@ -37,6 +38,11 @@ class Segment:
     ``(start, stop, partials, slot)`` and stores the reduction of its range, from the op's
     identity, into ``partials[slot]`` (8-byte slots); ``{name}_combine`` takes
     ``(partials, count)`` and folds the partials into the cell."""
+    matmul: CpuMatmul | None = None
+    """For the packed matmul (then ``loop`` is the nest it replaces): the function takes
+    ``(start, stop, buffer)``, a range of its :attr:`~arrayjit_backend_c.cpu_matmul.CpuMatmul.
+    units` (not of the loop) and the chunk's packing buffer
+    (:func:`~arrayjit_backend_c.llvm_matmul.buffer_bytes`)."""
 
     @property
     def parallel(self) -> bool:
@@ -57,7 +63,8 @@ def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work that write disjoint cells or are a
     :class:`~arrayjit_backends.kernel_plan.ScalarReduction` (as is the store of a float32
-    accumulator into a small-float cell, a ``Set``)."""
+    accumulator into a small-float cell, a ``Set``), and packed matmuls
+    (:func:`~arrayjit_backend_c.cpu_matmul.cpu_matmul`)."""
     stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
     groups: list[list[L.Stmt] | L.For_loop | L.Set] = []
     for s in stmts:
@@ -68,7 +75,7 @@ def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
                 scalar_reduction(s) is not None
                 or (isinstance(s, L.For_loop) and is_parallel_loop(s))
             )
-        ):
+        ) or (isinstance(s, L.For_loop) and cpu_matmul(s) is not None):
             groups.append(s)
         elif groups and isinstance(groups[-1], list):
             groups[-1].append(s)

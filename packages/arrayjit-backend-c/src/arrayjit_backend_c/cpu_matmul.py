@@ -1,0 +1,305 @@
+"""The packed matmul of the CPU backends: which top-level loops are a plain matmul, their
+layout, and the C source of the kernel (the LLVM IR of the same algorithm is in
+:mod:`arrayjit_backend_c.llvm_matmul`).
+
+The generated loop nest of ``C[i, j] = sum_k A[i, k] * B[k, j]`` reloads rows of ``B`` for every
+few rows of ``C`` and streams ``C`` through the caches ``k`` times. Here, as BLIS-style libraries
+do (the algorithm is the textbook one; the code is ours):
+
+- the columns of ``C`` are cut into blocks of :data:`NC`, ``k`` into blocks of :data:`KC`, the
+  rows into blocks of :data:`MC`;
+- for each ``(column block, k block)`` the ``KC x NC`` block of ``B`` is copied ("packed") into a
+  contiguous buffer, column panels of ``NR`` columns one after the other, each stored step by
+  step (the ``NR`` values of one ``k`` step adjacent), zeros past the last column;
+- for each row block, the ``MC x KC`` block of ``A`` is packed the same way in panels of ``MR``
+  rows, zeros past the last row;
+- a micro-kernel computes each ``MR x NR`` tile of ``C``: it loads the tile into registers
+  (``MR x NR`` accumulators, :data:`MR` rows of two vectors), and for each ``k`` step of the block
+  loads ``NR`` values of ``B``, broadcasts each of the ``MR`` values of ``A`` and takes one fused
+  multiply-add per accumulator, then stores the tile back. A tile at the edge of ``C`` (or of a
+  ``C`` whose columns are not contiguous) goes through a local ``MR x NR`` copy.
+
+Exactness: each cell of ``C`` starts from its stored value and takes ``fma(x, w, cell)`` for
+``k`` in increasing order (block after block; between blocks the cell is stored and reloaded,
+which changes nothing in float32 or float64), ``x`` and ``w`` in the IR's operand order: the
+serial code's bits. Zero padding only ever fills rows and columns whose cells are never stored;
+``k`` is never padded (``fma(0, 0, -0.0)`` is ``+0.0``).
+
+Parallelism: the rows (or, when there are fewer row panels than column panels, the columns) are
+cut into ``units`` of ``MR`` rows (``NR`` columns); each thread computes a contiguous range of
+units, packing its own blocks (the cc backend's OpenMP team; the llvm backend's chunks).
+
+Which loops: a top-level loop nest that :func:`~arrayjit_backends.gpu_matmul.matmul_plan`
+recognizes (the GPU renderer's detector, used as is: plain ``fma`` steps over one ``k`` loop,
+operands indexed by ``{i, k}`` and ``{k, j}`` in either order), in float32 or float64, with no
+batch axes and at least :data:`MATMUL_MIN_WORK` multiply-adds. Everything else keeps the loop
+nest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arrayjit_backends.gpu_matmul import MatmulPlan, matmul_plan
+from arrayjit_backends.gpu_syntax import parallel_order
+from arrayjit_backends.kernel_plan import loop_work
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import Fixed_idx, Iterator, Symbol
+from arrayjit_tnode import Prec, Tnode
+
+MR = 6
+"""Rows of a micro-kernel's tile."""
+VECTOR_BYTES = 32
+"""Bytes of one vector register the tile's rows are made of (AVX2; narrower targets split it)."""
+KC = 256
+"""Steps of ``k`` per packed block: a panel of ``B`` (``KC x NR``) stays in the L1 cache."""
+MC = 96
+"""Rows of ``A`` per packed block (``MC x KC``, 96-192 KiB: the L2 cache)."""
+NC = 2048
+"""Columns of ``B`` per packed block (``KC x NC``, 2-4 MiB: the L3 cache)."""
+MATMUL_MIN_WORK = 1 << 15
+"""Smaller matmuls keep the loop nest (packing would not pay)."""
+
+
+def nr_of(prec: Prec) -> int:
+    """Columns of a micro-kernel's tile: two vectors of ``prec``."""
+    return 2 * VECTOR_BYTES // prec.byte_size
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Where a matrix lies in its node's buffer: element ``(r, c)`` is at
+    ``offset + r * rs + c * cs``."""
+
+    tn: Tnode
+    offset: int
+    rs: int
+    cs: int
+
+
+@dataclass(frozen=True)
+class CpuMatmul:
+    """A top-level loop nest that runs as the packed matmul: ``C (m x n)``, each cell taking
+    ``fma(x, w, cell)`` over ``k`` steps, ``x`` the ``A`` operand when ``x_is_a``."""
+
+    m: int
+    n: int
+    k: int
+    a: Operand
+    b: Operand
+    c: Operand
+    x_is_a: bool
+
+    @property
+    def prec(self) -> Prec:
+        return self.c.tn.prec
+
+    @property
+    def nr(self) -> int:
+        return nr_of(self.prec)
+
+    @property
+    def split_rows(self) -> bool:
+        """Whether threads share the rows (else the columns)."""
+        return -(-self.m // MR) >= -(-self.n // self.nr)
+
+    @property
+    def units(self) -> int:
+        """Row panels (or column panels) the threads share."""
+        return -(-self.m // MR) if self.split_rows else -(-self.n // self.nr)
+
+    @property
+    def suffix(self) -> str:
+        """Names the helper functions of this precision and operand order."""
+        return f"{'f32' if self.prec is Prec.single else 'f64'}_{'xa' if self.x_is_a else 'xb'}"
+
+
+def _operand(g: L.Get, rows: L.For_loop | None, cols: L.For_loop | None) -> Operand:
+    """The layout of ``g`` as a matrix whose rows follow ``rows`` and columns ``cols`` (a
+    missing loop: one row or column)."""
+    stride, offset = 1, 0
+    strides: dict[Symbol, int] = {}
+    for dim, i in reversed(list(zip(g.tn.dims, g.indices, strict=True))):
+        if isinstance(i, Fixed_idx):
+            offset += i.value * stride
+        else:
+            assert isinstance(i, Iterator) and isinstance(i.symbol, Symbol)
+            strides[i.symbol] = stride
+        stride *= dim
+    rs = cs = 0
+    for lp, is_row in ((rows, True), (cols, False)):
+        if lp is None:
+            continue
+        s = strides[lp.index]
+        offset += lp.from_ * s
+        rs, cs = (s, cs) if is_row else (rs, s)
+    return Operand(g.tn, offset, rs, cs)
+
+
+def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
+    """The :class:`CpuMatmul` a top-level statement is, if it is one (see the module
+    docstring)."""
+    if not isinstance(stmt, L.For_loop) or loop_work(stmt) < MATMUL_MIN_WORK:
+        return None
+    nest, rest = parallel_order(stmt)
+    plan: MatmulPlan | None = matmul_plan(nest, rest)
+    if plan is None or plan.batch:
+        return None
+    m, n, k = plan.extents
+    a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
+    target = L.Get(plan.target.tn, plan.target.indices)
+    return CpuMatmul(
+        m,
+        n,
+        k,
+        _operand(a, plan.rows, plan.k),
+        _operand(b, plan.k, plan.cols),
+        _operand(target, plan.rows, plan.cols),
+        plan.x_is_a,
+    )
+
+
+def c_helpers(mm: CpuMatmul) -> str:
+    """C functions computing the matmuls of ``mm``'s precision and operand order:
+    ``aj_mm_block_<suffix>`` (a block of ``C``, serially) and ``aj_mm_part_<suffix>`` (one
+    thread's share)."""
+    t = "float" if mm.prec is Prec.single else "double"
+    f = "f" if mm.prec is Prec.single else ""
+    sx, nr = mm.suffix, mm.nr
+
+    def fma(a: str, b: str, acc: str) -> str:
+        x, w = (a, b) if mm.x_is_a else (b, a)
+        return f"fma{f}({x}, {w}, {acc})"
+
+    return f"""
+#include <stdlib.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+/* The packed matmul (arrayjit_backend_c.cpu_matmul), {t}. */
+static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restrict b,
+                            {t} *restrict c, int64_t ldc) {{
+  enum {{ MR = {MR}, NR = {nr} }};
+  {t} acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+  for (int64_t p = 0; p < kc; ++p) {{
+#pragma GCC unroll {MR}
+    for (int r = 0; r < MR; ++r) {{
+      const {t} av = a[p * MR + r];
+#pragma GCC unroll {nr}
+      for (int j = 0; j < NR; ++j) acc[r][j] = {fma("av", "b[p * NR + j]", "acc[r][j]")};
+    }}
+  }}
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+}}
+/* C[r0:r1, c0:c1] after all k steps (see the module docstring); pa, pb: packing buffers. */
+static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t k,
+    const {t} *A, int64_t rsa, int64_t csa, const {t} *B, int64_t rsb, int64_t csb,
+    {t} *C, int64_t rsc, int64_t csc, {t} *restrict pa, {t} *restrict pb) {{
+  enum {{ MR = {MR}, NR = {nr}, KC = {KC}, MC = {MC}, NC = {NC} }};
+  {t} tile[MR * NR];
+  for (int64_t jc = c0; jc < c1; jc += NC) {{
+    const int64_t nc = c1 - jc < NC ? c1 - jc : NC;
+    for (int64_t pc = 0; pc < k; pc += KC) {{
+      const int64_t kc = k - pc < KC ? k - pc : KC;
+      for (int64_t jr = 0; jr < nc; jr += NR) {{
+        {t} *dst = pb + jr * kc;
+        const {t} *src = B + pc * rsb + (jc + jr) * csb;
+        if (nc - jr >= NR) {{
+          for (int64_t p = 0; p < kc; ++p)
+            for (int64_t j = 0; j < NR; ++j) dst[p * NR + j] = src[p * rsb + j * csb];
+        }} else {{
+          for (int64_t p = 0; p < kc; ++p)
+            for (int64_t j = 0; j < NR; ++j)
+              dst[p * NR + j] = jr + j < nc ? src[p * rsb + j * csb] : 0;
+        }}
+      }}
+      for (int64_t ic = r0; ic < r1; ic += MC) {{
+        const int64_t mc = r1 - ic < MC ? r1 - ic : MC;
+        for (int64_t ir = 0; ir < mc; ir += MR) {{
+          {t} *dst = pa + ir * kc;
+          const {t} *src = A + (ic + ir) * rsa + pc * csa;
+          if (mc - ir >= MR) {{
+            for (int64_t p = 0; p < kc; ++p)
+              for (int64_t r = 0; r < MR; ++r) dst[p * MR + r] = src[r * rsa + p * csa];
+          }} else {{
+            for (int64_t p = 0; p < kc; ++p)
+              for (int64_t r = 0; r < MR; ++r)
+                dst[p * MR + r] = ir + r < mc ? src[r * rsa + p * csa] : 0;
+          }}
+        }}
+        for (int64_t jr = 0; jr < nc; jr += NR) {{
+          for (int64_t ir = 0; ir < mc; ir += MR) {{
+            {t} *c = C + (ic + ir) * rsc + (jc + jr) * csc;
+            const int64_t mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
+            if (mr == MR && nr == NR && csc == 1) {{
+              aj_mm_micro_{sx}(kc, pa + ir * kc, pb + jr * kc, c, rsc);
+              continue;
+            }}
+            for (int64_t r = 0; r < MR; ++r)
+              for (int64_t j = 0; j < NR; ++j)
+                tile[r * NR + j] = r < mr && j < nr ? c[r * rsc + j * csc] : 0;
+            aj_mm_micro_{sx}(kc, pa + ir * kc, pb + jr * kc, tile, NR);
+            for (int64_t r = 0; r < mr; ++r)
+              for (int64_t j = 0; j < nr; ++j) c[r * rsc + j * csc] = tile[r * NR + j];
+          }}
+        }}
+      }}
+    }}
+  }}
+}}
+/* Units [part * units / parts, (part + 1) * units / parts) of rows (MR each) or columns (NR
+   each) of C (m x n). Without packing buffers, the plain loop nest over that share. */
+static void aj_mm_part_{sx}(int64_t part, int64_t parts, int64_t m, int64_t n, int64_t k,
+    int split_rows, const {t} *A, int64_t rsa, int64_t csa, const {t} *B, int64_t rsb,
+    int64_t csb, {t} *C, int64_t rsc, int64_t csc) {{
+  enum {{ MR = {MR}, NR = {nr}, KC = {KC}, MC = {MC}, NC = {NC} }};
+  const int64_t size = split_rows ? MR : NR, extent = split_rows ? m : n;
+  const int64_t units = (extent + size - 1) / size;
+  const int64_t u0 = units * part / parts * size, u1 = units * (part + 1) / parts * size;
+  const int64_t lo = u0, hi = u1 < extent ? u1 : extent;
+  if (lo >= hi) return;
+  const int64_t r0 = split_rows ? lo : 0, r1 = split_rows ? hi : m;
+  const int64_t c0 = split_rows ? 0 : lo, c1 = split_rows ? n : hi;
+  const int64_t width = c1 - c0 < NC ? c1 - c0 : NC;
+  {t} *pa = aligned_alloc(64, sizeof({t}) * KC * (MC + MR));
+  {t} *pb = aligned_alloc(64, sizeof({t}) * KC * ((width + NR - 1) / NR * NR));
+  if (pa != NULL && pb != NULL) {{
+    aj_mm_block_{sx}(r0, r1, c0, c1, k, A, rsa, csa, B, rsb, csb, C, rsc, csc, pa, pb);
+  }} else {{
+    for (int64_t i = r0; i < r1; ++i)
+      for (int64_t j = c0; j < c1; ++j) {{
+        {t} acc = C[i * rsc + j * csc];
+        for (int64_t p = 0; p < k; ++p)
+          acc = {fma("A[i * rsa + p * csa]", "B[p * rsb + j * csb]", "acc")};
+        C[i * rsc + j * csc] = acc;
+      }}
+  }}
+  free(pa);
+  free(pb);
+}}
+"""
+
+
+def c_call(mm: CpuMatmul, names: dict[Tnode, str], parallel: bool) -> list[str]:
+    """The statements running ``mm`` inside the kernel (``names``: the buffers' identifiers);
+    ``parallel``: over the OpenMP team."""
+    a, b, c = mm.a, mm.b, mm.c
+    args = (
+        f"{mm.m}, {mm.n}, {mm.k}, {int(mm.split_rows)}, "
+        f"{names[a.tn]} + {a.offset}, {a.rs}, {a.cs}, {names[b.tn]} + {b.offset}, {b.rs}, {b.cs}, "
+        f"{names[c.tn]} + {c.offset}, {c.rs}, {c.cs}"
+    )
+    serial = f"aj_mm_part_{mm.suffix}(0, 1, {args});"
+    if not parallel:
+        return [serial]
+    return [
+        "#ifdef _OPENMP",
+        "#pragma omp parallel",
+        f"aj_mm_part_{mm.suffix}(omp_get_thread_num(), omp_get_num_threads(), {args});",
+        "#else",
+        serial,
+        "#endif",
+    ]
