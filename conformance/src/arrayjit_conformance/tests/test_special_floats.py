@@ -324,6 +324,22 @@ def test_max_reduction_signed_zeros_long(backend: Any, prec: str) -> None:
     bits_equal(got[3], np.float64(-3.0), prec, "min of negative zeros and -3")
 
 
+@pytest.mark.parametrize("k", [0, 1, 5])
+@pytest.mark.parametrize("prec", ["single", "double"])
+def test_negative_zero_cells_keep_their_sign(backend: Any, prec: str, k: int) -> None:
+    """Accumulating ``k`` products that are -0.0 into cells holding -0.0 (no neutral fill)
+    leaves -0.0, as the serial sum does (``-0 + -0 = -0``), also where the backend splits the
+    cells over threads and vector lanes (OpenMP's ``+`` starts its private copies at +0.0)."""
+    require_precs(backend, prec)
+    n = long_size(backend)
+    x, w, h = hosted((n, k), "x", prec), hosted((k,), "w", prec), hosted((n,), "h", prec)
+    comp = ir.accum(h, "add", x, w, op="mul", spec="ik,k->i", initialize_neutral=False)
+    vx = np.full((n, k), -0.0).astype(STORAGE[prec])
+    vw = np.ones(k).astype(STORAGE[prec])
+    [got] = run(backend, comp, {x: vx, w: vw, h: np.full(n, -0.0).astype(STORAGE[prec])}, [h])
+    bits_equal(got, np.full(n, -0.0), prec, f"-0.0 cells after {k} -0.0 products")
+
+
 def _pow_cases(prec: str) -> tuple[np.ndarray, np.ndarray]:
     """The special-value grid, plus integer, half-integer and odd exponents of special bases."""
     base = specials(prec).astype(np.float64)

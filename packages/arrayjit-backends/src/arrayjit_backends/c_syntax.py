@@ -206,6 +206,14 @@ class CSyntax:
             for op in ("max", "min")
             for t, f in (("float", "f"), ("double", ""))
         )
+        # OpenMP's + starts each private copy at +0.0, so a sum of -0.0 terms into a -0.0 cell
+        # came out +0.0 (the serial sum keeps -0.0): float sums start their copies at -0.0,
+        # the exact neutral element of float addition.
+        + "".join(
+            f"#pragma omp declare reduction(aj_add : {t} : omp_out = omp_out + omp_in) "
+            f"initializer(omp_priv = -0.0{f})\n"
+            for t, f in (("float", "f"), ("double", ""))
+        )
         + float_to_int_helpers("static inline")
     )
 
@@ -436,8 +444,9 @@ class CSyntax:
 
     def omp_reduction_op(self, op: ops.Binop, ct: str) -> str:
         """The OpenMP reduction identifier of accumulating with ``op`` in type ``ct``: float
-        max and min use the NaN-propagating reductions the prelude declares."""
-        if ct in ("float", "double") and op in (ops.Binop.max, ops.Binop.min):
+        max and min use the NaN-propagating reductions the prelude declares, float sums the
+        one whose private copies start at -0.0."""
+        if ct in ("float", "double") and op in (ops.Binop.max, ops.Binop.min, ops.Binop.add):
             return f"aj_{op.value}"
         return REDUCTION_OPS[op]
 
