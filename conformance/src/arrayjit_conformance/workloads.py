@@ -253,11 +253,7 @@ def layer_norm_numpy(state: State) -> State:
     return s
 
 
-def _softmax_rows(
-    n: _Nodes, x: Tnode, rows: int, cols: int, out: Tnode, tag: str
-) -> list[Assignment]:
-    m, e = n.tmp(f"{tag}m", (rows,)), n.tmp(f"{tag}e", (rows, cols))
-    se = n.tmp(f"{tag}se", (rows,))
+def _softmax_steps(x: Tnode, out: Tnode, m: Tnode, e: Tnode, se: Tnode) -> list[Assignment]:
     return [
         ir.accum(m, "max", x, spec="rc->r"),
         ir.binop(e, "sub", x, m, spec="rc,r->rc"),
@@ -265,6 +261,23 @@ def _softmax_rows(
         ir.accum(se, "add", e, spec="rc->r"),
         ir.binop(out, "div", e, se, spec="rc,r->rc"),
     ]
+
+
+def _softmax_rows(
+    n: _Nodes, x: Tnode, rows: int, cols: int, out: Tnode, tag: str
+) -> list[Assignment]:
+    m, e = n.tmp(f"{tag}m", (rows,)), n.tmp(f"{tag}e", (rows, cols))
+    return _softmax_steps(x, out, m, e, n.tmp(f"{tag}se", (rows,)))
+
+
+def softmax_rows(x: Tnode, y: Tnode) -> Assignment:
+    """Softmax over each row of the 2-D node ``x`` into ``y`` as users write it: five
+    assignments (row max ``m``, ``e = x - m``, ``e = exp(e)``, row sum ``se``, ``y = e / se``)
+    with fresh temporaries of ``x``'s precision. The GPU renderer runs it as one row chain."""
+    rows, cols = x.dims
+    m, se = (Tnode.create((rows,), prec=x.prec, label=name) for name in ("m", "se"))
+    e = Tnode.create((rows, cols), prec=x.prec, label="e")
+    return ir.block(*_softmax_steps(x, y, m, e, se))
 
 
 def softmax(rows: int = 5, cols: int = 9, seed: int = 3) -> Built:

@@ -262,18 +262,9 @@ def _row_chains() -> GpuProgram:
     layer norm over 512x1000 rows (row sums the optimizer inlined, lane-0 steps): one row
     kernel each (``arrayjit_backends.gpu_row_chain``)."""
     x, y = _node((4096, 4096), "x"), _node((4096, 4096), "y")
-    m, se = Tnode.create((4096,), label="m"), Tnode.create((4096,), label="se")
-    e = Tnode.create((4096, 4096), label="e")
-    from arrayjit_conformance.workloads import layer_norm  # a test-only dependency
+    from arrayjit_conformance.workloads import layer_norm, softmax_rows  # test-only
 
-    comp = ir.block(
-        ir.accum(m, "max", x, spec="rc->r"),
-        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
-        ir.unop(e, "exp", e),
-        ir.accum(se, "add", e, spec="rc->r"),
-        ir.binop(y, "div", e, se, spec="rc,r->rc"),
-        layer_norm(rows=512, cols=1000).comp,
-    )
+    comp = ir.block(softmax_rows(x, y), layer_norm(rows=512, cols=1000).comp)
     return CudaSyntax().render_program(optimize(lower(comp), name="chains"), "aj_chains")
 
 
