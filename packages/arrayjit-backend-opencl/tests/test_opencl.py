@@ -255,3 +255,23 @@ def test_two_devices_build_a_program_each_from_one_cache_entry(tmp_path: Path) -
         timeout=300,
     )
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stdout + done.stderr
+
+
+@pytest.mark.parametrize(("op", "start"), [("add", 0.0), ("max", -np.inf)])
+def test_full_reduction_folds_its_fill(backend: Any, op: str, start: float) -> None:
+    """A full reduction into a one-cell node is two launches (partials, combine): the neutral
+    fill before it is the combine's start instead of a launch of its own; the value is still
+    the fill's constant combined with every term (checked against numpy). (A length the
+    blocked sum splits evenly: a remainder is a reduction of its own.)"""
+    n = 1 << 17
+    x, s = Tnode.create((n,), label="x", hosted=True), Tnode.create((), label="s", hosted=True)
+    vx = np.random.default_rng(5).uniform(-3, 1, n).astype(np.float32)
+    x.set_values(vx)
+    code = backend.compile(ir.accum(s, op, x, spec="i->"), name="full")
+    program: GpuProgram = code.native.rendered
+    assert len(program.kernels) == 2, program.source
+    routine = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
+    routine()
+    backend.to_host(routine.context, s)
+    want = vx.astype(np.float64).sum() if op == "add" else max(start, float(vx.max()))
+    np.testing.assert_allclose(s.get_values(), want, rtol=1e-5)

@@ -186,6 +186,23 @@ def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
         prev = result[-1] if result else None
         fill = _fill(prev) if prev is not None else None
         cr = p.cell
+        if fill is not None and (red := p.reduction) is not None:
+            # A full reduction into a node of one cell: its last kernel combines the fill's
+            # constant with the partials instead of reading the cell (a launch fewer).
+            tn = red.target.tn
+            if (
+                fill[0] is tn
+                and tn.num_elems == 1
+                and tn.size_in_bytes == tn.prec.byte_size
+                and not any(
+                    isinstance(g, L.Get | L.Get_merge_buffer) and g.tn is tn
+                    for g in L.sub_exprs(red.term)
+                )
+            ):
+                result[-1] = replace(p, fill=L.Set(tn, red.target.indices, L.Constant(fill[1])))
+            else:
+                result.append(p)
+            continue
         if (
             fill is None
             or p.fill is not None
@@ -408,8 +425,12 @@ class GpuSyntax(CSyntax):
                 kernels.append(GpuKernel(name, piece.total * cr.lanes, cr.lanes))
                 continue
             if group[0].reduction is not None:
+                fill = group[0].fill
                 self._reduction_kernels(
                     group[0].reduction,
+                    fill.value.value
+                    if fill is not None and isinstance(fill.value, L.Constant)
+                    else None,
                     self._partials[red_index],
                     prefix,
                     out,
@@ -589,6 +610,7 @@ class GpuSyntax(CSyntax):
     def _reduction_kernels(
         self,
         red: ScalarReduction,
+        init: float | None,
         partials: str,
         prefix: str,
         out: Out,
@@ -604,11 +626,9 @@ class GpuSyntax(CSyntax):
         group = self.group_size
         groups = max(1, min(self.max_groups, -(-total // group)))
         idempotent = red.op in (ops.Binop.max, ops.Binop.min)
-        start = (
-            f"(({ct}){self.load(tn.prec, cell)})"
-            if idempotent
-            else self.const(ops.neutral(red.op), ct)
-        )
+        # The cell's value before the reduction: the folded fill's constant, else the cell.
+        before = f"(({ct}){self.load(tn.prec, cell)})" if init is None else self.const(init, ct)
+        start = before if idempotent else self.const(ops.neutral(red.op), ct)
 
         def combine(a: str, b: str) -> str:
             return self.binop(red.op, a, b, ct, is_int)
@@ -654,7 +674,7 @@ class GpuSyntax(CSyntax):
         body.add(1, f"for (int aj_g = aj_lid; aj_g < {groups}; aj_g += {group})")
         body.add(2, f"aj_acc = {step};")
         tree(body)
-        final = combine(f"(({ct}){self.load(tn.prec, cell)})", "aj_sh[0]")
+        final = combine(before, "aj_sh[0]")
         body.add(1, f"if (aj_lid == 0) {cell} = {self.store(tn.prec, final)};")
         out.add(0, f"{self.kernel_prefix} {name2}({signature}) {{")
         for line in prologue:
