@@ -114,7 +114,7 @@ def test_openmp_only_for_large_disjoint_loops() -> None:
     # blocked (arrayjit_ir.summation): threads share the top loop, blocks vectorize.
     tot = Tnode.create((), label="tot", hosted=True)
     src = _source(ir.accum(tot, "add", a, spec="i->"))
-    assert "#pragma omp parallel for schedule(static) reduction(+:acc1)" in src
+    assert "#pragma omp parallel for schedule(static) reduction(aj_add:acc1)" in src
     assert "#pragma omp simd reduction(+:v" in src and "parallel for simd" not in src
     small = Tnode.create((64,), label="small", hosted=True)
     src = _source(ir.accum(tot, "max", small, spec="i->"))
@@ -123,7 +123,7 @@ def test_openmp_only_for_large_disjoint_loops() -> None:
     tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
     # A half sum accumulates in a float32 register (arrayjit_ir.lower), stored once, rounded.
     src = _source(ir.accum(tot_half, "add", half, spec="i->"))
-    assert "float acc1 = " in src and "#pragma omp simd reduction(+:acc1)" in src
+    assert "float acc1 = " in src and "#pragma omp simd reduction(aj_add:acc1)" in src
     assert src.count("tot_half_1[0] = ") == 1 and "(_Float16)(acc1)" in src
 
 
