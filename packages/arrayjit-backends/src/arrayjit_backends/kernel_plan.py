@@ -174,11 +174,7 @@ def scalar_reduction(s: L.For_loop | L.Set) -> ScalarReduction | None:
     means."""
     if isinstance(s, L.Set):
         return _wide_reduction(s)
-    loops = [s]
-    body = s.body
-    while isinstance(body, L.For_loop):
-        loops.append(body)
-        body = body.body
+    loops, body = _perfect_nest(s)
     if not isinstance(body, L.Set) or (body.tn.prec.byte_size < 4 and body.tn.prec.is_float):
         return None  # small floats round at every store: keep the interpreter's steps
     if body.tn.prec is Prec.uint4x32:
@@ -187,12 +183,28 @@ def scalar_reduction(s: L.For_loop | L.Set) -> ScalarReduction | None:
     if step is None:
         return None
     op, term, fused = step
-    looped = {lp.index for lp in loops}
-    if any(_index_symbols(i) & looped for i in body.indices):
-        return None
-    if any(g.tn is body.tn for g in _expr_gets(term)):
+    if not _reduces_into(body, loops, term):
         return None
     return ScalarReduction(tuple(loops), body, op, term, fused)
+
+
+def _perfect_nest(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
+    """The loops of the perfect nest headed by ``loop``, outermost first, and its body."""
+    loops = [loop]
+    body = loop.body
+    while isinstance(body, L.For_loop):
+        loops.append(body)
+        body = body.body
+    return loops, body
+
+
+def _reduces_into(cell: L.Set, loops: list[L.For_loop], term: L.Expr) -> bool:
+    """Whether accumulating ``term`` over ``loops`` into ``cell``'s one cell is a reduction: no
+    loop indexes the cell, and the term reads no cell of its node."""
+    looped = {lp.index for lp in loops}
+    return not any(_index_symbols(i) & looped for i in cell.indices) and not any(
+        g.tn is cell.tn for g in _expr_gets(term)
+    )
 
 
 def _wide_reduction(st: L.Set) -> ScalarReduction | None:
@@ -207,21 +219,14 @@ def _wide_reduction(st: L.Set) -> ScalarReduction | None:
             return None
     if acc.acc_prec is not Prec.single or start != L.Set_local(acc, L.Get(st.tn, st.indices)):
         return None
-    loops = [top]
-    body = top.body
-    while isinstance(body, L.For_loop):
-        loops.append(body)
-        body = body.body
+    loops, body = _perfect_nest(top)
     if not isinstance(body, L.Set_local) or body.scope != acc:
         return None
     step = accumulation_step(body.value, L.Get_local(acc))
     if step is None:
         return None
     op, term, fused = step
-    looped = {lp.index for lp in loops}
-    if any(_index_symbols(i) & looped for i in st.indices):
-        return None
-    if any(g.tn is st.tn for g in _expr_gets(term)) or any(
+    if not _reduces_into(st, loops, term) or any(
         isinstance(x, L.Get_local) and x.scope == acc for x in L.sub_exprs(term)
     ):
         return None
