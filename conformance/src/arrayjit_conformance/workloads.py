@@ -18,7 +18,7 @@ import numpy as np
 
 from arrayjit_ir import ir
 from arrayjit_ir.assignments import Assignment
-from arrayjit_tnode import Tnode
+from arrayjit_tnode import Tnode, UsageError
 
 State = dict[str, np.ndarray]
 
@@ -273,7 +273,15 @@ def _softmax_rows(
 def softmax_rows(x: Tnode, y: Tnode) -> Assignment:
     """Softmax over each row of the 2-D node ``x`` into ``y`` as users write it: five
     assignments (row max ``m``, ``e = x - m``, ``e = exp(e)``, row sum ``se``, ``y = e / se``)
-    with fresh temporaries of ``x``'s precision. The GPU renderer runs it as one row chain."""
+    with fresh temporaries of ``x``'s precision. The GPU renderer runs it as one row chain.
+
+    Raises:
+        UsageError: ``x`` is not 2-D, or ``y``'s shape is not ``x``'s."""
+    if len(x.dims) != 2 or tuple(y.dims) != tuple(x.dims):
+        raise UsageError(
+            f"softmax_rows needs a 2-D {x.debug_label} and {y.debug_label} of its shape, "
+            f"got {tuple(x.dims)} and {tuple(y.dims)}"
+        )
     rows, cols = x.dims
     m, se = (Tnode.create((rows,), prec=x.prec, label=name) for name in ("m", "se"))
     e = Tnode.create((rows, cols), prec=x.prec, label="e")

@@ -31,7 +31,7 @@ from arrayjit_conformance.workloads import (
     softmax_rows,
 )
 from arrayjit_ir import interpret, ir, lower
-from arrayjit_tnode import Tnode
+from arrayjit_tnode import Tnode, UsageError
 
 RNG = np.random.default_rng(29)
 
@@ -304,3 +304,11 @@ def test_random_row_programs_match_the_interpreter(backend: Any) -> None:
 
     check()
     assert sum(formed) >= len(formed) // 2, formed
+
+
+def test_softmax_rows_refuses_other_shapes() -> None:
+    x, y = hosted((3, 4), "x"), hosted((4, 3), "y")
+    with pytest.raises(UsageError, match=r"softmax_rows needs a 2-D .*\(3, 4\) and \(4, 3\)"):
+        softmax_rows(x, y)
+    with pytest.raises(UsageError, match="2-D"):
+        softmax_rows(hosted((5,), "v"), hosted((5,), "w"))
