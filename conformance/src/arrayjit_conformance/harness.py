@@ -78,6 +78,27 @@ def hosted(dims: tuple[int, ...], label: str, prec: str = "single", **kw: Any) -
     return Tnode.create(dims, prec=prec, label=label, hosted=True, **kw)
 
 
+def on_interpreter(backend: Any) -> bool:
+    """Whether ``backend`` is the reference interpreter (``sync_interp``), which runs a million
+    scalar steps in about half a minute: tests give it smaller cases."""
+    return bool(backend.name.endswith("interp"))
+
+
+def run_once(
+    backend: Any, comp: Any, inputs: Mapping[Tnode, np.ndarray], outputs: Sequence[Tnode]
+) -> list[np.ndarray]:
+    """Set ``inputs`` on the host, compile, link and run ``comp`` once on ``backend``; the
+    values of ``outputs`` read back. For cases checked against numpy only: the oracle of
+    :func:`run_against_interpreter` takes seconds where a case has a million scalar steps."""
+    for tn, v in inputs.items():
+        tn.set_values(v)
+    routine = backend.link(new_context(backend), backend.compile(comp, name="case"))
+    routine()
+    for tn in outputs:
+        assert backend.to_host(routine.context, tn), f"{tn.debug_label} is not in the context"
+    return [np.asarray(tn.get_values()) for tn in outputs]
+
+
 def run_against_interpreter(
     backend: Any,
     comp: Any,

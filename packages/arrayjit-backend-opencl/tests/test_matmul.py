@@ -33,7 +33,7 @@ def _tiled(program: GpuProgram) -> bool:
         (1, 70, 300, "single"),
         (300, 21, 1, "single"),
         (2, 200, 3, "single"),
-        (130, 67, 65, "single"),
+        (130, 19, 65, "single"),  # two row tiles and a remainder, one k tile and a remainder
         (40, 35, 45, "double"),
         (2, 40, 300, "double"),
     ],

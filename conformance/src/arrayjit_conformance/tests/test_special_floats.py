@@ -21,7 +21,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from arrayjit_conformance.harness import FLOAT_PRECS, hosted, new_context, require_precs
+from arrayjit_conformance.harness import (
+    FLOAT_PRECS,
+    hosted,
+    new_context,
+    on_interpreter,
+    require_precs,
+)
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 
@@ -235,7 +241,7 @@ def test_gates_keep_comparisons(backend: Any, prec: str) -> None:
 def long_size(backend: Any) -> int:
     """A length reaching the parallel and vectorized reduction paths of the compiled backends
     (2**15 iterations and more); the interpreter has none and is slow."""
-    return 1 << 10 if "interp" in backend.name else 1 << 15
+    return 1 << 10 if on_interpreter(backend) else 1 << 15
 
 
 def _max_min(out_max: Tnode, out_min: Tnode, x: Tnode, spec: str) -> tuple[Any, Any]:
