@@ -25,8 +25,10 @@ dev: $(VENV)/bin/python
 $(VENV)/bin/tox: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q "tox>=4.20"
 
+# One environment per core at a time (most run one thread); a failing environment's output is
+# printed when it ends, with the summary of all of them.
 test: $(VENV)/bin/tox
-	$(VENV)/bin/tox run -m ci
+	$(VENV)/bin/tox run-parallel -m ci --parallel auto --parallel-no-spinner
 
 lint: $(VENV)/bin/tox
 	$(VENV)/bin/tox run -e lint
