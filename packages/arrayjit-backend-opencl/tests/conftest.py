@@ -23,8 +23,12 @@ def _why_unusable() -> str | None:
 
 
 @pytest.fixture(scope="module")
-def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A fresh, initialized ``opencl`` backend shared by one test module."""
+def backend(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Any]:
+    """A fresh, initialized ``opencl`` backend shared by one test module. A module that sets
+    ``GPU_CELL_LANES`` gets that many lanes per reduced cell (``ARRAYJIT_GPU_CELL_LANES``: the
+    work-group shapes GPUs get, which PoCL's CPU device skips by default)."""
     reason = _why_unusable()
     if reason is not None:
         pytest.skip(f"no usable OpenCL platform: {reason}")
@@ -32,6 +36,9 @@ def backend(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
     patch = pytest.MonkeyPatch()
     patch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+    lanes = getattr(request.module, "GPU_CELL_LANES", None)
+    if lanes is not None:
+        patch.setenv("ARRAYJIT_GPU_CELL_LANES", str(lanes))
     be = fresh_backend("opencl")
     be.initialize()
     yield be

@@ -7,7 +7,6 @@ takes 64 lanes (``ARRAYJIT_GPU_CELL_LANES``), the shape GPUs get."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,13 +20,8 @@ from arrayjit_ir import ir, lower, optimize
 RNG = np.random.default_rng(19)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cooperative_on_pocl() -> Iterator[None]:
-    """Before the module's backend (autouse fixtures come first): the GPU shape on PoCL."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("ARRAYJIT_GPU_CELL_LANES", "64")
-    yield
-    patch.undo()
+GPU_CELL_LANES = 64
+"""The GPU shape on PoCL (read by the ``backend`` fixture)."""
 
 
 def test_the_backend_runs_the_cooperative_shape(backend: Any) -> None:

@@ -8,7 +8,6 @@ get."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -36,13 +35,8 @@ from arrayjit_tnode import Tnode, UsageError
 RNG = np.random.default_rng(29)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _cooperative_on_pocl() -> Iterator[None]:
-    """Before the module's backend (autouse fixtures come first): the GPU shape on PoCL."""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("ARRAYJIT_GPU_CELL_LANES", "64")
-    yield
-    patch.undo()
+GPU_CELL_LANES = 64
+"""The GPU shape on PoCL (read by the ``backend`` fixture)."""
 
 
 def _shapes(backend: Any, comp: Any, name: str = "rows") -> tuple[GpuProgram, list[Any]]:
