@@ -227,6 +227,43 @@ SHRUNK: list[Program] = [
             Stmt(out="t2", op="identity", args=("x0",), arg_letters=("",), accum="add"),
         ),
     ),
+    # The interpreter over the optimized code: where(x1, t4, t4) with t4 inlined in both
+    # operands; CSE made the second read the local the first computes, and the interpreter
+    # ran only the operand the condition chose (a KeyError, or a stale local from another cell).
+    Program(
+        prec="single",
+        sizes=(("a", 2), ("b", 3), ("c", 1)),
+        nodes=(
+            Node(name="x0", letters="abc", hosted=True, prec="double"),
+            Node(name="x1", letters="a", hosted=True, prec="double"),
+            Node(name="t2", letters="", hosted=False, prec="double"),
+            Node(name="t3", letters="a", hosted=False, prec="double"),
+            Node(name="t4", letters="ba", hosted=False, prec="double"),
+            Node(name="t5", letters="abc", hosted=False, prec="int32"),
+        ),
+        stmts=(
+            Stmt(out="t2", op="identity", args=("x1",), arg_letters=("a",), accum="add"),
+            Stmt(out="t3", op="relu", args=("x1",), arg_letters=("a",)),
+            Stmt(out="t4", op="add", args=("x1", "t3"), arg_letters=("a", "a")),
+            Stmt(
+                out="t5",
+                op="where",
+                args=("x1", "t4", "t4"),
+                arg_letters=("a", "ba", "ba"),
+                use_spec=True,
+            ),
+            Stmt(out="x1", op="mul", args=("t2", "t3"), arg_letters=("", "a")),
+            Stmt(
+                out="x0",
+                op="identity",
+                args=("t5",),
+                arg_letters=("abc",),
+                accum="sub",
+                init=False,
+                use_spec=True,
+            ),
+        ),
+    ),
 ]
 
 

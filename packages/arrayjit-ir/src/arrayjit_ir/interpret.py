@@ -234,7 +234,10 @@ class _Machine:
                     cond = fc()
                     if isinstance(cond, np.ndarray):
                         cond = cond.any()
-                    return fb() if cond != 0 else fd()
+                    # Both operands run, as in every renderer: common-subexpression
+                    # elimination may have left one branch reading a local the other computes.
+                    yes, no = fb(), fd()
+                    return yes if cond != 0 else no
 
                 return run_where
             case L.Ternop(op=op, a=a, b=b, c=c):

@@ -8,7 +8,9 @@ Scalar expressions: :class:`Get`, :class:`Get_merge_buffer`, :class:`Local_scope
 
 Evaluation model: a scalar expression is evaluated in the precision of the node it is stored
 into (the ``Set`` target, or the node of the ``Local_scope``); every leaf is converted to that
-precision. The condition of ``where`` keeps its own natural precision (:func:`natural_prec`);
+precision. The condition of ``where`` keeps its own natural precision (:func:`natural_prec`),
+and both of its operands are evaluated (common-subexpression elimination may leave one
+reading a local scope the other computes);
 half, bfloat16 and fp8 compute wider and round when stored (:func:`rounds_when_stored`). A
 local's precision is its scope's (:attr:`ScopeId.prec`): a float32 accumulator of a small-float
 reduction does not round until its value is stored.
