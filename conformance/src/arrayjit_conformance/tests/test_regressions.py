@@ -264,6 +264,36 @@ SHRUNK: list[Program] = [
             ),
         ),
     ),
+    # t2 (a scalar sum) inlined into two statements, twice into the second (t2 * t2): the
+    # hoisting across statements replaced both scopes by one local but left the second factor
+    # reading the local of a scope it had removed (a KeyError in the interpreter; an undeclared
+    # or unset local in the renderers).
+    Program(
+        prec="single",
+        sizes=(("a", 2), ("b", 2), ("c", 2)),
+        nodes=(
+            Node(name="x0", letters="", hosted=True, prec="double"),
+            Node(name="t1", letters="", hosted=False, prec="double"),
+            Node(name="t2", letters="", hosted=False, prec="double"),
+            Node(name="t3", letters="", hosted=False, prec="double"),
+            Node(name="t4", letters="", hosted=True, prec="int32"),
+        ),
+        stmts=(
+            Stmt(out="t1", op="identity", args=("x0",), arg_letters=("",), accum="add"),
+            Stmt(out="t2", op="identity", args=("x0",), arg_letters=("",), accum="add"),
+            Stmt(out="t3", op="relu", args=("x0",), arg_letters=("",)),
+            Stmt(out="t4", op="identity", args=("t2",), arg_letters=("",), accum="add"),
+            Stmt(
+                out="t4",
+                op="mul",
+                args=("t2", "t2"),
+                arg_letters=("", ""),
+                accum="add",
+                init=False,
+                use_spec=True,
+            ),
+        ),
+    ),
 ]
 
 

@@ -109,10 +109,25 @@ def _top_scopes(e: L.Expr) -> list[L.Local_scope]:
 
 
 def _replace_scope(e: L.Expr, key: Any, sc: L.ScopeId) -> L.Expr:
-    match e:
-        case L.Local_scope() if canonical(e) == key:
-            return L.Get_local(sc)
-    return L.map_children(e, lambda x: _replace_scope(x, key, sc))
+    """``e`` with every top scope of ``key`` replaced by a read of ``sc``, and the reads of the
+    replaced scopes' locals too (within-statement CSE left them: ``t * t`` is
+    ``(v1 := ...) * v1``)."""
+    replaced: set[L.ScopeId] = set()
+
+    def swap(x: L.Expr) -> L.Expr:
+        match x:
+            case L.Local_scope() if canonical(x) == key:
+                replaced.add(x.scope)
+                return L.Get_local(sc)
+        return L.map_children(x, swap)
+
+    def rename(x: L.Expr) -> L.Expr:
+        match x:
+            case L.Get_local(scope=old) if old in replaced:
+                return L.Get_local(sc)
+        return L.map_children(x, rename)
+
+    return rename(swap(e))
 
 
 def _value(s: L.Stmt) -> L.Expr | None:
