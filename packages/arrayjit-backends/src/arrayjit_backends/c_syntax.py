@@ -548,8 +548,8 @@ class CSyntax:
                 if local is not None:  # float sums: lanes start at -0.0 (omp_reduction_op)
                     sym, scope = local
                     op = ops.Binop.add if sym == "+" else ops.Binop.mul
-                    red = self.omp_reduction_op(op, self.compute_type(scope.prec))
-                    pragma = self.simd_reduction_pragma.format(op=red, var=self.local(scope))
+                    omp_op = self.omp_reduction_op(op, self.compute_type(scope.prec))
+                    pragma = self.simd_reduction_pragma.format(op=omp_op, var=self.local(scope))
                     out.add(indent, pragma)
                 out.add(indent, self.loop_header(s))
                 self.stmt(body, out, indent + 1)
