@@ -115,7 +115,7 @@ def test_openmp_only_for_large_disjoint_loops() -> None:
     tot = Tnode.create((), label="tot", hosted=True)
     src = _source(ir.accum(tot, "add", a, spec="i->"))
     assert "#pragma omp parallel for schedule(static) reduction(aj_add:acc1)" in src
-    assert "#pragma omp simd reduction(+:v" in src and "parallel for simd" not in src
+    assert "#pragma omp simd reduction(aj_add:v" in src and "parallel for simd" not in src
     small = Tnode.create((64,), label="small", hosted=True)
     src = _source(ir.accum(tot, "max", small, spec="i->"))
     assert "#pragma omp simd reduction(aj_max:acc1)" in src and "parallel" not in src

@@ -134,6 +134,19 @@ def test_neutral_elements() -> None:
     assert ops.neutral(Binop.relu_gate) == 0
 
 
+def test_partial_starts_are_exact_identities() -> None:
+    """Float sums start at -0.0 (``x + -0.0`` is ``x`` for both zeros; ``+0.0`` is not);
+    integer sums at 0; other ops at their neutral element."""
+    start = ops.partial_start(Binop.add, True)
+    assert start == 0 and np.signbit(start)
+    for x in (np.float32(-0.0), np.float32(0.0), np.float32(1.5)):
+        assert np.float32(start) + x == x and np.signbit(np.float32(start) + x) == np.signbit(x)
+    assert not np.signbit(np.float32(0.0) + np.float32(-0.0))  # why +0.0 is no identity
+    assert ops.partial_start(Binop.add, False) == 0
+    assert ops.partial_start(Binop.mul, True) == 1
+    assert ops.partial_start(Binop.max, True) == -np.inf
+
+
 def test_op_parsing() -> None:
     assert ops.parse_binop("or") is Binop.or_ and ops.parse_unop("not") is Unop.not_
     assert ops.parse_ternop("fma") is Ternop.fma

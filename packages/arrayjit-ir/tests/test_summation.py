@@ -103,3 +103,26 @@ def test_widened_blocks_give_the_same_sum_on_exact_data() -> None:
     assert extents == {2, BLOCK * 4, TOP}  # 512 blocks: 3 pairwise levels, 2 merged
     xv = np.arange(n, dtype=np.float32) % 7
     assert float(_run(wide, x, y, xv)) == float(_run(opt, x, y, xv)) == float(xv.sum())
+
+
+def test_partials_start_at_negative_zero_so_negative_zeros_sum_to_negative_zero() -> None:
+    """A block partial starts at -0.0 (the identity of float addition): -0.0 terms into a
+    -0.0 cell stay -0.0 after blocking, as the unblocked serial loop gives. A +0.0 start
+    would give +0.0."""
+    for n in (BLOCK + 1, 64 * 256 + 5):
+        x = Tnode.create((2, n), label="x", hosted=True)
+        y = Tnode.create((2,), label="y", hosted=True)
+        t = Tnode.create((), label="t", hosted=True)
+        comp = ir.block(
+            ir.accum(y, "add", x, spec="ij->i", initialize_neutral=False),
+            ir.accum(t, "add", x, spec="ij->", initialize_neutral=False),
+        )
+        lowered = ir.lower(comp)
+        opt = ir.optimize(lowered, name="negzero")
+        assert BLOCK in {lp.to_inclusive - lp.from_ + 1 for lp in _loops(opt.code)}  # blocked
+        for code in (lowered, opt):
+            bufs = {x: np.full((2, n), -0.0), y: np.full(2, -0.0), t: np.array(-0.0)}
+            bufs = {k: v.astype(np.float32) for k, v in bufs.items()}
+            ir.interpret(code, bufs)  # type: ignore[arg-type]
+            assert (bufs[y] == 0).all() and np.signbit(bufs[y]).all(), (n, code is opt, bufs[y])
+            assert bufs[t] == 0 and np.signbit(bufs[t]), (n, code is opt, bufs[t])

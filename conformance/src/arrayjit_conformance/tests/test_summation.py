@@ -7,6 +7,10 @@ the same data need not be bit-identical across backends. Exact sums come from ``
 precision. Patterns: 2**20 copies of 0.1, cancelling pairs, large and small values alternating,
 random data of several lengths, as full sums and row sums; float32, float64 and half.
 
+Signed zeros are exact: a sum of -0.0 terms into a cell holding -0.0 is -0.0 (``-0 + -0 = -0``)
+however the backend splits it (blocks, threads, vector lanes, work-groups), bit for bit as the
+interpreter over the unoptimized code gives it.
+
 Half, bfloat16 and fp8 sums accumulate in float32 and round once (IR README): the result is
 the small-float rounding of a float32 sum within the bound above, so it lies between the
 roundings of ``exact -/+ bound`` (rounding is monotonic), and it equals numpy's own float32 sum
@@ -23,7 +27,13 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from arrayjit_conformance.harness import hosted, on_interpreter, require_precs, run_once
+from arrayjit_conformance.harness import (
+    hosted,
+    on_interpreter,
+    require_precs,
+    run_against_interpreter,
+    run_once,
+)
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 
@@ -233,3 +243,54 @@ def test_sum_keeps_an_existing_value_and_special_values(backend: Any) -> None:
         out = float(_run(backend, ir.accum(y2, "add", x2, spec="i->"), y2))
         check: Callable[[float], bool] = math.isnan if math.isnan(expect) else math.isinf
         assert check(out), out
+
+
+NEGATIVE_ZERO_SIZES = [1, 63, 64, 65, 200, 4096, 70000]
+"""Around one block of the blocked summation (64 terms), several blocks, and (70000) the
+parallel and work-group paths of the compiled and GPU backends."""
+
+
+@pytest.mark.parametrize("prec", ["single", "double", "half", "bfloat16"])
+@pytest.mark.parametrize("n", NEGATIVE_ZERO_SIZES)
+def test_sums_of_negative_zeros_keep_their_sign(backend: Any, prec: str, n: int) -> None:
+    """Row sums and full sums of ``n`` terms. All -0.0 into cells holding -0.0 (accumulated,
+    not zeroed): -0.0, since the additive identity of floats is -0.0, not +0.0, and no block,
+    thread, lane or work-group partial may start at +0.0. The same terms into zero-filled
+    cells, and terms mixing +0.0 and -0.0 into -0.0 cells: +0.0 (except that a single term
+    with a neutral start is the term itself, IR README). Bit patterns compared with the
+    interpreter over the unoptimized code, which is checked against those expectations."""
+    require_precs(backend, prec)
+    if n > 4096 and on_interpreter(backend):
+        pytest.skip("the interpreter has no parallel path; 4096 terms already make blocks")
+    dt = DTYPES[prec]
+    neg = np.full((2, n), -0.0).astype(dt)
+    mixed = neg.copy()
+    mixed[:, -1] = 0.0
+    mixed[1, ::2] = 0.0
+    m_neg, m_mix = hosted((2, n), "m_neg", prec), hosted((2, n), "m_mix", prec)
+    v_neg, v_mix = hosted((n,), "v_neg", prec), hosted((n,), "v_mix", prec)
+    cells = {  # output: (what it sums, its spec, zero-filled first, expected sign bit)
+        hosted((2,), "rows_neg", prec): (m_neg, "ij->i", False, True),
+        hosted((2,), "rows_filled", prec): (m_neg, "ij->i", True, n == 1),
+        hosted((2,), "rows_mixed", prec): (m_mix, "ij->i", False, False),
+        hosted((), "full_neg", prec): (v_neg, "i->", False, True),
+        hosted((), "full_filled", prec): (v_neg, "i->", True, n == 1),
+        hosted((), "full_mixed", prec): (v_mix, "i->", False, False),
+        hosted((), "matrix_neg", prec): (m_neg, "ij->", False, True),
+    }
+    comp = ir.block(
+        *(
+            ir.accum(out, "add", x, spec=spec, initialize_neutral=fill)
+            for out, (x, spec, fill, _) in cells.items()
+        )
+    )
+    inputs = {m_neg: neg, m_mix: mixed, v_neg: neg[0], v_mix: mixed[1]}
+    for out, (_, _, fill, _) in cells.items():
+        inputs[out] = np.full(out.dims, 7.0 if fill else -0.0).astype(dt)
+    results = run_against_interpreter(backend, comp, inputs, list(cells), name="negzero")
+    for (out, (_, _, _, negative)), (got, ref) in zip(cells.items(), results):
+        g, r = np.asarray(got).astype(np.float64), np.asarray(ref).astype(np.float64)
+        what = f"{out.debug_label} ({prec}, n={n})"
+        assert (r == 0).all() and (np.signbit(r) == negative).all(), f"oracle {what}: {r}"
+        assert (g == 0).all(), f"{what}: got {g}"
+        assert (np.signbit(g) == np.signbit(r)).all(), f"{what}: got {g}, expected {r}"

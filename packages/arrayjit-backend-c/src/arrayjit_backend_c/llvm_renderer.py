@@ -209,7 +209,7 @@ class LlvmGen(ScalarGen):
             case L.Local_scope(scope=sc, body=body):
                 lty = compute_type(sc.prec)
                 ptr = self._local(sc)
-                f.do(f"store {lty.ll} {lty.zero}, ptr {ptr}")
+                f.do(f"store {lty.ll} {const(L.local_start(sc.prec), lty)}, ptr {ptr}")
                 self.stmt(body)
                 v = f.tmp(f"load {lty.ll}, ptr {ptr}")
                 return self.cast(v, lty, ty)
@@ -341,12 +341,11 @@ class LlvmGen(ScalarGen):
         return self.binop(op, acc, x, ty)
 
     def _identity(self, op: ops.Binop, ty: Ty) -> str:
-        """The value each chunk of a parallel reduction starts from."""
+        """The value each chunk of a parallel reduction starts from (-0.0 for float sums:
+        :func:`~arrayjit_ir.ops.partial_start`)."""
         match op:
-            case ops.Binop.add:
-                return ty.zero
-            case ops.Binop.mul:
-                return ty.one
+            case ops.Binop.add | ops.Binop.mul:
+                return const(ops.partial_start(op, ty.is_float), ty)
         low = op is ops.Binop.max
         if ty.is_float:
             return fconst(-np.inf if low else np.inf, ty)

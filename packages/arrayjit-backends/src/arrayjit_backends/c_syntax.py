@@ -328,9 +328,12 @@ class CSyntax:
         return self._syms[s]
 
     def declare(self, sc: L.ScopeId) -> str:
-        """The declaration of local ``sc``, initialized to zero; marks it declared."""
+        """The declaration of local ``sc``, initialized to its start (-0.0 for floats, zero
+        otherwise: :func:`~arrayjit_ir.low_level.local_start`); marks it declared."""
         self._declared.add(sc)
-        return f"{self.compute_type(sc.prec)} {self.local(sc)} = {self.zero(sc.prec)};"
+        ct = self.compute_type(sc.prec)
+        start = self.const(L.local_start(sc.prec), ct) if sc.prec.is_float else self.zero(sc.prec)
+        return f"{ct} {self.local(sc)} = {start};"
 
     def local(self, sc: L.ScopeId) -> str:
         if sc not in self._locals:
@@ -542,9 +545,11 @@ class CSyntax:
                 ):
                     out.add(indent, self.parallel_pragma)
                 local = local_sum(s) if self.simd_reduction_pragma else None
-                if local is not None:
-                    op, scope = local
-                    pragma = self.simd_reduction_pragma.format(op=op, var=self.local(scope))
+                if local is not None:  # float sums: lanes start at -0.0 (omp_reduction_op)
+                    sym, scope = local
+                    op = ops.Binop.add if sym == "+" else ops.Binop.mul
+                    omp_op = self.omp_reduction_op(op, self.compute_type(scope.prec))
+                    pragma = self.simd_reduction_pragma.format(op=omp_op, var=self.local(scope))
                     out.add(indent, pragma)
                 out.add(indent, self.loop_header(s))
                 self.stmt(body, out, indent + 1)

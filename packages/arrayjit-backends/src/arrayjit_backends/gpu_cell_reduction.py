@@ -262,7 +262,7 @@ def render_lanes(syn: GpuSyntax, cr: CellReduction, lanes: int, out: Out, indent
     ct = syn.compute_type(cr.target.tn.prec)
     is_int = ct not in ("float", "double")
     it = syn.index_type
-    start = syn.const(-0.0 if _blocked(cr.parts[0]) else ops.neutral(cr.op), ct)
+    start = syn.const(ops.partial_start(cr.op, cr.target.tn.prec.is_float), ct)
 
     def combine(a: str, b: str) -> str:
         return syn.binop(cr.op, a, b, ct, is_int)

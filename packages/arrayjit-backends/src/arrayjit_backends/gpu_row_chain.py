@@ -196,7 +196,8 @@ def local_reductions(
     scopes) whose body is an optional constant start, then accumulations into the local with
     one reduction operation (loop nests, or a blocked sum's leftover level), each paired with
     its cooperative shape (:func:`~arrayjit_backends.gpu_cell_reduction.cell_lanes`; ``init``
-    the start, zero where the body has none: a local starts at zero)."""
+    the start; where the body sets none, the local's own start, -0.0 for floats:
+    :func:`~arrayjit_ir.low_level.local_start`)."""
     from arrayjit_backends.gpu_syntax import flatten_blocked_sum  # no import cycle at load
 
     if not isinstance(rest, L.Set) or max_lanes < 2:
@@ -226,7 +227,7 @@ def _local_parts(e: L.Local_scope) -> tuple[float, list[ScalarReduction]] | None
     if prec is Prec.uint4x32 or (prec.is_float and prec.byte_size < 4):
         return None  # small floats round at every step: their order stays
     stmts = list(e.body.stmts) if isinstance(e.body, L.Seq) else [e.body]
-    init = 0.0
+    init = L.local_start(sc.prec)
     match stmts:
         case [L.Set_local(scope=s0, value=L.Constant(value=v)), *_] if s0 == sc:
             init, stmts = v, stmts[1:]
@@ -398,7 +399,7 @@ def _local_values(syn: GpuSyntax, st: RowStep, lanes: int, out: Out) -> L.Stmt:
         out.add(2, "{")
         syn._decode(list(st.rows), out, syn.group_id, 3)
         render_lanes(syn, cr, lanes, out, 3)
-        init = syn.const(cr.init if cr.init is not None else 0.0, ct)
+        init = syn.const(cr.init if cr.init is not None else L.local_start(sc.prec), ct)
         out.add(3, f"{name} = {syn.binop(cr.op, init, 'aj_sh[0]', ct, ct not in _FLOATS)};")
         out.add(2, "}")
         out.add(2, syn.barrier)  # every lane has read aj_sh[0] before the next tree

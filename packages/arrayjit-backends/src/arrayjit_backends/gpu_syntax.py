@@ -628,7 +628,7 @@ class GpuSyntax(CSyntax):
         idempotent = red.op in (ops.Binop.max, ops.Binop.min)
         # The cell's value before the reduction: the folded fill's constant, else the cell.
         before = f"(({ct}){self.load(tn.prec, cell)})" if init is None else self.const(init, ct)
-        start = before if idempotent else self.const(ops.neutral(red.op), ct)
+        start = before if idempotent else self.const(ops.partial_start(red.op, not is_int), ct)
 
         def combine(a: str, b: str) -> str:
             return self.binop(red.op, a, b, ct, is_int)

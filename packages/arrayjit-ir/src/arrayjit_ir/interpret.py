@@ -196,10 +196,10 @@ class _Machine:
                 return lambda: _convert(locals_[scope], dt)
             case L.Local_scope(scope=scope, body=body):
                 fbody, locals_ = self.stmt(body), self.locals
-                zero = _convert(0, compute_dtype(scope.prec))
+                start = _convert(L.local_start(scope.prec), compute_dtype(scope.prec))
 
                 def run_scope() -> Any:
-                    locals_[scope] = zero
+                    locals_[scope] = start
                     fbody()
                     return _convert(locals_[scope], dt)
 

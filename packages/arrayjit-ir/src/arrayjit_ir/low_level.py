@@ -14,6 +14,9 @@ reading a local scope the other computes);
 half, bfloat16 and fp8 compute wider and round when stored (:func:`rounds_when_stored`). A
 local's precision is its scope's (:attr:`ScopeId.prec`): a float32 accumulator of a small-float
 reduction does not round until its value is stored.
+A ``Local_scope``'s local starts as :func:`local_start` of its precision (-0.0 for floats, 0
+for integers) and holds what its body last set; producers that need another start (an
+inlined reduction's neutral fill, a cell's old value) set it first.
 ``For_loop`` bounds are inclusive. Indices are buffer indices (padding already applied).
 
 All IR values are frozen dataclasses compared structurally; tensor nodes compare by id.
@@ -135,6 +138,8 @@ class Get_merge_buffer:
 @dataclass(frozen=True)
 class Local_scope:
     """The value of local ``scope`` after running ``body``: an inlined virtual computation.
+    The local starts as :func:`local_start` (-0.0 for a float local, the identity of ``add``,
+    so a body that only accumulates sums into it exactly, signed zeros included).
 
     ``orig_indices`` are the indices of the read it replaced (used to revert it)."""
 
@@ -226,6 +231,13 @@ def map_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
             b2 = f(b)
             return Ternop(op, a2, b2, f(c))
     return e
+
+
+def local_start(prec: Prec) -> float:
+    """The value a :class:`Local_scope`'s local of precision ``prec`` holds before its body
+    sets it: the start of an add-accumulation (:func:`ops.partial_start`), -0.0 for floats and
+    0 for integers. Blocked summation's partials rely on it; a user's fill stays +0.0."""
+    return ops.partial_start(ops.Binop.add, prec.is_float)
 
 
 def rounds_when_stored(prec: Prec) -> bool:

@@ -86,6 +86,16 @@ def neutral(op: Binop) -> float:
     return NEUTRAL.get(op, 0.0)
 
 
+def partial_start(op: Binop, is_float: bool) -> float:
+    """The value a partial accumulation with ``op`` starts from when nothing sets it first:
+    a local without an explicit start, a block, chunk, thread, vector lane or work-group
+    partial, an empty slot of a combining tree. It is :func:`neutral`, except for float
+    ``add``: -0.0, the exact identity of IEEE addition (``x + -0.0`` is ``x`` for every ``x``,
+    both zeros included), where +0.0 would turn a sum of -0.0 terms into +0.0. Explicit fills
+    (``Zero_out``, a neutral start of ``accum``) stay +0.0."""
+    return -0.0 if op is Binop.add and is_float else neutral(op)
+
+
 def parse_binop(name: str | Binop) -> Binop:
     """Look up a binary op by name (``"add"``, ``"or"``, ...)."""
     if isinstance(name, Binop):

@@ -23,7 +23,10 @@ A nest of reduction loops (a full sum of a matrix) is summed row by row when its
 at least :data:`BLOCK` terms (each row a partial), else blocks span several rows. The partials
 are locals of the accumulator's node and precision: the float32 accumulator the lowering gives
 a half, bfloat16 or fp8 reduction has float32 partials (a small-float accumulator that rounds
-at every step, which only hand-written code has, has partials that do too). Only ``add``
+at every step, which only hand-written code has, has partials that do too). A partial
+starts at -0.0, the local's implicit start (:func:`~arrayjit_ir.low_level.local_start`) and
+the identity of float addition, so blocking keeps signed zeros (-0.0 terms into a -0.0 cell
+stay -0.0). Only ``add``
 accumulations whose loops are innermost are
 rewritten: a sum whose reduction loop sits outside an output loop (a column sum the lowering
 reordered for locality, a matmul) keeps one chain per cell.
