@@ -287,10 +287,17 @@ def test_sums_of_negative_zeros_keep_their_sign(backend: Any, prec: str, n: int)
     inputs = {m_neg: neg, m_mix: mixed, v_neg: neg[0], v_mix: mixed[1]}
     for out, (_, _, fill, _) in cells.items():
         inputs[out] = np.full(out.dims, 7.0 if fill else -0.0).astype(dt)
-    results = run_against_interpreter(backend, comp, inputs, list(cells), name="negzero")
-    for (out, (_, _, _, negative)), (got, ref) in zip(cells.items(), results):
-        g, r = np.asarray(got).astype(np.float64), np.asarray(ref).astype(np.float64)
+    outs = list(cells)
+    if n <= 4096:
+        pairs = run_against_interpreter(backend, comp, inputs, outs, name="negzero")
+        for out, (_, ref) in zip(outs, pairs):
+            r, negative = np.asarray(ref).astype(np.float64), cells[out][3]
+            what = f"{out.debug_label} ({prec}, n={n})"
+            assert (r == 0).all() and (np.signbit(r) == negative).all(), f"oracle {what}: {r}"
+        got_all = [got for got, _ in pairs]
+    else:  # against the expected signs alone: the interpreters would take half a minute
+        got_all = run_once(backend, comp, inputs, outs)
+    for out, got in zip(outs, got_all):
+        g, negative = np.asarray(got).astype(np.float64), cells[out][3]
         what = f"{out.debug_label} ({prec}, n={n})"
-        assert (r == 0).all() and (np.signbit(r) == negative).all(), f"oracle {what}: {r}"
-        assert (g == 0).all(), f"{what}: got {g}"
-        assert (np.signbit(g) == np.signbit(r)).all(), f"{what}: got {g}, expected {r}"
+        assert (g == 0).all() and (np.signbit(g) == negative).all(), f"{what}: got {g}"
