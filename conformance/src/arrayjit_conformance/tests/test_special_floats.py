@@ -24,9 +24,9 @@ import pytest
 from arrayjit_conformance.harness import (
     FLOAT_PRECS,
     hosted,
-    new_context,
     on_interpreter,
     require_precs,
+    run_once,
 )
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
@@ -89,19 +89,6 @@ def bits_equal(got: np.ndarray, want: np.ndarray, prec: str, what: str, *inputs:
         raise AssertionError(
             f"{what} ({prec}): {int(bad.sum())} of {bad.size} cells differ\n" + "\n".join(rows)
         )
-
-
-def run(backend: Any, comp: Any, inputs: dict[Tnode, np.ndarray], outputs: list[Tnode]) -> list:
-    """Set the inputs, compile, link and run ``comp`` once; the outputs' host values."""
-    for tn, v in inputs.items():
-        tn.set_values(v)
-    routine = backend.link(new_context(backend), backend.compile(comp, name="special"))
-    routine()
-    result = []
-    for tn in outputs:
-        assert backend.to_host(routine.context, tn), f"{tn.debug_label} is not in the context"
-        result.append(tn.get_values())
-    return result
 
 
 # ---- the oracles: the rules of the IR README, written plainly ----
@@ -204,7 +191,7 @@ def _binop_pair(
     a, b = hosted((n,), "a", prec), hosted((n,), "b", prec)
     o1, o2 = hosted((n,), op1, prec), hosted((n,), op2, prec)
     comp = ir.block(ir.binop(o1, op1, a, b), ir.binop(o2, op2, a, b))
-    got1, got2 = run(backend, comp, {a: va, b: vb}, [o1, o2])
+    got1, got2 = run_once(backend, comp, {a: va, b: vb}, [o1, o2])
     return va, vb, got1, got2
 
 
@@ -223,7 +210,7 @@ def test_relu_satur01(backend: Any, prec: str) -> None:
     n = va.size
     a, r, s = hosted((n,), "a", prec), hosted((n,), "r", prec), hosted((n,), "s", prec)
     comp = ir.block(ir.unop(r, "relu", a), ir.unop(s, "satur01", a))
-    gr, gs = run(backend, comp, {a: va}, [r, s])
+    gr, gs = run_once(backend, comp, {a: va}, [r, s])
     w = va.astype(np.float64)
     bits_equal(gr, oracle_relu(w), prec, "relu", va)
     bits_equal(gs, oracle_satur01(w), prec, "satur01", va)
@@ -293,7 +280,7 @@ def test_max_min_reductions(backend: Any, prec: str) -> None:
         *_max_min(cmax, cmin, x, "ij->j"),
         *_max_min(bmax, bmin, big, "i->"),
     )
-    got = run(backend, comp, {x: vx, big: vlong}, [rmax, rmin, cmax, cmin, bmax, bmin])
+    got = run_once(backend, comp, {x: vx, big: vlong}, [rmax, rmin, cmax, cmin, bmax, bmin])
     w = vx.astype(np.float64)
 
     def fold(fn: Any, m: np.ndarray, axis: int) -> np.ndarray:
@@ -323,7 +310,7 @@ def test_max_reduction_signed_zeros_long(backend: Any, prec: str) -> None:
     zmax, zmin = hosted((), "zmax", prec), hosted((), "zmin", prec)
     mmax, mmin = hosted((), "mmax", prec), hosted((), "mmin", prec)
     comp = ir.block(*_max_min(zmax, zmin, z, "i->"), *_max_min(mmax, mmin, m, "i->"))
-    got = run(backend, comp, {z: vz, m: vn}, [zmax, zmin, mmax, mmin])
+    got = run_once(backend, comp, {z: vz, m: vn}, [zmax, zmin, mmax, mmin])
     bits_equal(got[0], np.float64(0.0), prec, "max of signed zeros")
     bits_equal(got[1], np.float64(-0.0), prec, "min of signed zeros")
     bits_equal(got[2], np.float64(-0.0), prec, "max of negative zeros and -3")
@@ -342,8 +329,33 @@ def test_negative_zero_cells_keep_their_sign(backend: Any, prec: str, k: int) ->
     comp = ir.accum(h, "add", x, w, op="mul", spec="ik,k->i", initialize_neutral=False)
     vx = np.full((n, k), -0.0).astype(STORAGE[prec])
     vw = np.ones(k).astype(STORAGE[prec])
-    [got] = run(backend, comp, {x: vx, w: vw, h: np.full(n, -0.0).astype(STORAGE[prec])}, [h])
+    [got] = run_once(backend, comp, {x: vx, w: vw, h: np.full(n, -0.0).astype(STORAGE[prec])}, [h])
     bits_equal(got, np.full(n, -0.0), prec, f"-0.0 cells after {k} -0.0 products")
+
+
+@pytest.mark.parametrize("prec", FLOAT_PRECS)
+def test_adding_an_inlined_zero_keeps_ieee_signs(backend: Any, prec: str) -> None:
+    """``x + 0.0`` is +0.0 for ``x = -0.0``; only ``x + -0.0`` and ``x - 0.0`` are ``x`` for
+    every ``x``. The zeros here are constant nodes the optimizer inlines into the sums, where
+    folding ``x + 0`` to ``x`` would keep -0.0."""
+    require_precs(backend, prec)
+    vx = np.array([-0.0, 0.0, 1.5, -1.5, -0.0, 0.0]).astype(STORAGE[prec])
+    x = hosted((6,), "x", prec)
+    pz, nz = (Tnode.create((6,), prec=prec, label=name) for name in ("pz", "nz"))
+    cases = [("add", x, pz), ("add", pz, x), ("sub", x, pz), ("add", x, nz), ("add", nz, x)]
+    cases += [("sub", x, nz), ("sub", pz, x), ("sub", nz, x)]
+    outs = [hosted((6,), f"y{k}", prec) for k in range(len(cases))]
+    comp = ir.block(
+        ir.fetch(pz, ir.Constant(0.0)),
+        ir.fetch(nz, ir.Constant(-0.0)),
+        *(ir.binop(y, op, a, b) for y, (op, a, b) in zip(outs, cases)),
+    )
+    got = run_once(backend, comp, {x: vx}, outs)
+    value = {x: vx.astype(np.float64), pz: np.zeros(6), nz: np.full(6, -0.0)}
+    for g, (op, a, b) in zip(got, cases):
+        want = value[a] + value[b] if op == "add" else value[a] - value[b]
+        what = f"{a.debug_label} {op} {b.debug_label}"
+        bits_equal(g, as_stored(want, prec), prec, what, vx)
 
 
 def _pow_cases(prec: str) -> tuple[np.ndarray, np.ndarray]:
@@ -366,7 +378,7 @@ def test_pow_special_cases(backend: Any, prec: str) -> None:
     va, vb = _pow_cases(prec)
     n = va.size
     a, b, y = hosted((n,), "a", prec), hosted((n,), "b", prec), hosted((n,), "y", prec)
-    [got] = run(backend, ir.binop(y, "pow", a, b), {a: va, b: vb}, [y])
+    [got] = run_once(backend, ir.binop(y, "pow", a, b), {a: va, b: vb}, [y])
     g = got.astype(np.float64)
     special = [oracle_pow_special(float(x), float(e)) for x, e in zip(va, vb)]
     mask = np.array([s is not None for s in special])
@@ -399,7 +411,7 @@ def test_pow_numpy_scalar_and_array_paths_agree(backend: Any, prec: str) -> None
     v1 = np.array([-np.inf, -np.inf, -0.0])
     w1 = np.array([0.5, -0.5, -3.0])
     inputs = {a0: np.array(-np.inf), b0: np.array(0.5), a1: v1, b1: w1}
-    g0, g1 = run(backend, comp, inputs, [y0, y1])
+    g0, g1 = run_once(backend, comp, inputs, [y0, y1])
     bits_equal(g0, np.float64(np.inf), prec, "pow(-inf, 0.5) on a 0-d node")
     bits_equal(g1, np.array([np.inf, 0.0, -np.inf]), prec, "pow on a 1-d node", v1, w1)
 
@@ -456,7 +468,7 @@ def test_fma_and_multiply_accumulate_round_once(backend: Any, prec: str) -> None
         ir.accum(d, "add", x, v, op="mul", spec="ik,k->i", initialize_neutral=False),
     )
     inputs = {a: va, b: vb, c: vc, g: vc, x: va[:, None], d: vc, v: np.array([v0])}
-    gy, gg, gd = run(backend, comp, inputs, [y, g, d])
+    gy, gg, gd = run_once(backend, comp, inputs, [y, g, d])
     want = np.array([exact_fma(p, q, r, cd) for p, q, r in zip(va, vb, vc)])
     bits_equal(gy, as_stored(want.astype(cd), prec), prec, "fma", va, vb, vc)
     bits_equal(gg, as_stored(want.astype(cd), prec), prec, "g =+ a * b", va, vb, vc)
@@ -480,7 +492,7 @@ def test_no_contraction_of_a_virtual_product(backend: Any, prec: str) -> None:
         ir.binop(y, "add", t, c),
         ir.unop(z, "relu", y),
     )
-    gy, gz = run(backend, comp, {a: va, b: vb, c: vc}, [y, z])
+    gy, gz = run_once(backend, comp, {a: va, b: vb, c: vc}, [y, z])
     want = (va * vb).astype(dt) + vc
     bits_equal(gy, want, prec, "a*b + c", va, vb, vc)
     bits_equal(gz, oracle_relu(want.astype(np.float64)), prec, "relu(a*b + c)", va, vb, vc)
@@ -509,7 +521,7 @@ def test_add_mul_chains_round_at_every_node(backend: Any, prec: str) -> None:
         ir.binop(q, "add", u, t),
         ir.ternop(p, "fma", a, b, c),
     )
-    gp, gq = run(backend, comp, {a: va, b: vb, c: vc}, [p, q])
+    gp, gq = run_once(backend, comp, {a: va, b: vb, c: vc}, [p, q])
     with np.errstate(all="ignore"):
         wt = va.astype(cd) * vb.astype(cd)
         wq = as_stored(wt * vc.astype(cd) + wt, prec)

@@ -275,8 +275,8 @@ def _lower_fetch(f: A.Fetch) -> L.Stmt:
     tn = f.lhs
     dims = tn.dims_without_padding
     match f.fetch_op:
-        case A.Constant(value=v) if v == 0 and tn.padding is None:
-            return L.Zero_out(tn)
+        case A.Constant(value=v) if v == 0 and math.copysign(1.0, v) > 0 and tn.padding is None:
+            return L.Zero_out(tn)  # +0.0 only: a fill of -0.0 is a fill
         case A.Constant(value=v):
             return loop_over(dims, lambda idx: L.Set(tn, shift(tn, idx), L.Constant(v)))
         case A.Range_over_offsets():

@@ -27,6 +27,7 @@ Passes, in order (as :func:`optimize` runs them):
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -96,6 +97,16 @@ def _is_const(e: L.Expr, v: float | None = None) -> bool:
     return isinstance(e, L.Constant) and (v is None or e.value == v)
 
 
+def _is_zero(e: L.Expr, prec: Prec | None, sign: float) -> bool:
+    """Whether ``e`` is a zero that adding (``sign`` -1.0) or subtracting (1.0) leaves every
+    value as it is: any zero in an integer context; in a float one (or an unknown one) only
+    -0.0 added or +0.0 subtracted, since ``-0.0 + +0.0`` is +0.0."""
+    if not _is_const(e, 0.0):
+        return False
+    assert isinstance(e, L.Constant)
+    return (prec is not None and not prec.is_float) or math.copysign(1.0, e.value) == sign
+
+
 def _fold_dtype(prec: Prec | None) -> np.dtype[Any] | None:
     """The dtype constants fold in where an expression is evaluated in ``prec``: only floats
     (integer contexts convert each leaf first, which folding in floats would skip)."""
@@ -133,11 +144,11 @@ def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
                 return L.Constant(
                     float(ops.apply_binop(op, dt.type(a.value), dt.type(b.value), dt))
                 )
-            if (op is ops.Binop.add and _is_const(b, 0.0)) or (
-                op is ops.Binop.sub and _is_const(b, 0.0)
+            if (op is ops.Binop.add and _is_zero(b, prec, -1.0)) or (
+                op is ops.Binop.sub and _is_zero(b, prec, 1.0)
             ):
                 return a
-            if op is ops.Binop.add and _is_const(a, 0.0):
+            if op is ops.Binop.add and _is_zero(a, prec, -1.0):
                 return b
             if op in (ops.Binop.mul, ops.Binop.div) and _is_const(b, 1.0):
                 return a

@@ -7,6 +7,8 @@ counters and golden files stay stable.
 
 from __future__ import annotations
 
+import math
+
 from arrayjit_ir import assignments as A
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -44,7 +46,7 @@ def _num(v: float) -> str:
     if v != v or v in (float("inf"), float("-inf")):
         return {"nan": "NAN", "inf": "INFINITY", "-inf": "-INFINITY"}[repr(v)]
     if v == int(v) and abs(v) < 1e15:
-        return f"{int(v)}.0" if v >= 0 or int(v) != 0 else "-0.0"
+        return f"{int(v)}.0" if math.copysign(1.0, v) > 0 or int(v) != 0 else "-0.0"
     return f"{v:.16g}"
 
 
