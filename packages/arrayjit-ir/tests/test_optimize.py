@@ -148,12 +148,21 @@ def test_simplify_folds_constants_and_identities() -> None:
     x = low_level.Get(node((1,), "x"), ())
     two = low_level.Binop(low_level.ops.Binop.add, low_level.Constant(1.0), low_level.Constant(1.0))
     assert _simplify_expr(two, Prec.single) == low_level.Constant(2.0)
+    add, sub = low_level.ops.Binop.add, low_level.ops.Binop.sub
     e = low_level.Binop(
         low_level.ops.Binop.mul,
-        low_level.Binop(low_level.ops.Binop.add, x, low_level.Constant(0.0)),
+        low_level.Binop(add, x, low_level.Constant(-0.0)),
         low_level.Constant(1.0),
     )
     assert _simplify_expr(e, Prec.single) == x
+    assert _simplify_expr(low_level.Binop(sub, x, low_level.Constant(0.0)), Prec.single) == x
+    # x + 0.0 is +0.0 where x is -0.0, and so is x - -0.0: kept in floats, folded in integers.
+    for op, c in ((add, 0.0), (sub, -0.0)):
+        kept = low_level.Binop(op, x, low_level.Constant(c))
+        assert _simplify_expr(kept, Prec.single) == kept
+        assert _simplify_expr(kept, Prec.int32) == x
+    kept = low_level.Binop(add, low_level.Constant(0.0), x)
+    assert _simplify_expr(kept, Prec.double) == kept
     zero = low_level.Binop(low_level.ops.Binop.mul, x, low_level.Constant(0.0))
     assert _simplify_expr(zero, Prec.single) == zero  # x * 0 is not 0 for NaN and infinity
 
