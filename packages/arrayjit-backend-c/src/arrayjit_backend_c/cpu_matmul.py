@@ -194,6 +194,19 @@ static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restr
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
 }}
+/* One packed panel: kc steps of w lanes (rows of A, or columns of B) stored step by step,
+   lane l of step p read at src[p * step + l * lane]; zeros past the last of the `lanes` that
+   exist. Inlined with w constant, the full-panel loop is a plain copy. */
+static inline __attribute__((always_inline)) void aj_mm_pack_{sx}({t} *restrict dst,
+    const {t} *src, int64_t kc, int w, int64_t lanes, int64_t step, int64_t lane) {{
+  if (lanes >= w) {{
+    for (int64_t p = 0; p < kc; ++p)
+      for (int l = 0; l < w; ++l) dst[p * w + l] = src[p * step + l * lane];
+  }} else {{
+    for (int64_t p = 0; p < kc; ++p)
+      for (int l = 0; l < w; ++l) dst[p * w + l] = l < lanes ? src[p * step + l * lane] : 0;
+  }}
+}}
 /* C[r0:r1, c0:c1] after all k steps (see the module docstring); pa, pb: packing buffers. */
 static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t k,
     const {t} *A, int64_t rsa, int64_t csa, const {t} *B, int64_t rsb, int64_t csb,
@@ -204,32 +217,12 @@ static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int
     const int64_t nc = c1 - jc < NC ? c1 - jc : NC;
     for (int64_t pc = 0; pc < k; pc += KC) {{
       const int64_t kc = k - pc < KC ? k - pc : KC;
-      for (int64_t jr = 0; jr < nc; jr += NR) {{
-        {t} *dst = pb + jr * kc;
-        const {t} *src = B + pc * rsb + (jc + jr) * csb;
-        if (nc - jr >= NR) {{
-          for (int64_t p = 0; p < kc; ++p)
-            for (int64_t j = 0; j < NR; ++j) dst[p * NR + j] = src[p * rsb + j * csb];
-        }} else {{
-          for (int64_t p = 0; p < kc; ++p)
-            for (int64_t j = 0; j < NR; ++j)
-              dst[p * NR + j] = jr + j < nc ? src[p * rsb + j * csb] : 0;
-        }}
-      }}
+      for (int64_t jr = 0; jr < nc; jr += NR)
+        aj_mm_pack_{sx}(pb + jr * kc, B + pc * rsb + (jc + jr) * csb, kc, NR, nc - jr, rsb, csb);
       for (int64_t ic = r0; ic < r1; ic += MC) {{
         const int64_t mc = r1 - ic < MC ? r1 - ic : MC;
-        for (int64_t ir = 0; ir < mc; ir += MR) {{
-          {t} *dst = pa + ir * kc;
-          const {t} *src = A + (ic + ir) * rsa + pc * csa;
-          if (mc - ir >= MR) {{
-            for (int64_t p = 0; p < kc; ++p)
-              for (int64_t r = 0; r < MR; ++r) dst[p * MR + r] = src[r * rsa + p * csa];
-          }} else {{
-            for (int64_t p = 0; p < kc; ++p)
-              for (int64_t r = 0; r < MR; ++r)
-                dst[p * MR + r] = ir + r < mc ? src[r * rsa + p * csa] : 0;
-          }}
-        }}
+        for (int64_t ir = 0; ir < mc; ir += MR)
+          aj_mm_pack_{sx}(pa + ir * kc, A + (ic + ir) * rsa + pc * csa, kc, MR, mc - ir, csa, rsa);
         for (int64_t jr = 0; jr < nc; jr += NR) {{
           for (int64_t ir = 0; ir < mc; ir += MR) {{
             {t} *c = C + (ic + ir) * rsc + (jc + jr) * csc;
