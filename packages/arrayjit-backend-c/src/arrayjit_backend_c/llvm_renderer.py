@@ -264,7 +264,7 @@ class LlvmGen(ScalarGen):
             ) is not None:
                 # An inlined sum's loop (a block of a blocked sum): reassociated, so it
                 # vectorizes, as the cc backend's ``omp simd`` reduction does.
-                op = ops.Binop.add if local[0] == "+" else ops.Binop.mul
+                op = local[0]
                 if lo <= hi:
                     self.loop(i, str(lo), str(hi + 1), lambda: self._local_step(op, step), False)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):

@@ -546,8 +546,7 @@ class CSyntax:
                     out.add(indent, self.parallel_pragma)
                 local = local_sum(s) if self.simd_reduction_pragma else None
                 if local is not None:  # float sums: lanes start at -0.0 (omp_reduction_op)
-                    sym, scope = local
-                    op = ops.Binop.add if sym == "+" else ops.Binop.mul
+                    op, scope = local
                     omp_op = self.omp_reduction_op(op, self.compute_type(scope.prec))
                     pragma = self.simd_reduction_pragma.format(op=omp_op, var=self.local(scope))
                     out.add(indent, pragma)

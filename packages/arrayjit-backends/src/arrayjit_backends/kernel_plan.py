@@ -239,11 +239,11 @@ def _wide_reduction(st: L.Set) -> ScalarReduction | None:
     return ScalarReduction(tuple(loops), L.Set(st.tn, st.indices, value), op, term, fused)
 
 
-def local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
-    """``(op, local)`` when ``loop`` is the innermost loop of an inlined sum or product
-    (``v := v + term``, ``term`` not reading ``v``) that may be vectorized; small-float locals
-    round at every step and keep their order (float32 accumulators of small-float reductions
-    are float32 locals: they vectorize)."""
+def local_sum(loop: L.For_loop) -> tuple[ops.Binop, L.ScopeId] | None:
+    """``(op, local)`` (``op`` is ``add`` or ``mul``) when ``loop`` is the innermost loop of an
+    inlined sum or product (``v := v + term``, ``term`` not reading ``v``) that may be
+    vectorized; small-float locals round at every step and keep their order (float32
+    accumulators of small-float reductions are float32 locals: they vectorize)."""
     body = loop.body
     if not isinstance(body, L.Set_local):
         return None
@@ -261,7 +261,7 @@ def local_sum(loop: L.For_loop) -> tuple[str, L.ScopeId] | None:
         return None
     if has_loops(term):
         return None  # a level of a blocked sum: its inner loops carry their own pragmas
-    return REDUCTION_OPS[op], sc
+    return op, sc
 
 
 def has_loops(e: L.Expr) -> bool:
