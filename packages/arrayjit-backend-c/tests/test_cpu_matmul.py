@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from arrayjit_backend_c import cpu_matmul
-from arrayjit_conformance.harness import hosted, new_context, run_against_interpreter
+from arrayjit_conformance.harness import hosted, run_against_interpreter, run_once
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 
@@ -69,12 +69,7 @@ def _run(
     if key not in _ORACLE:  # the interpreters' bits, once per case (they are slow)
         [(got, _ORACLE[key])] = run_against_interpreter(backend, comp, inputs, [h])
     else:
-        for tn, v in inputs.items():
-            tn.set_values(v)
-        routine = backend.link(new_context(backend), backend.compile(comp, name="case"))
-        routine()
-        backend.to_host(routine.context, h)
-        got = h.get_values()
+        [got] = run_once(backend, comp, inputs, [h])
     ref = _ORACLE[key]
     dtype = np.float32 if prec == "single" else np.float64
     got, ref = np.asarray(got, dtype), np.asarray(ref, dtype)
