@@ -22,7 +22,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from arrayjit_conformance.harness import hosted, new_context, require_precs
+from arrayjit_conformance.harness import hosted, require_precs, run_once
 from arrayjit_ir import ir
 from arrayjit_tnode import Prec, Tnode
 
@@ -39,12 +39,7 @@ def _round(v: np.ndarray, prec: str) -> np.ndarray:
 
 
 def _run(backend: Any, comp: Any, outs: list[Tnode]) -> list[np.ndarray]:
-    code = backend.compile(comp, name="lowp")
-    routine = backend.link(new_context(backend), code)
-    routine()
-    for tn in outs:
-        assert backend.to_host(routine.context, tn)
-    return [np.asarray(tn.get_values()).astype(np.float32) for tn in outs]
+    return [got.astype(np.float32) for got in run_once(backend, comp, {}, outs)]
 
 
 def _chain(backend: Any, prec: str, materialize: bool, vals: dict[str, np.ndarray]) -> np.ndarray:

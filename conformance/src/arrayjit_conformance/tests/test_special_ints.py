@@ -27,7 +27,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from arrayjit_conformance.harness import FLOAT_PRECS, INT_PRECS, hosted, new_context, require_precs
+from arrayjit_conformance.harness import FLOAT_PRECS, INT_PRECS, hosted, require_precs, run_once
 from arrayjit_ir import ir
 from arrayjit_ir.assignments import Constant_fill
 from arrayjit_tnode import Tnode
@@ -192,16 +192,7 @@ def run(
 ) -> list[list[Any]]:
     """Set ``inputs``, compile, link and run ``comp`` once; the outputs' values as Python
     numbers."""
-    for tn, v in inputs.items():
-        tn.set_values(v)
-    code = backend.compile(comp, name="special_ints")
-    routine = backend.link(new_context(backend), code)
-    routine()
-    result = []
-    for tn in outputs:
-        assert backend.to_host(routine.context, tn), f"{tn.debug_label} is not in the context"
-        result.append(tn.get_values().tolist())
-    return result
+    return [got.tolist() for got in run_once(backend, comp, inputs, outputs)]
 
 
 def mismatches(
