@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from arrayjit_backends.gpu_syntax import GpuProgram
-from arrayjit_conformance.harness import check_runs, hosted, new_context
+from arrayjit_conformance.harness import check_runs, hosted, new_context, run_once
 from arrayjit_conformance.workloads import (
     Built,
     attention,
@@ -69,11 +69,7 @@ def test_the_benchmarks_softmax_is_one_launch(backend: Any) -> None:
     vx[7, 100] = np.nan  # a NaN anywhere in a row makes the whole row NaN
     vx[9, 4095] = np.inf  # e = exp(inf - inf): NaN too
     vx[11] = -1e30  # a constant row: uniform
-    x.set_values(vx)
-    routine = backend.link(new_context(backend), backend.compile(comp, name="softmax"))
-    routine()
-    backend.to_host(routine.context, y)
-    got = y.get_values()
+    [got] = run_once(backend, comp, {x: vx}, [y])
     want = _softmax_np(vx.astype(np.float64))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-9)
     assert np.isnan(got[[7, 9]]).all() and np.all(got[11] == np.float32(1 / 4096))
@@ -138,11 +134,8 @@ def test_a_read_of_another_rows_result_ends_the_chain(backend: Any) -> None:
     _, shapes = _shapes(backend, comp)
     assert shapes == [(n * 64, 64), (n * n, None)]
     vx = RNG.standard_normal((n, n)).astype(np.float32)
-    x.set_values(vx)
-    routine = backend.link(new_context(backend), backend.compile(comp, name="rows"))
-    routine()
-    backend.to_host(routine.context, y)
-    np.testing.assert_array_equal(y.get_values(), vx * vx - vx.max(1)[None, :])
+    [got] = run_once(backend, comp, {x: vx}, [y])
+    np.testing.assert_array_equal(got, vx * vx - vx.max(1)[None, :])
 
 
 def test_few_long_rows_keep_their_pointwise_kernels(backend: Any) -> None:
@@ -154,11 +147,8 @@ def test_few_long_rows_keep_their_pointwise_kernels(backend: Any) -> None:
     _, shapes = _shapes(backend, comp)
     assert shapes == [(4 * 64, 64), (4 << 15, None)]
     vx = RNG.uniform(0, 1, (4, 1 << 15)).astype(np.float32)
-    x.set_values(vx)
-    routine = backend.link(new_context(backend), backend.compile(comp, name="rows"))
-    routine()
-    backend.to_host(routine.context, y)
-    np.testing.assert_allclose(y.get_values(), vx / vx.sum(1, dtype=np.float64)[:, None], rtol=1e-5)
+    [got] = run_once(backend, comp, {x: vx}, [y])
+    np.testing.assert_allclose(got, vx / vx.sum(1, dtype=np.float64)[:, None], rtol=1e-5)
 
 
 def test_mixed_compute_types_split_the_chain(backend: Any) -> None:
@@ -173,14 +163,9 @@ def test_mixed_compute_types_split_the_chain(backend: Any) -> None:
     _, shapes = _shapes(backend, comp)
     assert shapes == [(300 * 64, 64)] * 2
     vx, vd = RNG.standard_normal((300, 512)).astype(np.float32), RNG.standard_normal((300, 512))
-    x.set_values(vx)
-    xd.set_values(vd)
-    routine = backend.link(new_context(backend), backend.compile(comp, name="rows"))
-    routine()
-    backend.to_host(routine.context, s)
-    backend.to_host(routine.context, sd)
-    np.testing.assert_allclose(s.get_values(), vx.sum(1, dtype=np.float64), atol=1e-4)
-    np.testing.assert_allclose(sd.get_values(), vd.sum(1), atol=1e-12)
+    got, got_d = run_once(backend, comp, {x: vx, xd: vd}, [s, sd])
+    np.testing.assert_allclose(got, vx.sum(1, dtype=np.float64), atol=1e-4)
+    np.testing.assert_allclose(got_d, vd.sum(1), atol=1e-12)
 
 
 # ---- random row programs ----
