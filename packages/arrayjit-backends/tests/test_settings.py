@@ -127,6 +127,7 @@ def test_the_command_prints_debug_records(tmp_path: Path) -> None:
 def test_num_threads_values(monkeypatch: pytest.MonkeyPatch) -> None:
     cores = settings.available_cores()
     monkeypatch.delenv("ARRAYJIT_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     assert settings.num_threads() == cores
     monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "1")
     assert settings.num_threads() == 1
@@ -137,6 +138,29 @@ def test_num_threads_values(monkeypatch: pytest.MonkeyPatch) -> None:
         with pytest.raises(UsageError, match=f"ARRAYJIT_NUM_THREADS: '{bad}' is not a positive"):
             settings.num_threads()
     assert "ARRAYJIT_NUM_THREADS" in settings.SETTINGS  # no unknown-setting warning
+
+
+def test_omp_num_threads_caps_when_ours_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A launcher's one-thread-per-rank setting (``OMP_NUM_THREADS=1``) is honoured; ours wins
+    where both are set; values OpenMP itself would reject are ignored, as the runtime does."""
+    cores = settings.available_cores()
+    monkeypatch.delenv("ARRAYJIT_NUM_THREADS", raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    assert settings.num_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", "1,4")  # nested levels: the outermost counts
+    assert settings.num_threads() == 1
+    monkeypatch.setenv("OMP_NUM_THREADS", str(cores + 7))
+    assert settings.num_threads() == cores
+    for ignored in ("", "0", "many", "-1"):
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        assert settings.num_threads() == cores
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", str(cores))
+    assert settings.num_threads() == cores
+    with monkeypatch.context() as m:
+        m.setenv("ARRAYJIT_NUM_THREADS", "1")
+        m.setenv("OMP_NUM_THREADS", "2")
+        assert settings.num_threads() == 1
 
 
 def test_bad_num_threads_fails_fresh_backend(monkeypatch: pytest.MonkeyPatch) -> None:

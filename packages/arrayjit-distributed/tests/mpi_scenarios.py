@@ -5,7 +5,8 @@ numpy oracle never goes through MPI or the backend. A failed check raises, which
 
 Scenarios: ``collectives`` (every collective on every precision the backend supports),
 ``ordering`` (against routines on other streams; the caller is not blocked), ``hierarchical``
-(streams merge through merge buffers, then one all-reduce per process), ``mismatch`` (errors on
+(streams merge through merge buffers, then one all-reduce per process), ``threads`` (the ranks
+of a machine share its cores), ``mismatch`` (errors on
 every rank, the stream intact after them), and the failing ones, ``stream_fails`` (an earlier
 task of rank 1's stream fails) and ``program_raises`` (rank 1's program raises while rank 0
 waits in a collective).
@@ -14,6 +15,7 @@ waits in a collective).
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from typing import Any
@@ -228,6 +230,29 @@ def scenario_zero_copy(backend: Any) -> None:
     total = SIZE * (SIZE + 1) / 2
     np.testing.assert_array_equal(view, np.full(1000, total * SIZE**2, np.float32))
     comm.close()
+
+
+def scenario_threads(backend: Any) -> None:
+    """CPU backends: with no thread count chosen, the ranks of one machine share its cores
+    (mpiexec here binds no rank to cores: every rank may run on all of them); a count the user
+    chose (``OMP_NUM_THREADS``, ``ARRAYJIT_NUM_THREADS``) is left alone."""
+    budget = backend.runtime.budget
+    cores = len(os.sched_getaffinity(0))
+    assert len(set(WORLD.allgather(frozenset(os.sched_getaffinity(0))))) == 1
+    ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
+    chosen = {v: os.environ.pop(v, None) for v in ("ARRAYJIT_NUM_THREADS", "OMP_NUM_THREADS")}
+    try:
+        budget.cores = cores
+        Communicator(backend, ctx).close()
+        assert budget.cores == max(1, cores // SIZE), (budget.cores, cores, SIZE)
+        for variable in chosen:
+            os.environ[variable] = "1"
+            budget.cores = cores
+            Communicator(backend, ctx).close()
+            assert budget.cores == cores, (variable, budget.cores, cores)
+            del os.environ[variable]
+    finally:
+        os.environ.update({k: v for k, v in chosen.items() if v is not None})
 
 
 def scenario_ordering(backend: Any) -> None:

@@ -51,8 +51,9 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting(
             "ARRAYJIT_NUM_THREADS",
-            "most threads one CPU kernel uses (a positive integer; unset: every core the "
-            "process may run on, shared among a device's busy streams)",
+            "most threads one CPU kernel uses (a positive integer; unset: OMP_NUM_THREADS if "
+            "set, else every core the process may run on; shared among a device's busy "
+            "streams)",
         ),
         Setting(
             "ARRAYJIT_GPU_CELL_LANES",
@@ -119,15 +120,18 @@ def debug_dir() -> Path | None:
 
 def num_threads(argument: str | None = None) -> int:
     """The most threads one CPU kernel may use: ``ARRAYJIT_NUM_THREADS`` (or ``argument``),
-    capped by the cores the process may run on; those cores when unset or empty.
+    capped by the cores the process may run on. When it is unset or empty, OpenMP's own
+    ``OMP_NUM_THREADS`` (its first entry, where it is a positive integer: what a launcher such
+    as ``mpiexec`` or Slurm sets for one thread per rank) caps the cores instead.
 
     Raises:
-        UsageError: the value is not a positive integer.
+        UsageError: ``ARRAYJIT_NUM_THREADS`` is not a positive integer.
     """
     cores = available_cores()
     value = get("ARRAYJIT_NUM_THREADS", argument).strip()
     if not value:
-        return cores
+        omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+        return min(int(omp), cores) if omp.isdigit() and int(omp) > 0 else cores
     if not value.isdigit() or int(value) < 1:
         raise UsageError(f"ARRAYJIT_NUM_THREADS: {value!r} is not a positive integer")
     return min(int(value), cores)

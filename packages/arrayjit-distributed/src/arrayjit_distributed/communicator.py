@@ -22,6 +22,7 @@ is asked for (``get_values`` after ``to_host``, ``await_stream``, ``sync``).
 from __future__ import annotations
 
 import atexit
+import os
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -100,6 +101,7 @@ class Communicator:
         self._count = 0
         self._closed = False
         self._lock = threading.Lock()
+        _share_node_cores(backend, base)
         atexit.register(self.close)  # before MPI finalizes (atexit runs last-in first-out)
 
     # ---- the collectives ----
@@ -338,6 +340,30 @@ class Communicator:
 
     def __repr__(self) -> str:
         return f"<Communicator rank {self.rank} of {self.size} on {self.context.stream.name}>"
+
+
+def _share_node_cores(backend: Backend, base: MPI.Intracomm) -> None:
+    """Give each rank of a node its share of the cores it may run on, when the user chose no
+    thread count (neither ``ARRAYJIT_NUM_THREADS`` nor ``OMP_NUM_THREADS`` is set): a CPU
+    device's kernels then use ``cores // k`` threads, ``k`` the ranks of this node whose CPU
+    affinity overlaps this rank's, instead of ``k`` full thread teams fighting for the same
+    cores (``mpiexec -n 2`` on 2 cores: one thread per rank). Ranks the launcher bound to
+    disjoint cores keep theirs. Collective (every rank of ``base`` calls it)."""
+    node = base.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        mine = frozenset(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+        everyone: list[frozenset[int] | None] = node.allgather(mine)
+    finally:
+        node.Free()
+    budget = getattr(backend.runtime, "budget", None)
+    if budget is None or mine is None or any(os.environ.get(v) for v in _THREAD_CHOICES):
+        return
+    sharing = sum(1 for other in everyone if other is not None and other & mine)
+    budget.cores = max(1, min(budget.cores, len(mine) // max(1, sharing)))
+
+
+_THREAD_CHOICES = ("ARRAYJIT_NUM_THREADS", "OMP_NUM_THREADS")
+"""Environment variables through which the user chose the threads per kernel."""
 
 
 def _check_op(tn: Tnode, op: str) -> str | None:
