@@ -70,11 +70,11 @@ _running = threading.local()
 
 def thread_share() -> int:
     """Threads the native kernel about to run on this thread may use: its stream's share of
-    its device's :class:`ThreadBudget`; on a thread that runs no stream's tasks, the cores the
-    process may use."""
+    its device's :class:`ThreadBudget`; on a thread that runs no stream's tasks, the whole
+    budget (:func:`settings.num_threads`)."""
     budget: ThreadBudget | None = getattr(_running, "budget", None)
     if budget is None:
-        return settings.available_cores()
+        return settings.num_threads()
     return budget.share()
 
 
