@@ -1,0 +1,125 @@
+"""Wrong argument types at the Backend's entry points (events, streams, nodes, merge modes,
+tasks, code lists) are a `UsageError` naming the call and the argument, raised before anything
+is scheduled: the stream given stays usable and every value stays what it was."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_backends import MergeMode, UsageError
+from arrayjit_conformance.harness import hosted
+from arrayjit_ir import ir
+
+
+def _routine(backend: Any, stream: Any, label: str) -> tuple[Any, Any, Any]:
+    """``y = -a`` linked on ``stream``, with ``a = 0..7`` uploaded."""
+    a, y = hosted((8,), f"{label}_a"), hosted((8,), f"{label}_y")
+    a.set_values(np.arange(8.0))
+    code = backend.compile(ir.unop(y, "neg", a), name=f"{label}_neg")
+    return backend.link(backend.make_context(stream), code), a, y
+
+
+def _still_runs(backend: Any, r: Any, y: Any) -> None:
+    r()
+    backend.await_stream(r.context.stream)
+    backend.to_host(r.context, y)
+    np.testing.assert_array_equal(y.get_values(), -np.arange(8.0))
+
+
+def test_a_bad_event_or_task_fails_the_call_not_the_stream(backend: Any) -> None:
+    stream = backend.new_stream(backend.get_device(0))
+    r, _, y = _routine(backend, stream, "ev")
+    for bad in (None, "e", r.context):
+        with pytest.raises(UsageError, match=r"will_wait_for: expected an Event .*got"):
+            backend.will_wait_for(r.context, bad)
+    with pytest.raises(UsageError, match=r"schedule_task: the task must be callable .*got 5"):
+        backend.schedule_task(r.context, 5)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"schedule_task \(reads/writes\): expected a Tnode"):
+        backend.schedule_task(r.context, lambda: None, reads=["y"])
+    with pytest.raises(UsageError, match=r"sync: expected an Event.*got None"):
+        backend.sync(None)
+    with pytest.raises(UsageError, match=r"is_done: expected an Event.*got 3"):
+        backend.is_done(3)
+    _still_runs(backend, r, y)  # nothing above reached the stream
+    event = backend.all_work(stream)
+    backend.sync(event)
+    backend.sync(event)  # an event can be waited for any number of times
+    assert backend.is_done(event)
+
+
+def test_stream_and_device_arguments_are_checked(backend: Any) -> None:
+    dev = backend.get_device(0)
+    stream = backend.new_stream(dev)
+    ctx = backend.make_context(stream)
+    calls: dict[str, Callable[[Any], Any]] = {
+        "all_work": backend.all_work,
+        "await_stream": backend.await_stream,
+        "is_idle": backend.is_idle,
+        "get_name": backend.get_name,
+        "get_debug_info": backend.get_debug_info,
+    }
+    for name, call in calls.items():
+        for bad in (None, ctx, dev):
+            with pytest.raises(UsageError, match=rf"{name}: expected a Stream of backend"):
+                call(bad)
+    with pytest.raises(UsageError, match=r"get_used_memory: expected a Device of backend"):
+        backend.get_used_memory(stream)
+    assert backend.is_idle(stream) in (True, False)
+    backend.await_stream(stream)  # nothing queued: returns at once
+    assert backend.is_idle(stream)
+    backend.sync(backend.all_work(stream))
+    assert backend.get_name(stream) == stream.name
+
+
+def test_node_and_merge_mode_arguments_are_checked(backend: Any) -> None:
+    dev = backend.get_device(0)
+    r1, a, y = _routine(backend, backend.new_stream(dev), "src")
+    r2 = backend.link(
+        backend.make_context(backend.new_stream(dev)),
+        backend.compile(ir.unop(y, "neg", a), name="dst_neg"),
+    )
+    a.set_values(np.full(8, 5.0))
+    backend.from_host(r2.context, a)
+    r2()  # the destination's y is -5
+    r1()  # the source's y is -(0..7)
+    for bad in ("y", 3, None):
+        with pytest.raises(UsageError, match=r"to_host: expected a Tnode"):
+            backend.to_host(r1.context, bad)
+        with pytest.raises(UsageError, match=r"from_host: expected a Tnode"):
+            backend.from_host(r1.context, bad)
+        with pytest.raises(UsageError, match=r"device_to_device: expected a Tnode"):
+            backend.device_to_device(bad, MergeMode.No, r2.context, r1.context)
+    # A mode given as text was taken for Streaming: the copy did not happen, yet True came back.
+    for bad_mode in ("No", "Copy", None, 0):
+        with pytest.raises(UsageError, match=r"into_merge_buffer must be one of MergeMode\.No"):
+            backend.device_to_device(y, bad_mode, r2.context, r1.context)
+    backend.to_host(r2.context, y)
+    np.testing.assert_array_equal(y.get_values(), np.full(8, -5.0))  # untouched
+    assert backend.device_to_device(y, MergeMode.No, r2.context, r1.context)
+    backend.to_host(r2.context, y)
+    np.testing.assert_array_equal(y.get_values(), -np.arange(8.0))
+
+
+def test_allocation_and_link_batch_arguments(backend: Any) -> None:
+    stream = backend.new_stream(backend.get_device(0))
+    buf = backend.alloc_zero_init_array("single", (3, 4), stream)  # a name, as Tnode.create
+    assert buf.size_in_bytes == 48
+    for dims in ((-3,), (2.5,), 7):
+        with pytest.raises(UsageError, match=r"alloc_zero_init_array: dims must be a sequence"):
+            backend.alloc_zero_init_array("single", dims, stream)
+    with pytest.raises(UsageError, match=r"unknown precision 'foo'"):
+        backend.alloc_zero_init_array("foo", (3,), stream)
+    a, y = hosted((4,), "lb_a"), hosted((4,), "lb_y")
+    a.set_values(np.arange(4.0))
+    code = backend.compile(ir.unop(y, "neg", a), name="lb_neg")
+    ctx = backend.make_context(stream)
+    with pytest.raises(UsageError, match=r"link_batch: expected a list of Codes"):
+        backend.link_batch(ctx, code)
+    (r,) = backend.link_batch(ctx, [code])
+    r()
+    backend.to_host(r.context, y)
+    np.testing.assert_array_equal(y.get_values(), -np.arange(4.0))
