@@ -23,6 +23,14 @@ def test_demo_checks_against_numpy(backend: str, capsys: pytest.CaptureFixture[s
     assert "numpy/ours" in out
 
 
+def test_demo_with_one_step_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    # The smallest --steps the command accepts once failed: its loss cannot have decreased
+    # yet (the loss of each step is taken before its update).
+    assert main(["demo", "--backend", "sync_interp", "--size", "16", "--steps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "[ok] 1 SGD steps" in out and "all checks passed" in out
+
+
 def test_unknown_backend_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--backend", "nope"]) == 2
     assert "unknown backend 'nope'; valid names:" in capsys.readouterr().err

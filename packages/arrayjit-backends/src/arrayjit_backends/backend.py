@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
+import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -64,6 +65,9 @@ from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, StreamError, Tnode, UsageError, precision
 from arrayjit_tnode import memory_mode as mm
+
+_UNWRITABLE_DEBUG_DIRS: set[str] = set()
+"""``ARRAYJIT_DEBUG_DIR`` folders already warned about (one warning per folder)."""
 
 
 class Config(enum.Enum):
@@ -382,12 +386,22 @@ class Backend:
         directory = settings.debug_dir()
         if directory is None:
             return
-        directory.mkdir(parents=True, exist_ok=True)
         stem = directory / f"{self.name}-{code.name}"
-        stem.with_suffix(".ir.txt").write_text(pretty(code.optimized.code) + "\n")
         source = self.runtime.source_of(code.native)
-        if source is not None:
-            stem.with_suffix(".src.txt").write_text(source)
+        try:  # a diagnostic setting must not stop the program: warn once per folder
+            directory.mkdir(parents=True, exist_ok=True)
+            stem.with_suffix(".ir.txt").write_text(pretty(code.optimized.code) + "\n")
+            if source is not None:
+                stem.with_suffix(".src.txt").write_text(source)
+        except OSError as exc:
+            if str(directory) not in _UNWRITABLE_DEBUG_DIRS:
+                _UNWRITABLE_DEBUG_DIRS.add(str(directory))
+                warnings.warn(
+                    f"ARRAYJIT_DEBUG_DIR={directory} cannot be written ({exc}); compiled "
+                    f"routines are not written there (backend {self.name})",
+                    UserWarning,
+                    stacklevel=3,
+                )
 
     def _check_precs(self, opt: Optimized) -> None:
         supported = self.capabilities.supported_precs
