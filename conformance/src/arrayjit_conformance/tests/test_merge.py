@@ -148,3 +148,33 @@ def test_merge_buffer_grows_for_larger_nodes(backend: Any) -> None:
     assert s2.merge_capacity >= big.size_in_bytes
     grown = backend.get_used_memory(dev) - before
     assert grown >= big.size_in_bytes
+
+
+@pytest.mark.parametrize("mode", [MergeMode.Streaming, MergeMode.Copy])
+@pytest.mark.parametrize("place", PLACES)
+def test_merge_outlives_the_source_context(backend: Any, mode: MergeMode, place: str) -> None:
+    # The source's routine and context are dropped before the destination reads its merge
+    # buffer; on OpenCL a Streaming view then read a released buffer and failed the stream.
+    import gc
+
+    s1, s2 = _streams(backend, place)
+    g = _materialized((256,), "g")
+    a, out = hosted((256,), "a"), hosted((256,), "out")
+    a.set_values(np.arange(256.0))
+    src = backend.link(backend.make_context(s1), backend.compile(ir.unop(g, "neg", a), name="mk"))
+    src()
+    use = backend.link(
+        backend.make_context(s2),
+        backend.compile(ir.unop(out, "identity", ir.merge_buffer(g)), name="use"),
+    )
+    assert backend.device_to_device(g, mode, use.context, src.context)
+    del src
+    gc.collect()
+    for i in range(3):  # new buffers of the same size on the source's device
+        t, o = hosted((256,), f"t{i}"), _materialized((256,), f"o{i}")
+        t.set_values(np.full(256, 99.0))
+        r = backend.link(backend.make_context(s1), backend.compile(ir.unop(o, "neg", t), name="j"))
+        r()
+    use()
+    backend.to_host(use.context, out)
+    np.testing.assert_array_equal(out.get_values(), -np.arange(256.0))

@@ -98,6 +98,9 @@ class Stream:
         """The node the merge buffer will hold once the stream reaches its last transfer."""
         self.merge_src: Buf | None = None
         """Where the merge buffer's value is now (set by the stream's own tasks)."""
+        self.merge_owner: Context | None = None
+        """The source context while the merge buffer is a view of its buffer (``Streaming``):
+        kept alive so that its memory is not released under the view."""
         self._merge_mem: Any = None
         self.merge_capacity = 0
         """Bytes of the stream's own merge buffer (grown when a larger node arrives)."""
