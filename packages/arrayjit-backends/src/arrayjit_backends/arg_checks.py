@@ -40,6 +40,11 @@ def check_stream(backend: Backend, stream: Any, what: str, *, live: bool = True)
     finalized (queries such as ``is_idle`` pass ``live=False``)."""
     if not isinstance(stream, Stream):
         raise UsageError(f"{what}: expected a Stream of backend {backend.name}, {_got(stream)}")
+    if stream.device.backend is not backend:
+        raise UsageError(
+            f"{what}: stream {stream.name} belongs to backend {stream.device.backend.name}, "
+            f"not to this {backend.name} backend"
+        )
     check_device(backend, stream.device, what, live=live)
 
 
