@@ -63,6 +63,13 @@ class Device:
         """Buffers that are nodes' host arrays (:meth:`Backend.use_host_memory`)."""
         self.streams: list[Stream] = []
 
+    def release_pools(self, pools: frozenset[int]) -> None:
+        """Free ``pools`` and forget the synchronization state of their buffers."""
+        if pools:
+            self.hazards.forget_pools(pools)
+            for p in pools:
+                self.slab.free_pool(p)
+
     @functools.cached_property
     def info(self) -> DeviceInfo:
         """What the device is and its limits (seed 004's ``Device_info``): name, kind,
@@ -98,9 +105,6 @@ class Stream:
         """The node the merge buffer will hold once the stream reaches its last transfer."""
         self.merge_src: Buf | None = None
         """Where the merge buffer's value is now (set by the stream's own tasks)."""
-        self.merge_owner: Context | None = None
-        """The source context while the merge buffer is a view of its buffer (``Streaming``):
-        kept alive so that its memory is not released under the view."""
         self._merge_mem: Any = None
         self.merge_capacity = 0
         """Bytes of the stream's own merge buffer (grown when a larger node arrives)."""
@@ -207,10 +211,11 @@ class Context:
 
 
 def free_pools(device: Device, pools: frozenset[int]) -> None:
-    """Release a context's pools and forget the synchronization state of their buffers."""
-    device.hazards.forget_pools(pools)
-    for p in pools:
-        device.slab.free_pool(p)
+    """Release a context's pools and forget the synchronization state of their buffers. A
+    pool that a stream's merge buffer still views (``Streaming``) is released once no view
+    reads it (:meth:`Device.release_pools`): device backends free memory explicitly, and the
+    view would read released memory."""
+    device.release_pools(device.hazards.hold_viewed(pools))
 
 
 @dataclass

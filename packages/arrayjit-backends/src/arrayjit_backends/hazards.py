@@ -62,6 +62,9 @@ class BufferHazards:
         self.views: dict[Stream, tuple[Tnode, Key]] = {}
         """Streams whose merge buffer is (for now) the buffer ``Key`` of the node."""
         self.lock = threading.RLock()  # reentrant: a collection may free pools under it
+        self.deferred: set[int] = set()
+        """Pools of collected contexts kept while a merge buffer views them
+        (:meth:`hold_viewed`); :meth:`drop_view` hands them back for release."""
 
     def order_read(self, stream: Stream, key: Key) -> None:
         """Make ``stream``'s next task wait for another stream's pending write of ``key``."""
@@ -92,9 +95,27 @@ class BufferHazards:
         """``stream``'s merge buffer now reads buffer ``key`` of ``tn`` directly."""
         self.views[stream] = (tn, key)
 
-    def drop_view(self, stream: Stream) -> None:
-        """``stream``'s merge buffer no longer reads another buffer."""
-        self.views.pop(stream, None)
+    def drop_view(self, stream: Stream) -> frozenset[int]:
+        """``stream``'s merge buffer no longer reads another buffer. Returns the pools that
+        waited for views only (see :meth:`hold_viewed`) and none reads now: free them."""
+        with self.lock:
+            self.views.pop(stream, None)
+            if not self.deferred:
+                return frozenset()
+            released = frozenset(self.deferred - self._viewed_pools())
+            self.deferred -= released
+            return released
+
+    def _viewed_pools(self) -> set[int]:
+        return {k[1].pool_id for _, k in list(self.views.values())}
+
+    def hold_viewed(self, pools: frozenset[int]) -> frozenset[int]:
+        """Of ``pools`` (a collected context's), keep those a merge buffer views until the
+        view goes (:meth:`drop_view`); returns the others, to free now."""
+        with self.lock:
+            viewed = pools & self._viewed_pools() if self.views else set()
+            self.deferred |= viewed
+            return pools - viewed
 
     def view_of(self, stream: Stream) -> Key | None:
         """The buffer ``stream``'s merge buffer reads directly, if any."""
@@ -114,8 +135,7 @@ class BufferHazards:
             for table in (self.writers, self.readers):
                 for loc in [loc for loc in list(table) if loc.pool_id in pools]:
                     table.pop(loc, None)
-            for s in [s for s, (_, k) in list(self.views.items()) if k[1].pool_id in pools]:
-                self.views.pop(s, None)
+            self.deferred -= pools
 
 
 # ---- hosted nodes ----

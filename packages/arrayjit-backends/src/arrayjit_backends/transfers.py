@@ -96,8 +96,7 @@ def before_write(stream: Stream, key: Key) -> None:
     if table.views:
         for viewer, tn in table.viewers(key):
             merge_copy(viewer, tn, key[1], stream.device)
-            table.drop_view(viewer)
-            viewer.merge_owner = None  # the copy (scheduled) holds the memory it reads
+            stream.device.release_pools(table.drop_view(viewer))
     table.order_write(stream, key)
 
 
@@ -243,8 +242,7 @@ def device_to_device(tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src:
                 hazards.mark_stale(tn, dst.device.id, dst_loc)
         return True
     stream.merge_node = tn
-    dst.device.hazards.drop_view(stream)
-    stream.merge_owner = None
+    dst.device.release_pools(dst.device.hazards.drop_view(stream))
     # A host array (use_host_memory) can change under a view: its merge is a copy.
     if into_merge_buffer is MergeMode.Copy or dst.device is not src_dev or on_host(src, tn):
         event = merge_copy(stream, tn, src_loc, src_dev)
@@ -262,9 +260,6 @@ def device_to_device(tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src:
     queue.schedule(stream_merge)
     src_dev.hazards.record(stream, queue.all_work(), reads=[src_key])
     src_dev.hazards.set_view(stream, tn, src_key)
-    # The view reads the source's memory: it must outlive the source context (device
-    # backends release pools explicitly when their context is collected).
-    stream.merge_owner = src
     return True
 
 
