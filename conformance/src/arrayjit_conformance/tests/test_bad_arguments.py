@@ -123,3 +123,20 @@ def test_allocation_and_link_batch_arguments(backend: Any) -> None:
     r()
     backend.to_host(r.context, y)
     np.testing.assert_array_equal(y.get_values(), -np.arange(4.0))
+
+
+def test_initialize_takes_a_config_or_its_name(backend: Any) -> None:
+    from arrayjit_backends import Config
+
+    dev = backend.get_device(0)
+    backend.initialize(Config.MOST_PARALLEL_STREAMS)
+    most = backend.suggested_num_streams(dev)
+    for bad in ("x", 3, None):
+        # was accepted, and suggested_num_streams then raised AttributeError
+        with pytest.raises(UsageError, match=r"initialize: config must be one of Config\."):
+            backend.initialize(bad)
+    assert backend.config is Config.MOST_PARALLEL_STREAMS  # unchanged
+    assert backend.suggested_num_streams(dev) == most
+    backend.initialize("only_devices_parallel")
+    assert backend.config is Config.ONLY_DEVICES_PARALLEL
+    assert backend.suggested_num_streams(dev) == 1

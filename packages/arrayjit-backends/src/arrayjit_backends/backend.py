@@ -126,8 +126,23 @@ class Backend:
     # ---- life cycle ----
 
     def initialize(self, config: Config = Config.MOST_PARALLEL_STREAMS) -> None:
-        """Set the stream strategy; safe to call again."""
+        """Set the stream strategy (a :class:`Config`, or its name as text, any case); safe
+        to call again.
+
+        Raises:
+            UsageError: ``config`` names no strategy (the message lists them).
+        """
         self.check_live()
+        if not isinstance(config, Config):
+            by_name = {c.value: c for c in Config} | {c.name.lower(): c for c in Config}
+            found = by_name.get(config.strip().lower()) if isinstance(config, str) else None
+            if found is None:
+                raise UsageError(
+                    f"initialize: config must be one of "
+                    f"{', '.join(f'Config.{c.name}' for c in Config)}, got {config!r} "
+                    f"(backend {self.name})"
+                )
+            config = found
         self.config = config
         self._initialized = True
 
