@@ -263,3 +263,27 @@ def test_slow_compile_notice_in_the_command_only(capsys: pytest.CaptureFixture[s
     assert quick.compile(None) == "code"
     time.sleep(cli.SLOW_COMPILE_S + 0.2)  # the cancelled notice never comes
     assert out2.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"benchmarks": 5}',
+        '{"benchmarks": [{"name": "x"}]}',
+        '{"benchmarks": [{"name": "x", "group": "g", "stats": {}}]}',
+        '{"benchmarks": [], "machine_info": 3}',
+        '{"benchmarks": ["x"]}',
+    ],
+)
+def test_malformed_bench_json_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    # valid JSON of the wrong shape raised a traceback (exit 1) from the table code
+    path = tmp_path / "bench.json"
+    path.write_text(text)
+    assert main(["bench", "--from-json", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"arrayjit: {path} is not pytest-benchmark JSON output: ")
+    assert err.count("\n") == 1
+    assert main(["bench", "--from-json", str(tmp_path)]) == 2  # a folder
+    assert capsys.readouterr().err.startswith(f"arrayjit: cannot read {tmp_path}: ")
