@@ -140,3 +140,18 @@ def test_initialize_takes_a_config_or_its_name(backend: Any) -> None:
     backend.initialize("only_devices_parallel")
     assert backend.config is Config.ONLY_DEVICES_PARALLEL
     assert backend.suggested_num_streams(dev) == 1
+
+
+def test_to_host_into_an_unusable_host_array_fails_the_call_not_the_stream(backend: Any) -> None:
+    # A read-only host array made the queued copy fail, and with it the stream.
+    stream = backend.new_stream(backend.get_device(0))
+    r, _, y = _routine(backend, stream, "ro")
+    r()
+    y.array.flags.writeable = False
+    with pytest.raises(UsageError, match=r"to_host: node ro_y#\d+'s host array is read-only"):
+        backend.to_host(r.context, y)
+    y.array = [0.0] * 8
+    with pytest.raises(UsageError, match=r"to_host: node ro_y#\d+'s host array is list, not a"):
+        backend.to_host(r.context, y)
+    y.array = np.zeros(8, np.float32)
+    _still_runs(backend, r, y)
