@@ -176,6 +176,31 @@ def test_debug_dir_gets_ir_and_source(monkeypatch: pytest.MonkeyPatch, tmp_path:
     be.finalize()
 
 
+def test_debug_dir_file_names_are_plain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import warnings
+
+    from arrayjit_ir import ir
+    from arrayjit_tnode import Tnode
+
+    # a name with a path separator tried to write into a sub-folder that does not exist
+    monkeypatch.setenv("ARRAYJIT_DEBUG_DIR", str(tmp_path / "debug"))
+    be = fresh_backend("sync_interp")
+    x = Tnode.create((3,), label="xin", hosted=True)
+    y = Tnode.create((3,), label="yout", hosted=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        be.compile(ir.unop(y, "exp", x), name="../up/and down")
+        # names that differ after a dot were cut to one file name by with_suffix
+        be.compile(ir.unop(y, "exp", x), name="step.fwd")
+        be.compile(ir.unop(y, "exp", x), name="step.bwd")
+    assert sorted(p.name for p in (tmp_path / "debug").iterdir()) == [
+        "sync_interp-.._up_and_down.ir.txt",
+        "sync_interp-step.bwd.ir.txt",
+        "sync_interp-step.fwd.ir.txt",
+    ]
+    be.finalize()
+
+
 def test_unwritable_debug_dir_warns_once_and_compiles(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
+import re
 import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
@@ -401,13 +402,15 @@ class Backend:
         directory = settings.debug_dir()
         if directory is None:
             return
-        stem = directory / f"{self.name}-{code.name}"
+        # A routine's name is free text: only a plain file name may reach the folder, and
+        # the suffix is appended (with_suffix would cut a name at its last dot).
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.name}-{code.name}")
         source = self.runtime.source_of(code.native)
         try:  # a diagnostic setting must not stop the program: warn once per folder
             directory.mkdir(parents=True, exist_ok=True)
-            stem.with_suffix(".ir.txt").write_text(pretty(code.optimized.code) + "\n")
+            (directory / f"{stem}.ir.txt").write_text(pretty(code.optimized.code) + "\n")
             if source is not None:
-                stem.with_suffix(".src.txt").write_text(source)
+                (directory / f"{stem}.src.txt").write_text(source)
         except OSError as exc:
             if str(directory) not in _UNWRITABLE_DEBUG_DIRS:
                 _UNWRITABLE_DEBUG_DIRS.add(str(directory))
