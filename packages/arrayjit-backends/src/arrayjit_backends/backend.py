@@ -28,8 +28,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import itertools
-import re
-import warnings
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -38,7 +36,7 @@ from typing import Any, overload
 import numpy as np
 
 from arrayjit_backends import arg_checks as checks
-from arrayjit_backends import hazards, settings, transfers
+from arrayjit_backends import hazards, transfers
 from arrayjit_backends.bindings import (
     check_code_kind,
     check_compile_args,
@@ -56,19 +54,17 @@ from arrayjit_backends.context import (
     free_pools,
     given_buffers,
 )
+from arrayjit_backends.debug_output import write_debug
 from arrayjit_backends.device_impl import Buf, DeviceBackend
 from arrayjit_backends.scheduler import Event
 from arrayjit_backends.slab import BufferLoc
 from arrayjit_backends.transfers import MergeMode
-from arrayjit_ir import lower, optimize, optimize_batch, pretty
+from arrayjit_ir import lower, optimize, optimize_batch
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, StreamError, Tnode, UsageError, precision
 from arrayjit_tnode import memory_mode as mm
-
-_UNWRITABLE_DEBUG_DIRS: set[str] = set()
-"""``ARRAYJIT_DEBUG_DIR`` folders already warned about (one warning per folder)."""
 
 
 class Config(enum.Enum):
@@ -399,27 +395,7 @@ class Backend:
 
     def _write_debug(self, code: Code) -> None:
         """With ``ARRAYJIT_DEBUG_DIR`` set: the routine's optimized IR and generated source."""
-        directory = settings.debug_dir()
-        if directory is None:
-            return
-        # A routine's name is free text: only a plain file name may reach the folder, and
-        # the suffix is appended (with_suffix would cut a name at its last dot).
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{self.name}-{code.name}")
-        source = self.runtime.source_of(code.native)
-        try:  # a diagnostic setting must not stop the program: warn once per folder
-            directory.mkdir(parents=True, exist_ok=True)
-            (directory / f"{stem}.ir.txt").write_text(pretty(code.optimized.code) + "\n")
-            if source is not None:
-                (directory / f"{stem}.src.txt").write_text(source)
-        except OSError as exc:
-            if str(directory) not in _UNWRITABLE_DEBUG_DIRS:
-                _UNWRITABLE_DEBUG_DIRS.add(str(directory))
-                warnings.warn(
-                    f"ARRAYJIT_DEBUG_DIR={directory} cannot be written ({exc}); compiled "
-                    f"routines are not written there (backend {self.name})",
-                    UserWarning,
-                    stacklevel=3,
-                )
+        write_debug(self.name, code.name, code.optimized, self.runtime.source_of(code.native))
 
     def _check_precs(self, opt: Optimized) -> None:
         supported = self.capabilities.supported_precs
