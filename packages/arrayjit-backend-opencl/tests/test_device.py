@@ -286,3 +286,11 @@ def test_unsupported_precision_is_refused(backend: Any) -> None:
     k, y = node((2,), "k", "uint4x32"), node((2,), "y", "uint4x32")
     with pytest.raises(UsageError, match=r"precision uint4x32"):
         backend.compile(ir.unop(y, "identity", k), name="bits")
+
+
+def test_pools_are_capped_by_the_largest_allocation(backend: Any) -> None:
+    # PoCL allocates at most 2 GiB at once; pools of up to 4 GiB made links of several large
+    # nodes fail with INVALID_BUFFER_SIZE although each node fitted.
+    runtime = backend.runtime
+    for d in range(backend.num_devices()):
+        assert runtime.max_alloc(d) == runtime.devices[d].max_mem_alloc_size > 0

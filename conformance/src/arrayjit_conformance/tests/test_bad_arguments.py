@@ -155,3 +155,16 @@ def test_to_host_into_an_unusable_host_array_fails_the_call_not_the_stream(backe
         backend.to_host(r.context, y)
     y.array = np.zeros(8, np.float32)
     _still_runs(backend, r, y)
+
+
+def test_memory_the_device_refuses_is_a_usage_error(backend: Any) -> None:
+    # MemoryError on the CPU backends, a pyopencl LogicError on OpenCL: one documented type
+    # now, naming the size, the device and the backend.
+    dev = backend.get_device(0)
+    stream = backend.new_stream(dev)
+    used = backend.get_used_memory(dev)
+    with pytest.raises(UsageError, match=rf"cannot allocate {1 << 50} bytes on <Device "):
+        backend.alloc_buffer(1 << 50, stream)
+    assert backend.get_used_memory(dev) == used
+    r, _, y = _routine(backend, stream, "mem")
+    _still_runs(backend, r, y)

@@ -242,6 +242,9 @@ class OpenclDevices(GpuDevices):
     def free(self, ordinal: int, mem: Any) -> None:
         mem.release()
 
+    def max_alloc(self, ordinal: int) -> int | None:
+        return int(self.devices[ordinal].max_mem_alloc_size)
+
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         if src.nbytes:
             assert isinstance(queue, OpenclQueue)
