@@ -168,3 +168,17 @@ def test_memory_the_device_refuses_is_a_usage_error(backend: Any) -> None:
     assert backend.get_used_memory(dev) == used
     r, _, y = _routine(backend, stream, "mem")
     _still_runs(backend, r, y)
+
+
+def test_compile_batch_takes_lists(backend: Any) -> None:
+    a, y, z = hosted((4,), "cb_a"), hosted((4,), "cb_y"), hosted((4,), "cb_z")
+    comps = [ir.unop(y, "neg", a), ir.unop(z, "exp", a)]
+    # a string of names was taken letter by letter: routines "y" and "z"
+    with pytest.raises(UsageError, match=r"compile_batch: names must be a list, got 'yz'"):
+        backend.compile_batch(comps, "yz")
+    with pytest.raises(UsageError, match=r"compile_batch: names must be a list, got None"):
+        backend.compile_batch(comps, None)
+    with pytest.raises(UsageError, match=r"compile_batch: comps must be a list"):
+        backend.compile_batch(comps[0], ["neg"])
+    codes = backend.compile_batch(tuple(comps), ("neg", "exp"))
+    assert [c.name for c in codes] == ["neg", "exp"]

@@ -368,6 +368,13 @@ class Backend:
                 devices (see :func:`~arrayjit_backends.bindings.check_host_memory_types`).
         """
         self.check_live()
+        for what, seq in (("comps", comps), ("names", names)):
+            if isinstance(seq, str) or not isinstance(seq, Sequence):
+                # a string of names would be taken letter by letter
+                raise UsageError(
+                    f"compile_batch: {what} must be a list, got {seq!r} "
+                    f"({type(seq).__name__}) (backend {self.name})"
+                )
         if len(comps) != len(names):
             raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
         present = [k for k, comp in enumerate(comps) if comp is not None]
