@@ -287,3 +287,15 @@ def test_malformed_bench_json_is_one_line(
     assert err.count("\n") == 1
     assert main(["bench", "--from-json", str(tmp_path)]) == 2  # a folder
     assert capsys.readouterr().err.startswith(f"arrayjit: cannot read {tmp_path}: ")
+
+
+def test_show_of_a_file_that_raises_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a file that raised printed the whole traceback (exit 1)
+    failing = tmp_path / "failing.py"
+    failing.write_text("x = 1\ny = undefined_name\n")
+    assert main(["show", str(failing)]) == 2
+    err = capsys.readouterr().err
+    want = "raised at line 2: NameError: name 'undefined_name' is not defined"
+    assert err == f"arrayjit: {failing} {want}\n"
