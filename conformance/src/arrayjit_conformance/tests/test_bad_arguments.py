@@ -182,3 +182,28 @@ def test_compile_batch_takes_lists(backend: Any) -> None:
         backend.compile_batch(comps[0], ["neg"])
     codes = backend.compile_batch(tuple(comps), ("neg", "exp"))
     assert [c.name for c in codes] == ["neg", "exp"]
+
+
+def test_bindings_update_is_checked_and_all_or_nothing(backend: Any) -> None:
+    from arrayjit_ir.indexing import StaticSymbol
+
+    i = StaticSymbol("i", range=5)
+    x, row = hosted((5, 4), "bx"), hosted((4,), "brow")
+    x.set_values(np.arange(20.0).reshape(5, 4))
+    r = backend.link(
+        backend.make_context(backend.new_stream(backend.get_device(0))),
+        backend.compile(ir.fetch(row, ir.Slice(i, x)), name="pick", bindings=(i,)),
+    )
+    r.bindings["i"] = 2
+    for bad in (5, None):  # TypeError from MutableMapping.update
+        with pytest.raises(UsageError, match=r"routine pick: bindings must map static index"):
+            r.bindings = bad
+    # a good entry before a bad one was applied, although the assignment raised
+    with pytest.raises(UsageError, match=r"routine pick has no static index 'j'"):
+        r.bindings = {"i": 3, "j": 1}
+    with pytest.raises(UsageError, match=r"static index i = 9 is out of range"):
+        r.bindings.update([("i", 4), ("i", 9)])
+    assert dict(r.bindings) == {"i": 2}
+    r()
+    backend.to_host(r.context, row)
+    np.testing.assert_array_equal(row.get_values(), np.arange(8.0, 12.0))
