@@ -207,3 +207,21 @@ def test_bindings_update_is_checked_and_all_or_nothing(backend: Any) -> None:
     r()
     backend.to_host(r.context, row)
     np.testing.assert_array_equal(row.get_values(), np.arange(8.0, 12.0))
+
+
+def test_a_static_symbol_given_twice_is_one_index(backend: Any) -> None:
+    # cc declared the parameter twice and failed with a CompileError
+    from arrayjit_ir.indexing import StaticSymbol
+
+    i = StaticSymbol("i", range=5)
+    x, row = hosted((5, 4), "tx"), hosted((4,), "trow")
+    x.set_values(np.arange(20.0).reshape(5, 4))
+    code = backend.compile(ir.fetch(row, ir.Slice(i, x)), name="twice", bindings=(i, i))
+    (batch,) = backend.compile_batch([ir.fetch(row, ir.Slice(i, x))], ["twice_b"], (i, i))
+    for c in (code, batch):
+        r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), c)
+        assert r.bindings.ranges() == {"i": 5}
+        r.bindings["i"] = 3
+        r()
+        backend.to_host(r.context, row)
+        np.testing.assert_array_equal(row.get_values(), np.arange(12.0, 16.0))

@@ -323,6 +323,7 @@ class Backend:
         """
         self.check_live()
         check_compile_args(comp, name, bindings)
+        bindings = tuple(dict.fromkeys(bindings))  # a symbol given twice is one parameter
         c = Comp.of(comp)
         llc = lower(c)
         opt = optimize(llc, name=name, static_symbols=tuple(bindings))
@@ -383,6 +384,7 @@ class Backend:
             if name is None:
                 raise UsageError(f"compile_batch: entry {k} has a computation but no name")
             check_compile_args(comp, name, bindings)
+        bindings = tuple(dict.fromkeys(bindings))  # a symbol given twice is one parameter
         cs = [Comp.of(comps[k]) for k in present]  # type: ignore[arg-type]
         llcs = [lower(c) for c in cs]
         given = [names[k] for k in present]
