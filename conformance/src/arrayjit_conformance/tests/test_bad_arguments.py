@@ -225,3 +225,20 @@ def test_a_static_symbol_given_twice_is_one_index(backend: Any) -> None:
         r()
         backend.to_host(r.context, row)
         np.testing.assert_array_equal(row.get_values(), np.arange(12.0, 16.0))
+
+
+def test_long_routine_names_compile_and_stay_distinct(backend: Any) -> None:
+    # a 300-character name: cc's build folder name was too long, PoCL's kernel link failed
+    a, y, z = hosted((4,), "ln_a"), hosted((4,), "ln_y"), hosted((4,), "ln_z")
+    a.set_values(np.arange(4.0))
+    stream = backend.new_stream(backend.get_device(0))
+    r1 = backend.link(
+        backend.make_context(stream), backend.compile(ir.unop(y, "neg", a), name="n" * 300 + "1")
+    )
+    r2 = backend.link(r1.context, backend.compile(ir.unop(z, "exp", a), name="n" * 300 + "2"))
+    r1()
+    r2()
+    backend.to_host(r2.context, y)
+    backend.to_host(r2.context, z)
+    np.testing.assert_array_equal(y.get_values(), -np.arange(4.0))
+    np.testing.assert_allclose(z.get_values(), np.exp(np.arange(4.0)), rtol=2e-5)

@@ -7,6 +7,7 @@ A diagnostic setting must not stop the program: a folder that cannot be written 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import warnings
 
@@ -27,6 +28,8 @@ def write_debug(backend: str, name: str, optimized: Optimized, source: str | Non
     if directory is None:
         return
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{backend}-{name}")
+    if len(stem) > 200:  # file names end at 255 bytes: cut, keeping long names distinct
+        stem = f"{stem[:187]}_{hashlib.sha256(name.encode()).hexdigest()[:12]}"
     try:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / f"{stem}.ir.txt").write_text(pretty(optimized.code) + "\n")
