@@ -286,3 +286,47 @@ def test_unsupported_precision_is_refused(backend: Any) -> None:
     k, y = node((2,), "k", "uint4x32"), node((2,), "y", "uint4x32")
     with pytest.raises(UsageError, match=r"precision uint4x32"):
         backend.compile(ir.unop(y, "identity", k), name="bits")
+
+
+def test_pools_are_capped_by_the_largest_allocation(backend: Any) -> None:
+    # PoCL allocates at most 2 GiB at once; pools of up to 4 GiB made links of several large
+    # nodes fail with INVALID_BUFFER_SIZE although each node fitted.
+    runtime = backend.runtime
+    for d in range(backend.num_devices()):
+        assert runtime.max_alloc(d) == runtime.devices[d].max_mem_alloc_size > 0
+
+
+def test_a_held_stream_whose_backend_is_dropped_does_not_hang() -> None:
+    # Collecting a held queue waited (in the collector, with the GIL) for a copy behind the
+    # hold's gate, which only the timer's Python thread could open: the process hung.
+    import subprocess
+    import sys
+
+    script = """
+import gc
+import numpy as np
+from arrayjit_backends import fresh_backend
+from arrayjit_ir import ir
+from arrayjit_tnode import Tnode
+
+def go():
+    b = fresh_backend("opencl")
+    s = b.new_stream(b.get_device(0))
+    a = Tnode.create((64,), label="a", hosted=True)
+    a.set_values(np.arange(64.0))
+    y = Tnode.create((64,), label="y", hosted=True)
+    r = b.link(b.make_context(s), b.compile(ir.unop(y, "neg", a), name="n"))
+    s.hold(0.3)
+    r()
+    b.to_host(r.context, y)
+    return y
+
+y = go()
+gc.collect()
+print(y.get_values()[:3].tolist())
+"""
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[-0.0, -1.0, -2.0]"

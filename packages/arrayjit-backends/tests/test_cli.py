@@ -23,6 +23,14 @@ def test_demo_checks_against_numpy(backend: str, capsys: pytest.CaptureFixture[s
     assert "numpy/ours" in out
 
 
+def test_demo_with_one_step_passes(capsys: pytest.CaptureFixture[str]) -> None:
+    # The smallest --steps the command accepts once failed: its loss cannot have decreased
+    # yet (the loss of each step is taken before its update).
+    assert main(["demo", "--backend", "sync_interp", "--size", "16", "--steps", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "[ok] 1 SGD steps" in out and "all checks passed" in out
+
+
 def test_unknown_backend_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--backend", "nope"]) == 2
     assert "unknown backend 'nope'; valid names:" in capsys.readouterr().err
@@ -255,3 +263,39 @@ def test_slow_compile_notice_in_the_command_only(capsys: pytest.CaptureFixture[s
     assert quick.compile(None) == "code"
     time.sleep(cli.SLOW_COMPILE_S + 0.2)  # the cancelled notice never comes
     assert out2.getvalue() == ""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"benchmarks": 5}',
+        '{"benchmarks": [{"name": "x"}]}',
+        '{"benchmarks": [{"name": "x", "group": "g", "stats": {}}]}',
+        '{"benchmarks": [], "machine_info": 3}',
+        '{"benchmarks": ["x"]}',
+    ],
+)
+def test_malformed_bench_json_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str
+) -> None:
+    # valid JSON of the wrong shape raised a traceback (exit 1) from the table code
+    path = tmp_path / "bench.json"
+    path.write_text(text)
+    assert main(["bench", "--from-json", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"arrayjit: {path} is not pytest-benchmark JSON output: ")
+    assert err.count("\n") == 1
+    assert main(["bench", "--from-json", str(tmp_path)]) == 2  # a folder
+    assert capsys.readouterr().err.startswith(f"arrayjit: cannot read {tmp_path}: ")
+
+
+def test_show_of_a_file_that_raises_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a file that raised printed the whole traceback (exit 1)
+    failing = tmp_path / "failing.py"
+    failing.write_text("x = 1\ny = undefined_name\n")
+    assert main(["show", str(failing)]) == 2
+    err = capsys.readouterr().err
+    want = "raised at line 2: NameError: name 'undefined_name' is not defined"
+    assert err == f"arrayjit: {failing} {want}\n"

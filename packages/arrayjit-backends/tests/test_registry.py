@@ -176,6 +176,63 @@ def test_debug_dir_gets_ir_and_source(monkeypatch: pytest.MonkeyPatch, tmp_path:
     be.finalize()
 
 
+def test_debug_dir_file_names_are_plain(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import warnings
+
+    from arrayjit_ir import ir
+    from arrayjit_tnode import Tnode
+
+    # a name with a path separator tried to write into a sub-folder that does not exist
+    monkeypatch.setenv("ARRAYJIT_DEBUG_DIR", str(tmp_path / "debug"))
+    be = fresh_backend("sync_interp")
+    x = Tnode.create((3,), label="xin", hosted=True)
+    y = Tnode.create((3,), label="yout", hosted=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        be.compile(ir.unop(y, "exp", x), name="../up/and down")
+        # names that differ after a dot were cut to one file name by with_suffix
+        be.compile(ir.unop(y, "exp", x), name="step.fwd")
+        be.compile(ir.unop(y, "exp", x), name="step.bwd")
+        be.compile(ir.unop(y, "exp", x), name="x" * 300)  # was a warning: name too long
+    names = sorted(p.name for p in (tmp_path / "debug").iterdir())
+    assert len(names.pop()) == 200 + len(".ir.txt")  # the long one, cut with its digest
+    assert names == [
+        "sync_interp-.._up_and_down.ir.txt",
+        "sync_interp-step.bwd.ir.txt",
+        "sync_interp-step.fwd.ir.txt",
+    ]
+    be.finalize()
+
+
+def test_unwritable_debug_dir_warns_once_and_compiles(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import warnings
+
+    import numpy as np
+
+    from arrayjit_ir import ir
+    from arrayjit_tnode import Tnode
+
+    blocker = tmp_path / "a_file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("ARRAYJIT_DEBUG_DIR", str(blocker / "debug"))
+    be = fresh_backend("sync_interp")
+    x = Tnode.create((3,), label="xin", hosted=True)
+    y = Tnode.create((3,), label="yout", hosted=True)
+    x.set_values(np.arange(3.0))
+    with pytest.warns(UserWarning, match=r"ARRAYJIT_DEBUG_DIR=.*a_file/debug cannot be written"):
+        code = be.compile(ir.unop(y, "neg", x), name="neg")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per folder
+        be.compile(ir.unop(y, "neg", x), name="neg2")
+    r = be.link(be.make_context(be.new_stream(be.get_device(0))), code)
+    r()
+    be.to_host(r.context, y)
+    np.testing.assert_array_equal(y.get_values(), [0.0, -1.0, -2.0])
+    be.finalize()
+
+
 def test_interpreter_fallback_is_noted_once(
     caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -297,3 +297,36 @@ def test_hold_refuses_a_bad_delay_and_leaves_the_stream_working(seconds: object)
         be.await_stream(stream)  # nothing was queued: the stream did not fail
     finally:
         be.finalize()
+
+
+@pytest.mark.parametrize("wait", ["await_idle", "sync_later", "sync_earlier", "short"])
+def test_a_task_waiting_for_its_own_stream_fails_instead_of_hanging(wait: str) -> None:
+    # A task that waited for its own stream's later work (await_stream from inside
+    # schedule_task) hung forever: the work it waits for runs only once it returns.
+    q = ThreadQueue("own")
+    other = ThreadQueue("other")
+    other.schedule(lambda: None)
+    before = q.all_work()
+    seen: list[str] = []
+
+    def task() -> None:
+        other.all_work().sync()  # another stream: fine
+        before.sync()  # this stream's earlier work: done already, fine
+        seen.append("waited")
+        if wait == "await_idle" or wait == "short":
+            q.await_idle()
+        elif wait == "sync_later":
+            later.sync()
+        else:
+            q.all_work().sync()  # the point after this very task
+
+    if wait == "short":
+        q.schedule_short(task)  # run on this thread: the same wait, the same refusal
+    else:
+        q.schedule(task)
+    with pytest.raises(StreamError, match=r"stream own: .*UsageError.*waits for work queued"):
+        later = q.all_work()  # after a short run on this thread, this call reports it
+        later.sync()
+    assert seen == ["waited"]
+    q.close()
+    other.close()

@@ -167,3 +167,25 @@ def test_bad_num_threads_fails_fresh_backend(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "zero")
     with pytest.raises(UsageError, match="ARRAYJIT_NUM_THREADS: 'zero' is not a positive integer"):
         fresh_backend("multicore_interp")
+
+
+def test_flag_values_and_unknown_ones_warn_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    for yes in ("1", "TRUE", " yes ", "On"):
+        monkeypatch.setenv("ARRAYJIT_NO_CACHE", yes)
+        assert settings.flag("ARRAYJIT_NO_CACHE")
+    for no in ("", "0", "false", "OFF", "no"):
+        monkeypatch.setenv("ARRAYJIT_NO_CACHE", no)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            assert not settings.flag("ARRAYJIT_NO_CACHE")
+    # "y" or "maybe" kept the cache on without a word
+    monkeypatch.setenv("ARRAYJIT_NO_CACHE", "maybe")
+    with pytest.warns(
+        UserWarning, match=r"ARRAYJIT_NO_CACHE='maybe' is neither yes .* taken as no"
+    ):
+        assert not settings.flag("ARRAYJIT_NO_CACHE")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # once per value
+        assert not settings.flag("ARRAYJIT_NO_CACHE")

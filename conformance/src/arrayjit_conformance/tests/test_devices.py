@@ -123,3 +123,34 @@ def test_finalize_releases_and_refuses_work(backend_name: str) -> None:
     y = hosted((2,), "y")
     with pytest.raises(UsageError, match="was finalized"):
         be.compile(ir.fetch(y, ir.Constant(1.0)), name="late")
+
+
+def test_pools_respect_the_devices_largest_allocation(
+    backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Nodes that each fit the device's largest allocation were packed into one pool of up to
+    # 4 GiB: on PoCL (2 GiB at most) three 1 GiB nodes failed to link. Here a 4 KiB device.
+    monkeypatch.setattr(backend.runtime, "max_alloc", lambda ordinal: 4096, raising=False)
+    dev = backend.get_device(0)
+    stream = backend.new_stream(dev)
+    nodes = [hosted((700,), f"p{i}") for i in range(3)]  # 2800 bytes each
+    out = hosted((700,), "pout")
+    for i, tn in enumerate(nodes):
+        tn.set_values(np.full(700, float(i + 1)))
+    pools_before = dev.slab.debug_info()["pools"]
+    r = backend.link(
+        backend.make_context(stream),
+        backend.compile(ir.block(ir.binop(out, "add", nodes[0], nodes[1])), name="pools"),
+    )
+    r2 = backend.link(
+        r.context, backend.compile(ir.binop(out, "add", out, nodes[2]), name="pools2")
+    )
+    r()
+    r2()
+    backend.to_host(r2.context, out)
+    np.testing.assert_array_equal(out.get_values(), np.full(700, 6.0))
+    assert dev.slab.debug_info()["pools"] - pools_before >= 4  # no two nodes in one pool
+    big, big_out = hosted((2048,), "pbig"), hosted((2048,), "pbig_out")  # 8 KiB each
+    code = backend.compile(ir.unop(big_out, "neg", big), name="over")
+    with pytest.raises(UsageError, match=r"link over on .*: pbig(_out)?#\d+ needs 8192 bytes"):
+        backend.link(backend.make_context(stream), code)

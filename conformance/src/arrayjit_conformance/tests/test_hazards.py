@@ -387,3 +387,42 @@ def test_streaming_merge_on_the_source_stream(backend: Any) -> None:
     backend.device_to_device(g, MergeMode.Streaming, use.context, p1.context)
     p5()
     np.testing.assert_array_equal(_read(backend, use, out), _full(1.0))
+
+
+def test_a_buffer_given_to_another_node_is_ordered_across_streams(backend: Any) -> None:
+    # ctx_arrays may give one context's buffer of g to another context as the buffer of g2:
+    # both name one memory, so a write of g on one stream and a read or write of g2 on another
+    # are ordered (the hazard table once went by node and buffer, and the reader overtook).
+    s1, s2 = _streams(backend, 2)
+    a = hosted((N,), "a")
+    g = Tnode.create((N,), label="g", memory_mode=(mm.Materialized(), 1))
+    g2 = Tnode.create((N,), label="g2", memory_mode=(mm.Materialized(), 1))
+    out = hosted((N,), "out")
+    a.set_values(np.arange(N, dtype=np.float32))
+    write_g = backend.link(
+        backend.make_context(s1), backend.compile(ir.unop(g, "neg", a), name="w")
+    )
+    write_g()
+    ctx2 = backend.make_context(s2, ctx_arrays={g2: write_g.context.ctx_arrays[g]})
+    read_g2 = backend.link(ctx2, backend.compile(ir.unop(out, "identity", g2), name="r"))
+    read_g2()
+    backend.to_host(read_g2.context, out)
+    np.testing.assert_array_equal(out.get_values(), -np.arange(N))
+    a.set_values(np.full(N, 7.0, dtype=np.float32))
+    backend.from_host(write_g.context, a)
+    s1.hold(HOLD)
+    write_g()  # g = -7, late
+    read_g2()  # must wait for it
+    backend.to_host(read_g2.context, out)
+    np.testing.assert_array_equal(out.get_values(), np.full(N, -7.0))
+    # and the other way: a write of g2 on s2 waits for a lagging read of g on s1
+    fill_g2 = backend.link(ctx2, backend.compile(ir.fetch(g2, ir.Constant(5.0)), name="f"))
+    read_g = backend.link(write_g.context, backend.compile(ir.unop(out, "identity", g), name="rg"))
+    s1.hold(HOLD)
+    read_g()  # reads -7, late
+    fill_g2()
+    backend.to_host(read_g.context, out)
+    np.testing.assert_array_equal(out.get_values(), np.full(N, -7.0))
+    read_g()
+    backend.to_host(read_g.context, out)
+    np.testing.assert_array_equal(out.get_values(), np.full(N, 5.0))

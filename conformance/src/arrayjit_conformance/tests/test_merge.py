@@ -3,6 +3,8 @@ other streams and (where the backend has several) other devices."""
 
 from __future__ import annotations
 
+import gc
+import weakref
 from typing import Any
 
 import numpy as np
@@ -10,6 +12,7 @@ import pytest
 
 from arrayjit_backends import MergeMode, UsageError
 from arrayjit_conformance.harness import hosted, require_devices
+from arrayjit_conformance.plugin import fresh_or_skip
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 from arrayjit_tnode import memory_mode as mm
@@ -148,3 +151,58 @@ def test_merge_buffer_grows_for_larger_nodes(backend: Any) -> None:
     assert s2.merge_capacity >= big.size_in_bytes
     grown = backend.get_used_memory(dev) - before
     assert grown >= big.size_in_bytes
+
+
+@pytest.mark.parametrize("mode", [MergeMode.Streaming, MergeMode.Copy])
+@pytest.mark.parametrize("place", PLACES)
+def test_merge_outlives_the_source_context(backend: Any, mode: MergeMode, place: str) -> None:
+    # The source's routine and context are dropped before the destination reads its merge
+    # buffer; on OpenCL a Streaming view then read a released buffer and failed the stream.
+    s1, s2 = _streams(backend, place)
+    g = _materialized((256,), "g")
+    a, out = hosted((256,), "a"), hosted((256,), "out")
+    a.set_values(np.arange(256.0))
+    src = backend.link(backend.make_context(s1), backend.compile(ir.unop(g, "neg", a), name="mk"))
+    src()
+    use = backend.link(
+        backend.make_context(s2),
+        backend.compile(ir.unop(out, "identity", ir.merge_buffer(g)), name="use"),
+    )
+    assert backend.device_to_device(g, mode, use.context, src.context)
+    del src
+    gc.collect()
+    for i in range(3):  # new buffers of the same size on the source's device
+        t, o = hosted((256,), f"t{i}"), _materialized((256,), f"o{i}")
+        t.set_values(np.full(256, 99.0))
+        r = backend.link(backend.make_context(s1), backend.compile(ir.unop(o, "neg", t), name="j"))
+        r()
+    use()
+    backend.to_host(use.context, out)
+    np.testing.assert_array_equal(out.get_values(), -np.arange(256.0))
+    # Once nothing views the source's memory (another merge replaced the view), it is freed.
+    dev = s1.device
+    held = backend.get_used_memory(dev)
+    assert backend.device_to_device(o, MergeMode.Copy, use.context, r.context)
+    backend.await_stream(s2)
+    if mode is MergeMode.Streaming and place != "other_device":
+        # the source's pool (a and g: 2 KiB) goes; the merge buffer grows by 1 KiB at most
+        assert backend.get_used_memory(dev) <= held - 1024
+
+
+def test_backend_dropped_with_a_streaming_view_is_collected(backend_name: str) -> None:
+    be = fresh_or_skip(backend_name)
+    s1, s2 = _streams(be, "other_stream")
+    g, out = _materialized((8,), "g"), hosted((8,), "out")
+    src = be.link(be.make_context(s1), be.compile(ir.fetch(g, ir.Constant(3.0)), name="mk"))
+    src()
+    use = be.link(
+        be.make_context(s2), be.compile(ir.unop(out, "neg", ir.merge_buffer(g)), name="use")
+    )
+    be.device_to_device(g, MergeMode.Streaming, use.context, src.context)
+    use()
+    be.to_host(use.context, out)
+    np.testing.assert_array_equal(out.get_values(), np.full(8, -3.0))
+    ref = weakref.ref(be)
+    del be, s1, s2, src, use
+    gc.collect()
+    assert ref() is None, "a backend dropped without finalize() must be collected"

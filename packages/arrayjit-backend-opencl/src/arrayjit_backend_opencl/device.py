@@ -113,9 +113,15 @@ class OpenclQueue(ImmediateQueue):
         self._check()
         gate = cl.UserEvent(self.queue.context)
         cl.enqueue_barrier(self.queue, wait_for=[gate])
-        timer = threading.Timer(seconds, gate.set_status, (cl.command_execution_status.COMPLETE,))
+        # The timer holds this queue until it opens the gate: a queue collected while held
+        # (its backend dropped) would wait, in the collector and holding the GIL, for copies
+        # behind a gate that only this Python thread can open.
+        timer = threading.Timer(seconds, self._open, (gate,))
         timer.daemon = True
         timer.start()
+
+    def _open(self, gate: Any) -> None:
+        gate.set_status(cl.command_execution_status.COMPLETE)
 
     def debug_info(self) -> dict[str, Any]:
         info = super().debug_info()
@@ -241,6 +247,9 @@ class OpenclDevices(GpuDevices):
 
     def free(self, ordinal: int, mem: Any) -> None:
         mem.release()
+
+    def max_alloc(self, ordinal: int) -> int | None:
+        return int(self.devices[ordinal].max_mem_alloc_size)
 
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         if src.nbytes:

@@ -35,7 +35,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from arrayjit_backends import hazards, settings, transfers
+from arrayjit_backends import arg_checks as checks
+from arrayjit_backends import hazards, transfers
 from arrayjit_backends.bindings import (
     check_code_kind,
     check_compile_args,
@@ -53,15 +54,16 @@ from arrayjit_backends.context import (
     free_pools,
     given_buffers,
 )
+from arrayjit_backends.debug_output import write_debug
 from arrayjit_backends.device_impl import Buf, DeviceBackend
 from arrayjit_backends.scheduler import Event
 from arrayjit_backends.slab import BufferLoc
 from arrayjit_backends.transfers import MergeMode
-from arrayjit_ir import lower, optimize, optimize_batch, pretty
+from arrayjit_ir import lower, optimize, optimize_batch
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Prec, StreamError, Tnode, UsageError
+from arrayjit_tnode import Prec, StreamError, Tnode, UsageError, precision
 from arrayjit_tnode import memory_mode as mm
 
 
@@ -121,8 +123,23 @@ class Backend:
     # ---- life cycle ----
 
     def initialize(self, config: Config = Config.MOST_PARALLEL_STREAMS) -> None:
-        """Set the stream strategy; safe to call again."""
+        """Set the stream strategy (a :class:`Config`, or its name as text, any case); safe
+        to call again.
+
+        Raises:
+            UsageError: ``config`` names no strategy (the message lists them).
+        """
         self.check_live()
+        if not isinstance(config, Config):
+            by_name = {c.value: c for c in Config} | {c.name.lower(): c for c in Config}
+            found = by_name.get(config.strip().lower()) if isinstance(config, str) else None
+            if found is None:
+                raise UsageError(
+                    f"initialize: config must be one of "
+                    f"{', '.join(f'Config.{c.name}' for c in Config)}, got {config!r} "
+                    f"(backend {self.name})"
+                )
+            config = found
         self.config = config
         self._initialized = True
 
@@ -182,12 +199,12 @@ class Backend:
 
     def suggested_num_streams(self, device: Device) -> int:
         """The number of streams that suits the configured strategy."""
-        self._check_device(device)
+        checks.check_device(self, device, "suggested_num_streams")
         return self.runtime.suggested_num_streams(device.ordinal, self.config.value)
 
     def new_stream(self, device: Device) -> Stream:
         """A new stream of ``device``."""
-        self._check_device(device)
+        checks.check_device(self, device, "new_stream")
         index = next(self._stream_ids)
         queue = self.runtime.new_queue(device.ordinal, f"{self.name}:{device.ordinal}:{index}")
         stream = Stream(device, index, queue)
@@ -196,30 +213,8 @@ class Backend:
 
     def get_name(self, stream: Stream) -> str:
         """``<backend>:<device ordinal>:<stream index>``."""
+        checks.check_stream(self, stream, "get_name", live=False)
         return stream.name
-
-    def _check_device(self, device: Device) -> None:
-        self.check_live()
-        if not isinstance(device, Device):
-            raise UsageError(
-                f"expected a Device of backend {self.name}, got {device!r} "
-                f"({type(device).__name__})"
-            )
-        if device.backend is not self:
-            raise UsageError(f"device {device!r} does not belong to backend {self.name}")
-
-    def _check_context(self, ctx: Context, what: str) -> None:
-        self.check_live()
-        if not isinstance(ctx, Context):
-            raise UsageError(
-                f"{what}: expected a Context of backend {self.name}, got {ctx!r} "
-                f"({type(ctx).__name__})"
-            )
-        if ctx.backend is not self:
-            raise UsageError(
-                f"{what}: the context belongs to backend {ctx.backend.name} "
-                f"(stream {ctx.stream.name}), not to this {self.name} backend"
-            )
 
     # ---- contexts ----
 
@@ -238,7 +233,7 @@ class Backend:
                 :class:`Buffer` of the stream's device, is smaller than its node, or is not
                 aligned to the node's element size.
         """
-        self._check_stream(stream, "make_context")
+        checks.check_stream(self, stream, "make_context")
         locs, given = given_buffers(stream, ctx_arrays, "make_context")
         self._placed.update(locs)
         return Context(self, stream, None, locs, given=given)
@@ -250,20 +245,12 @@ class Backend:
         Raises:
             UsageError: as :meth:`make_context`.
         """
-        self._check_context(ctx, "make_child")
+        checks.check_context(self, ctx, "make_child")
         if ctx_arrays is None:
             return Context(self, ctx.stream, ctx, ctx.buffers)
         locs, given = given_buffers(ctx.stream, ctx_arrays, "make_child")
         self._placed.update(locs)
         return Context(self, ctx.stream, ctx, locs, given=given)
-
-    def _check_stream(self, stream: Stream, what: str) -> None:
-        if not isinstance(stream, Stream):
-            raise UsageError(
-                f"{what}: expected a Stream of backend {self.name}, got {stream!r} "
-                f"({type(stream).__name__})"
-            )
-        self._check_device(stream.device)
 
     def alloc_buffer(
         self, size_in_bytes: int, stream: Stream, old_buffer: Buffer | None = None
@@ -277,7 +264,7 @@ class Backend:
             UsageError: ``size_in_bytes`` is not a non-negative integer, ``stream`` is not a
                 stream of this backend, or ``old_buffer`` is not a :class:`Buffer`.
         """
-        self._check_stream(stream, "alloc_buffer")
+        checks.check_stream(self, stream, "alloc_buffer")
         if isinstance(size_in_bytes, bool) or not isinstance(size_in_bytes, (int, np.integer)):
             raise UsageError(
                 f"alloc_buffer: size_in_bytes must be an integer, got {size_in_bytes!r}"
@@ -296,14 +283,23 @@ class Backend:
         return buf
 
     def alloc_zero_init_array(self, prec: Prec, dims: Sequence[int], stream: Stream) -> Buffer:
-        """A new zero-filled buffer for an array of ``prec`` and ``dims`` (the seed's
-        ``alloc_zero_init_array``).
+        """A new zero-filled buffer for an array of ``prec`` (a :class:`Prec` or its name, as
+        ``Tnode.create`` takes) and ``dims`` (the seed's ``alloc_zero_init_array``).
 
         Raises:
-            UsageError: as :meth:`alloc_buffer`, or ``prec`` is not a precision.
+            UsageError: as :meth:`alloc_buffer`, ``prec`` is not a precision, or ``dims`` is
+                not a sequence of non-negative integers.
         """
-        if not isinstance(prec, Prec):
+        if not isinstance(prec, (Prec, str)):
             raise UsageError(f"alloc_zero_init_array: prec must be a Prec, got {prec!r}")
+        prec = precision.parse(prec)
+        if not isinstance(dims, Sequence) or any(
+            isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in dims
+        ):
+            raise UsageError(
+                f"alloc_zero_init_array: dims must be a sequence of non-negative integers, "
+                f"got {dims!r} (backend {self.name})"
+            )
         nbytes = prec.byte_size * int(np.prod([int(d) for d in dims], dtype=np.int64))
         return self.alloc_buffer(nbytes, stream)
 
@@ -327,6 +323,7 @@ class Backend:
         """
         self.check_live()
         check_compile_args(comp, name, bindings)
+        bindings = tuple(dict.fromkeys(bindings))  # a symbol given twice is one parameter
         c = Comp.of(comp)
         llc = lower(c)
         opt = optimize(llc, name=name, static_symbols=tuple(bindings))
@@ -372,6 +369,13 @@ class Backend:
                 devices (see :func:`~arrayjit_backends.bindings.check_host_memory_types`).
         """
         self.check_live()
+        for what, seq in (("comps", comps), ("names", names)):
+            if isinstance(seq, str) or not isinstance(seq, Sequence):
+                # a string of names would be taken letter by letter
+                raise UsageError(
+                    f"compile_batch: {what} must be a list, got {seq!r} "
+                    f"({type(seq).__name__}) (backend {self.name})"
+                )
         if len(comps) != len(names):
             raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
         present = [k for k, comp in enumerate(comps) if comp is not None]
@@ -380,6 +384,7 @@ class Backend:
             if name is None:
                 raise UsageError(f"compile_batch: entry {k} has a computation but no name")
             check_compile_args(comp, name, bindings)
+        bindings = tuple(dict.fromkeys(bindings))  # a symbol given twice is one parameter
         cs = [Comp.of(comps[k]) for k in present]  # type: ignore[arg-type]
         llcs = [lower(c) for c in cs]
         given = [names[k] for k in present]
@@ -399,15 +404,7 @@ class Backend:
 
     def _write_debug(self, code: Code) -> None:
         """With ``ARRAYJIT_DEBUG_DIR`` set: the routine's optimized IR and generated source."""
-        directory = settings.debug_dir()
-        if directory is None:
-            return
-        directory.mkdir(parents=True, exist_ok=True)
-        stem = directory / f"{self.name}-{code.name}"
-        stem.with_suffix(".ir.txt").write_text(pretty(code.optimized.code) + "\n")
-        source = self.runtime.source_of(code.native)
-        if source is not None:
-            stem.with_suffix(".src.txt").write_text(source)
+        write_debug(self.name, code.name, code.optimized, self.runtime.source_of(code.native))
 
     def _check_precs(self, opt: Optimized) -> None:
         supported = self.capabilities.supported_precs
@@ -430,7 +427,7 @@ class Backend:
         """
         if not isinstance(code, Code):
             raise UsageError(f"link: expected the Code of a compile, got {code!r}")
-        self._check_context(ctx, f"link {code.name}")
+        checks.check_context(self, ctx, f"link {code.name}")
         check_code_kind(code.kind, self.runtime.code_kind(), code.name, self.name)
         child = extend(ctx, code, self._host_memory_nodes, self._placed)
         stream = child.stream
@@ -460,6 +457,11 @@ class Backend:
         one's, so later routines see earlier routines' buffers. A ``None`` code (an absent
         entry of :meth:`compile_batch`) gives a ``None`` routine and leaves the chain as it
         is."""
+        if not isinstance(codes, Sequence) or isinstance(codes, (str, Code)):
+            raise UsageError(
+                f"link_batch: expected a list of Codes (from compile_batch), got {codes!r} "
+                f"({type(codes).__name__}) (backend {self.name})"
+            )
         routines: list[Routine | None] = []
         for code in codes:
             if code is None:
@@ -525,7 +527,8 @@ class Backend:
         Raises:
             UsageError: the host array's shape or dtype does not match the node.
         """
-        self._check_context(ctx, "from_host")
+        checks.check_context(self, ctx, "from_host")
+        checks.check_node(self, tn, "from_host")
         return transfers.from_host(ctx, tn)
 
     def to_host(self, ctx: Context, tn: Tnode) -> bool:
@@ -535,7 +538,8 @@ class Backend:
         Returns:
             False where ``tn`` is not hosted or has no buffer in ``ctx``.
         """
-        self._check_context(ctx, "to_host")
+        checks.check_context(self, ctx, "to_host")
+        checks.check_node(self, tn, "to_host")
         return transfers.to_host(ctx, tn)
 
     def device_to_device(
@@ -549,37 +553,43 @@ class Backend:
         Returns:
             False where ``tn`` is not in ``src`` (or, for ``No``, not in ``dst``).
         """
-        self._check_context(dst, "device_to_device (dst)")
-        self._check_context(src, "device_to_device (src)")
+        checks.check_context(self, dst, "device_to_device (dst)")
+        checks.check_context(self, src, "device_to_device (src)")
+        checks.check_node(self, tn, "device_to_device")
+        checks.check_mode(self, into_merge_buffer, "device_to_device")
         return transfers.device_to_device(tn, into_merge_buffer, dst, src)
 
     # ---- events ----
 
     def all_work(self, stream: Stream) -> Event:
         """An event done once everything scheduled on ``stream`` so far has run."""
-        self.check_live()
+        checks.check_stream(self, stream, "all_work")
         return stream.queue.all_work()
 
     def is_done(self, event: Event) -> bool:
         """Whether ``event`` is done."""
+        checks.check_event(self, event, "is_done")
         return event.is_done()
 
     def sync(self, event: Event) -> None:
         """Block until ``event`` is done."""
+        checks.check_event(self, event, "sync")
         event.sync()
 
     def will_wait_for(self, ctx: Context, event: Event) -> None:
         """Make ``ctx``'s stream wait for ``event`` before its later work."""
-        self._check_context(ctx, "will_wait_for")
+        checks.check_context(self, ctx, "will_wait_for")
+        checks.check_event(self, event, "will_wait_for")
         ctx.stream.queue.wait_for(event)
 
     def await_stream(self, stream: Stream) -> None:
         """Block until ``stream`` is idle; re-raises a failed task as :class:`StreamError`."""
-        self.check_live()
+        checks.check_stream(self, stream, "await_stream")
         stream.queue.await_idle()
 
     def is_idle(self, stream: Stream) -> bool:
         """Whether ``stream`` has no queued or running work."""
+        checks.check_stream(self, stream, "is_idle", live=False)
         return stream.queue.is_idle()
 
     def synchronize(self, device: Device) -> None:
@@ -591,7 +601,7 @@ class Backend:
             StreamError: a stream of the device failed (the first such error; the others are
                 raised again by their streams' next calls).
         """
-        self._check_device(device)
+        checks.check_device(self, device, "synchronize")
         first: BaseException | None = None
         for stream in list(device.streams):
             try:
@@ -625,8 +635,10 @@ class Backend:
             UsageError: a node has no buffer in ``ctx``, or ``ctx`` belongs to another backend.
             StreamError: an earlier task on the stream failed.
         """
-        self._check_context(ctx, "schedule_task")
+        checks.check_context(self, ctx, "schedule_task")
+        checks.check_task(self, ctx, task, "schedule_task")
         for tn in (*reads, *writes):
+            checks.check_node(self, tn, "schedule_task (reads/writes)")
             if tn not in ctx.buffers:
                 raise UsageError(
                     f"schedule_task: node {tn.debug_label} has no buffer in the context on "
@@ -657,6 +669,7 @@ class Backend:
         merge buffers and the runtime's kernel scratch (an upper bound of the memory used
         for arrays, as the seed asks; host arrays used by :meth:`use_host_memory` are the
         user's and not counted)."""
+        checks.check_device(self, device, "get_used_memory", live=False)
         return (
             device.slab.used_bytes
             + sum(s.merge_capacity for s in device.streams)
@@ -665,6 +678,7 @@ class Backend:
 
     def get_debug_info(self, stream: Stream) -> dict[str, Any]:
         """Per-stream state."""
+        checks.check_stream(self, stream, "get_debug_info", live=False)
         info = stream.queue.debug_info()
         info["merge_node"] = stream.merge_node.debug_label if stream.merge_node else None
         return info

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import abc
 import ctypes
+import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
@@ -52,8 +53,20 @@ def kernel_name(routine: str) -> str:
     """The symbol of a routine's kernel in generated code: ``aj_`` and the routine's name with
     every character other than an ASCII letter or digit replaced by ``_`` (C, OpenCL C, CUDA
     and LLVM identifiers all accept it; the prefix keeps it clear of the C library's names).
-    Backends that emit several kernels per routine append ``_0``, ``_1``... to it."""
-    return "aj_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in routine)
+    Backends that emit several kernels per routine append ``_0``, ``_1``... to it.
+
+    A name longer than :data:`KERNEL_NAME_MAX` is cut there, ending in a digest of the whole
+    name (so that long names stay distinct): a 300-character routine name made file names of
+    cc's build folder too long and PoCL's kernel link fail."""
+    name = "aj_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in routine)
+    if len(name) <= KERNEL_NAME_MAX:
+        return name
+    digest = hashlib.sha256(routine.encode()).hexdigest()[:12]
+    return f"{name[: KERNEL_NAME_MAX - len(digest) - 1]}_{digest}"
+
+
+KERNEL_NAME_MAX = 64
+"""The longest kernel symbol :func:`kernel_name` makes (before per-kernel suffixes)."""
 
 
 class CpuCompiler(abc.ABC):

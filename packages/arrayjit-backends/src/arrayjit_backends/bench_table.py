@@ -54,18 +54,23 @@ def load_data(path: Path) -> tuple[list[Row], dict[str, Any]]:
         UsageError: the file is absent or is not pytest-benchmark output.
     """
     try:
-        data = json.loads(path.read_text())
-        benches = data["benchmarks"]
+        text = path.read_text()
     except FileNotFoundError:
         raise UsageError(f"no benchmark results at {path}; run `tox -e bench` first") from None
-    except (ValueError, KeyError, TypeError) as exc:
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"cannot read {path}: {exc}") from None
+    try:  # every malformed shape is the same user error, never a traceback
+        data = json.loads(text)
+        rows = []
+        for b in data["benchmarks"]:
+            extra = dict(b.get("extra_info") or {})
+            impl = str(extra.pop("impl", b.get("name", "?")))
+            group = str(b.get("group") or b["name"])
+            rows.append(Row(group, impl, float(b["stats"]["median"]), extra))
+        machine = dict(data.get("machine_info") or {})
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
         raise UsageError(f"{path} is not pytest-benchmark JSON output: {exc!r}") from None
-    rows = []
-    for b in benches:
-        extra = dict(b.get("extra_info") or {})
-        impl = str(extra.pop("impl", b.get("name", "?")))
-        rows.append(Row(str(b.get("group") or b["name"]), impl, float(b["stats"]["median"]), extra))
-    return rows, dict(data.get("machine_info") or {})
+    return rows, machine
 
 
 def load_rows(path: Path) -> list[Row]:

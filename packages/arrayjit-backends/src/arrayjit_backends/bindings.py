@@ -88,6 +88,29 @@ class Bindings(MutableMapping[str, int]):
     def __len__(self) -> int:
         return len(self._values)
 
+    def update(self, other: Any = (), /, **kwargs: int) -> None:
+        """Set several static indices at once: all of them, or (on any error) none.
+
+        Raises:
+            UsageError: ``other`` is neither a mapping nor pairs of names and values, or a
+                value is refused (see :meth:`__setitem__`); nothing was changed.
+        """
+        try:
+            pairs = list(other.items() if isinstance(other, Mapping) else other)
+            items = [(k, v) for k, v in pairs] + list(kwargs.items())
+        except (TypeError, ValueError):
+            raise UsageError(
+                f"routine {self._routine}: bindings must map static index names to integers, "
+                f"got {other!r} ({type(other).__name__})"
+            ) from None
+        saved = dict(self._values)
+        try:
+            for k, v in items:
+                self[k] = v
+        except BaseException:
+            self._values = saved
+            raise
+
     def __ior__(self, other: Mapping[str, int] | Any) -> Bindings:
         self.update(other)
         return self

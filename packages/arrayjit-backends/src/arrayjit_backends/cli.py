@@ -25,6 +25,7 @@ import logging
 import runpy
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,10 @@ def _show(path: str) -> int:
         namespace = runpy.run_path(path)
     except (OSError, SyntaxError) as exc:
         raise UsageError(f"cannot read {path}: {exc}") from None
+    except Exception as exc:  # the file's own error: one line, with where in the file
+        lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == path]
+        where = f" at line {lines[-1]}" if lines else ""
+        raise UsageError(f"{path} raised{where}: {type(exc).__name__}: {exc}") from None
     found = 0
     for key, value in namespace.items():
         if isinstance(value, (Accum_op, Fetch, Block, Comp)):

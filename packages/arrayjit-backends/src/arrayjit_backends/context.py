@@ -52,9 +52,7 @@ class Device:
         self.ordinal = ordinal
         self.backend = backend
         runtime = backend.runtime
-        self.slab = Slab(
-            lambda nbytes: runtime.alloc(ordinal, nbytes), lambda mem: runtime.free(ordinal, mem)
-        )
+        self.slab = Slab(self._alloc, lambda mem: runtime.free(ordinal, mem))
         self.lock = threading.RLock()
         self.hazards = BufferHazards()
         """Writers, readers and merge-buffer views of this device's buffers."""
@@ -62,6 +60,25 @@ class Device:
         self.host_memory: dict[Tnode, BufferLoc] = {}
         """Buffers that are nodes' host arrays (:meth:`Backend.use_host_memory`)."""
         self.streams: list[Stream] = []
+
+    def _alloc(self, nbytes: int) -> Any:
+        """Device memory for a pool; a refusal of the runtime (``MemoryError`` on the CPU, a
+        driver error such as OpenCL's ``INVALID_BUFFER_SIZE``) is one documented error that
+        names the size, the device and the backend."""
+        try:
+            return self.backend.runtime.alloc(self.ordinal, nbytes)
+        except Exception as exc:
+            raise UsageError(
+                f"cannot allocate {nbytes} bytes on {self!r} (backend {self.backend.name}): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def release_pools(self, pools: frozenset[int]) -> None:
+        """Free ``pools`` and forget the synchronization state of their buffers."""
+        if pools:
+            self.hazards.forget_pools(pools)
+            for p in pools:
+                self.slab.free_pool(p)
 
     @functools.cached_property
     def info(self) -> DeviceInfo:
@@ -76,8 +93,17 @@ class Device:
         if not nodes:
             return []
         items = [(tn.size_in_bytes, tn.prec.byte_size) for tn in nodes]
-        plan = plan_pool_segments(items, DEFAULT_POOL_CAP, [tn.debug_label for tn in nodes])
-        ids = [self.slab.alloc_pool(size) for size in plan.sizes]
+        limit = self.backend.runtime.max_alloc(self.ordinal)
+        cap = DEFAULT_POOL_CAP if limit is None else min(DEFAULT_POOL_CAP, limit)
+        plan = plan_pool_segments(items, cap, [tn.debug_label for tn in nodes])
+        ids: list[int] = []
+        try:
+            for size in plan.sizes:
+                ids.append(self.slab.alloc_pool(size))
+        except UsageError:  # the device refused one: release the others of this request
+            for p in ids:
+                self.slab.free_pool(p)
+            raise
         if pools is not None:
             pools.extend(ids)
         return [BufferLoc(ids[seg], off) for seg, off in plan.placements]
@@ -204,10 +230,11 @@ class Context:
 
 
 def free_pools(device: Device, pools: frozenset[int]) -> None:
-    """Release a context's pools and forget the synchronization state of their buffers."""
-    device.hazards.forget_pools(pools)
-    for p in pools:
-        device.slab.free_pool(p)
+    """Release a context's pools and forget the synchronization state of their buffers. A
+    pool that a stream's merge buffer still views (``Streaming``) is released once no view
+    reads it (:meth:`Device.release_pools`): device backends free memory explicitly, and the
+    view would read released memory."""
+    device.release_pools(device.hazards.hold_viewed(pools))
 
 
 @dataclass
@@ -397,14 +424,17 @@ def extend(
     shared = [tn for tn in new if tn.potentially_cross_stream()]
     private = [tn for tn in new if not tn.potentially_cross_stream()]
     pools: list[int] = []
-    with dev.lock:
-        missing_shared = [tn for tn in shared if tn not in dev.shared]
-        for tn, loc in zip(missing_shared, dev.pack(missing_shared, pools=None)):
-            dev.shared[tn] = loc
-        for tn in shared:
-            buffers[tn] = dev.shared[tn]
-    for tn, loc in zip(private, dev.pack(private, pools)):
-        buffers[tn] = loc
+    try:  # a node over the pool cap, or memory the device refuses
+        with dev.lock:
+            missing_shared = [tn for tn in shared if tn not in dev.shared]
+            for tn, loc in zip(missing_shared, dev.pack(missing_shared, pools=None)):
+                dev.shared[tn] = loc
+            for tn in shared:
+                buffers[tn] = dev.shared[tn]
+        for tn, loc in zip(private, dev.pack(private, pools)):
+            buffers[tn] = loc
+    except UsageError as exc:  # (pack released what it allocated for the failed request)
+        raise UsageError(f"link {code.name} on {ctx.stream.name}: {exc}") from exc
     child = Context(ctx.backend, ctx.stream, ctx, buffers, pools)
     for tn in new:
         if tn.is_hosted() and (tn in private or tn in missing_shared):

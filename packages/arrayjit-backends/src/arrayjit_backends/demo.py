@@ -162,7 +162,8 @@ def mlp_check(backend: Any, steps: int, out: TextIO) -> bool:
     ok = bool(
         np.allclose(losses, ref_losses, rtol=1e-3)
         and np.allclose(net.w1.get_values(), a1, rtol=1e-3, atol=1e-4)
-        and losses[-1] < losses[0]
+        # Each loss is taken before its step's update: one step has nothing to compare.
+        and (steps == 1 or losses[-1] < losses[0])
     )
     print(
         f"  [{'ok' if ok else 'FAILED'}] {steps} SGD steps of a 2-{hid}-1 MLP match numpy "

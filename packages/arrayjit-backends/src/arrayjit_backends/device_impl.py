@@ -195,6 +195,13 @@ class DeviceBackend(abc.ABC):
     def free(self, ordinal: int, mem: Mem) -> None:  # noqa: B027 (a no-op is a valid default)
         """Release an allocation (the default leaves it to garbage collection)."""
 
+    def max_alloc(self, ordinal: int) -> int | None:
+        """The largest single allocation device ``ordinal`` accepts (OpenCL's
+        ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``), or None for no limit of its own: slab pools are
+        capped by it, so that nodes which each fit are never packed into a pool the device
+        refuses."""
+        return None
+
     def scratch_bytes(self, ordinal: int) -> int:
         """Bytes of device memory held outside the slab on device ``ordinal`` (kernel scratch
         of linked routines; see :class:`ScratchAccount`); 0 by default."""

@@ -36,7 +36,9 @@ if TYPE_CHECKING:
     from arrayjit_tnode import Tnode
 
 Key = tuple[int, BufferLoc]
-"""A buffer on one device: the node's id and where the buffer lives."""
+"""A buffer on one device: the node's id and where the buffer lives. The tables below go by
+where it lives only: two nodes given one buffer (``ctx_arrays``) share its memory, so a write
+of one is ordered with reads of the other."""
 
 
 def order_after(stream: Stream, other: Stream, event: Event) -> None:
@@ -55,15 +57,18 @@ class BufferHazards:
     """The synchronization state of one device's buffers."""
 
     def __init__(self) -> None:
-        self.writers: dict[Key, tuple[Stream, Event]] = {}
-        self.readers: dict[Key, dict[Stream, Event]] = {}
+        self.writers: dict[BufferLoc, tuple[Stream, Event]] = {}
+        self.readers: dict[BufferLoc, dict[Stream, Event]] = {}
         self.views: dict[Stream, tuple[Tnode, Key]] = {}
         """Streams whose merge buffer is (for now) the buffer ``Key`` of the node."""
         self.lock = threading.RLock()  # reentrant: a collection may free pools under it
+        self.deferred: set[int] = set()
+        """Pools of collected contexts kept while a merge buffer views them
+        (:meth:`hold_viewed`); :meth:`drop_view` hands them back for release."""
 
     def order_read(self, stream: Stream, key: Key) -> None:
         """Make ``stream``'s next task wait for another stream's pending write of ``key``."""
-        w = self.writers.get(key)
+        w = self.writers.get(key[1])
         if w is not None and w[0] is not stream:  # a stream runs in order
             order_after(stream, *w)
 
@@ -71,7 +76,7 @@ class BufferHazards:
         """Make ``stream``'s next task wait for other streams' pending reads and write of
         ``key``."""
         self.order_read(stream, key)
-        readers = self.readers.get(key)
+        readers = self.readers.get(key[1])
         if readers:
             for other, event in list(readers.items()):
                 if other is not stream:
@@ -82,17 +87,35 @@ class BufferHazards:
     ) -> None:
         """``stream``'s task ending at ``event`` read ``reads`` and wrote ``writes``."""
         for key in writes:
-            self.writers[key] = (stream, event)
+            self.writers[key[1]] = (stream, event)
         for key in reads:
-            self.readers.setdefault(key, {})[stream] = event
+            self.readers.setdefault(key[1], {})[stream] = event
 
     def set_view(self, stream: Stream, tn: Tnode, key: Key) -> None:
         """``stream``'s merge buffer now reads buffer ``key`` of ``tn`` directly."""
         self.views[stream] = (tn, key)
 
-    def drop_view(self, stream: Stream) -> None:
-        """``stream``'s merge buffer no longer reads another buffer."""
-        self.views.pop(stream, None)
+    def drop_view(self, stream: Stream) -> frozenset[int]:
+        """``stream``'s merge buffer no longer reads another buffer. Returns the pools that
+        waited for views only (see :meth:`hold_viewed`) and none reads now: free them."""
+        with self.lock:
+            self.views.pop(stream, None)
+            if not self.deferred:
+                return frozenset()
+            released = frozenset(self.deferred - self._viewed_pools())
+            self.deferred -= released
+            return released
+
+    def _viewed_pools(self) -> set[int]:
+        return {k[1].pool_id for _, k in list(self.views.values())}
+
+    def hold_viewed(self, pools: frozenset[int]) -> frozenset[int]:
+        """Of ``pools`` (a collected context's), keep those a merge buffer views until the
+        view goes (:meth:`drop_view`); returns the others, to free now."""
+        with self.lock:
+            viewed = pools & self._viewed_pools() if self.views else set()
+            self.deferred |= viewed
+            return pools - viewed
 
     def view_of(self, stream: Stream) -> Key | None:
         """The buffer ``stream``'s merge buffer reads directly, if any."""
@@ -104,16 +127,15 @@ class BufferHazards:
         ``key`` changes)."""
         if not self.views:
             return []
-        return [(s, tn) for s, (tn, k) in list(self.views.items()) if k == key]
+        return [(s, tn) for s, (tn, k) in list(self.views.items()) if k[1] == key[1]]
 
     def forget_pools(self, pools: frozenset[int]) -> None:
         """Forget the buffers of released pools."""
         with self.lock:
             for table in (self.writers, self.readers):
-                for key in [k for k in list(table) if k[1].pool_id in pools]:
-                    table.pop(key, None)
-            for s in [s for s, (_, k) in list(self.views.items()) if k[1].pool_id in pools]:
-                self.views.pop(s, None)
+                for loc in [loc for loc in list(table) if loc.pool_id in pools]:
+                    table.pop(loc, None)
+            self.deferred -= pools
 
 
 # ---- hosted nodes ----

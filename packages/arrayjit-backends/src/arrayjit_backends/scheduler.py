@@ -29,7 +29,7 @@ import weakref
 from collections.abc import Callable
 
 from arrayjit_backends import settings
-from arrayjit_tnode import StreamError
+from arrayjit_tnode import StreamError, UsageError
 
 Task = Callable[[], None]
 
@@ -318,6 +318,8 @@ class _WorkerState:
         an interrupt (``KeyboardInterrupt``, ``SystemExit``) is the caller's too: it fails the
         stream and is re-raised."""
         interrupt: BaseException | None = None
+        outer = getattr(_running, "state", None)
+        _running.state = self  # a wait of this task for its own stream cannot end: refused
         try:
             if self.error is None:
                 task()
@@ -329,6 +331,7 @@ class _WorkerState:
             if on_caller and not isinstance(exc, Exception):
                 interrupt = exc
         finally:
+            _running.state = outer
             task = None  # type: ignore[assignment]  # the closure must not outlive the run
             self.task_done()
         if interrupt is not None:
@@ -343,6 +346,13 @@ class _WorkerState:
         a second thread hand-off."""
         if self.finished >= count:  # without the lock: a synchronized idle stream is common
             return
+        if getattr(_running, "state", None) is self:
+            # A task of this stream waiting for the stream's later work would wait forever.
+            raise UsageError(
+                f"stream {self.name}: a task running on this stream waits for work queued "
+                f"after it on the same stream (await_stream, sync or get_values of its own "
+                f"stream), which can only run once the task returns"
+            )
         while True:
             with self.lock:
                 if self.finished >= count:

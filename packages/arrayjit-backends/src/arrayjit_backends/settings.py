@@ -107,9 +107,27 @@ def get(name: str, argument: str | None = None) -> str:
     return os.environ.get(name, SETTINGS[name].default)
 
 
+_YES = ("1", "true", "yes", "on")
+_NO = ("", "0", "false", "no", "off")
+_warned_flags: set[tuple[str, str]] = set()
+
+
 def flag(name: str) -> bool:
-    """A yes/no setting: ``1``, ``true``, ``yes`` or ``on`` mean yes."""
-    return get(name).strip().lower() in ("1", "true", "yes", "on")
+    """A yes/no setting: ``1``, ``true``, ``yes`` or ``on`` mean yes (any case); ``0``,
+    ``false``, ``no``, ``off`` or empty mean no. Any other value means no, with one warning
+    per value (``ARRAYJIT_NO_CACHE=y`` must not silently keep the cache on)."""
+    value = get(name).strip().lower()
+    if value in _YES:
+        return True
+    if value not in _NO and (name, value) not in _warned_flags:
+        _warned_flags.add((name, value))
+        warnings.warn(
+            f"{name}={value!r} is neither yes ({', '.join(_YES)}) nor no "
+            f"({', '.join(v for v in _NO if v)}); taken as no",
+            UserWarning,
+            stacklevel=2,
+        )
+    return False
 
 
 def debug_dir() -> Path | None:

@@ -96,7 +96,7 @@ def before_write(stream: Stream, key: Key) -> None:
     if table.views:
         for viewer, tn in table.viewers(key):
             merge_copy(viewer, tn, key[1], stream.device)
-            table.drop_view(viewer)
+            stream.device.release_pools(table.drop_view(viewer))
     table.order_write(stream, key)
 
 
@@ -125,14 +125,20 @@ def merge_copy(stream: Stream, tn: Tnode, loc: BufferLoc, src_dev: Device) -> Ev
 # ---- host <-> device ----
 
 
-def check_host_array(tn: Tnode, what: str, backend: str) -> np.ndarray:
-    """``tn``'s host array, checked to match the node (shape, dtype, C order).
+def check_host_array(tn: Tnode, what: str, backend: str, *, writable: bool = False) -> np.ndarray:
+    """``tn``'s host array, checked to match the node (shape, dtype, C order) and, with
+    ``writable`` (a copy into it), to be writable: checked here, a bad array is the caller's
+    error instead of a failure of the stream the copy was queued on.
 
     Raises:
         UsageError: it does not (the message names ``what`` and the ``backend``).
     """
     arr = tn.array
-    assert arr is not None
+    if not isinstance(arr, np.ndarray):
+        raise UsageError(
+            f"{what}: node {tn.debug_label}'s host array is {type(arr).__name__}, not a numpy "
+            f"array (backend {backend})"
+        )
     shape = tn.prec.host_shape(tn.dims)
     if arr.shape != shape or arr.dtype != tn.prec.numpy_dtype:
         raise UsageError(
@@ -143,6 +149,11 @@ def check_host_array(tn: Tnode, what: str, backend: str) -> np.ndarray:
     if not arr.flags.c_contiguous:
         raise UsageError(
             f"{what}: node {tn.debug_label}'s host array is not C-contiguous (backend {backend})"
+        )
+    if writable and not arr.flags.writeable:
+        raise UsageError(
+            f"{what}: node {tn.debug_label}'s host array is read-only, so the copy cannot "
+            f"land in it (backend {backend})"
         )
     return arr
 
@@ -186,7 +197,7 @@ def to_host(ctx: Context, tn: Tnode) -> bool:
     if not tn.is_hosted() or tn not in ctx.buffers:
         return False
     backend = ctx.backend
-    arr = check_host_array(tn, "to_host", backend.name)
+    arr = check_host_array(tn, "to_host", backend.name, writable=True)
     stream, dev, loc = ctx.stream, ctx.device, ctx.buffers[tn]
     if on_host(ctx, tn):  # the buffer is the host array: get_values waits for it
         return True
@@ -242,7 +253,7 @@ def device_to_device(tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src:
                 hazards.mark_stale(tn, dst.device.id, dst_loc)
         return True
     stream.merge_node = tn
-    dst.device.hazards.drop_view(stream)
+    dst.device.release_pools(dst.device.hazards.drop_view(stream))
     # A host array (use_host_memory) can change under a view: its merge is a copy.
     if into_merge_buffer is MergeMode.Copy or dst.device is not src_dev or on_host(src, tn):
         event = merge_copy(stream, tn, src_loc, src_dev)
