@@ -202,7 +202,7 @@ class Tnode(HostArrayMixin):
         label: str | Sequence[str] = (),
         hosted: bool = False,
         padding: Padding | None = None,
-        memory_mode: tuple[mm.MemoryMode, int] | None = None,
+        memory_mode: mm.MemoryMode | tuple[mm.MemoryMode, int] | None = None,
     ) -> Tnode:
         """Create and register a node.
 
@@ -214,10 +214,11 @@ class Tnode(HostArrayMixin):
             label: display components, a string or a list, most specific last.
             hosted: give the node a host array (mode ``Hosted(Unset_hosted)``).
             padding: margins added around the logical dims.
-            memory_mode: an initial ``(mode, provenance)``.
+            memory_mode: an initial mode (``Virtual()``, provenance 0) or ``(mode, provenance)``.
 
         Raises:
-            UsageError: a negative dim, a padding of the wrong rank, an unknown precision.
+            UsageError: a negative dim, a padding of the wrong rank, an unknown precision, a
+                memory mode that is not a mode instance.
         """
         tn = object.__new__(cls)
         tn.id = _fresh_id()
@@ -244,7 +245,8 @@ class Tnode(HostArrayMixin):
         tn.backend_info = {}
         tn.code_name = None
         if memory_mode is not None:
-            tn.update_memory_mode(*memory_mode)
+            pair = isinstance(memory_mode, tuple) and len(memory_mode) == 2
+            tn.update_memory_mode(*(memory_mode if pair else (memory_mode, 0)))  # type: ignore[arg-type]
         if hosted:
             tn.update_memory_mode(mm.Hosted(), 0)
         with _registry_lock:
@@ -435,7 +437,9 @@ class Tnode(HostArrayMixin):
         Raises:
             MemoryModeError: ``mode`` contradicts the current decision; the message names the
                 node and both provenances.
+            UsageError: ``mode`` is not a mode instance or ``provenance`` not an int.
         """
+        mm.check_mode(f"node {self.debug_label}", mode, provenance)
         with self._lock:
             old = self.memory_mode
             try:

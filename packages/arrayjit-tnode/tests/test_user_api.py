@@ -1,0 +1,36 @@
+"""The node API as a user reads it in the README: arguments given in the forms it names."""
+
+from __future__ import annotations
+
+import pytest
+
+from arrayjit_tnode import MemoryModeError, Tnode, UsageError
+from arrayjit_tnode import memory_mode as mm
+
+
+def test_create_takes_a_bare_memory_mode_or_a_pair() -> None:
+    v = Tnode.create((2,), label="v", memory_mode=mm.Virtual())
+    assert v.memory_mode == mm.Virtual() and v.memory_mode_provenance == 0
+    d = Tnode.create((2,), label="d", memory_mode=(mm.Device_only(), 5))
+    assert d.memory_mode == mm.Device_only() and d.memory_mode_provenance == 5
+    with pytest.raises(MemoryModeError, match="v2#"):
+        Tnode.create((2,), label="v2", memory_mode=mm.Virtual(), hosted=True)
+
+
+@pytest.mark.parametrize(
+    "bad", [mm.Virtual, "Virtual", (mm.Local(),), (mm.Local(), "1"), (mm.Local(), True), 3]
+)
+def test_a_memory_mode_that_is_not_a_mode_instance_is_refused(bad: object) -> None:
+    with pytest.raises(UsageError, match="memory.mode"):
+        Tnode.create((2,), label="m", memory_mode=bad)  # type: ignore[arg-type]
+
+
+def test_update_memory_mode_checks_its_arguments() -> None:
+    tn = Tnode.create((2,), label="u")
+    with pytest.raises(UsageError, match=r"u#\d+: a memory mode must be an instance"):
+        tn.update_memory_mode(mm.Virtual, 1)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="provenance must be an int"):
+        tn.update_memory_mode(mm.Virtual(), None)  # type: ignore[arg-type]
+    assert tn.memory_mode is None
+    tn.update_memory_mode(mm.Never_virtual(), 3)
+    assert tn.memory_mode == mm.Never_virtual()
