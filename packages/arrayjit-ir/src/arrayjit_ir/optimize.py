@@ -128,6 +128,10 @@ def _operand_precs(e: L.Expr, prec: Prec | None) -> list[Prec | None]:
 def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
     """``e``, evaluated in ``prec`` (``None``: in its natural precision, as the condition of
     ``where``), simplified without changing its value in that precision."""
+    if prec is None and isinstance(e, L.Binop | L.Unop | L.Ternop):
+        # An operation in its natural precision evaluates its operands in that precision, not
+        # each in its own: an integer node's scope inside a double condition still converts.
+        prec = natural_prec(e)
     if isinstance(e, L.Binop | L.Unop | L.Ternop):
         args = [_simplify_expr(x, p) for x, p in zip(L.children(e), _operand_precs(e, prec))]
     dt = _fold_dtype(prec)

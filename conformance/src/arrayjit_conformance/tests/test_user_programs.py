@@ -1,0 +1,68 @@
+"""Programs written from the READMEs as a user would, that once computed wrong values or failed:
+each on every backend against numpy and against the oracle (the interpreter over the
+unoptimized lowered code; the harness checks the optimized interpretation against it too)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from arrayjit_conformance.harness import assert_close, hosted, run_against_interpreter
+from arrayjit_ir import ir
+from arrayjit_tnode import Tnode
+
+
+def _check(
+    backend: Any,
+    comp: Any,
+    inputs: dict[Tnode, np.ndarray],
+    expected: dict[Tnode, np.ndarray],
+    prec: str = "single",
+) -> None:
+    """Run ``comp`` once; every node of ``expected`` equals numpy's value on the backend and in
+    the oracle."""
+    outs = list(expected)
+    pairs = run_against_interpreter(backend, comp, inputs, outs)
+    for tn, (got, ref) in zip(outs, pairs):
+        want = np.asarray(expected[tn], dtype=np.float64)
+        assert_close(ref, want, prec, what=f"oracle vs numpy, {tn.debug_label}")
+        assert_close(got, want, prec, what=f"{backend.name} vs numpy, {tn.debug_label}")
+
+
+def test_integer_quotient_inlined_into_a_where_condition(backend: Any) -> None:
+    """``q`` (int32) ``= a / b`` truncates (7 / 2 = 3); ``c`` (double) ``= q - z``;
+    ``y = where(c, 1, 2)``. Both ``q`` and ``c`` are inlined into the condition, which is
+    evaluated in its own (double) precision: ``q`` must still be the int32 quotient there, not
+    the double one (3.5 - 3 would select 1)."""
+    a, b = hosted((4,), "a", "int32"), hosted((4,), "b", "int32")
+    z = hosted((4,), "z", "double")
+    one, two = hosted((4,), "one"), hosted((4,), "two")
+    q = Tnode.create((4,), prec="int32", label="q")
+    c = Tnode.create((4,), prec="double", label="c")
+    y = hosted((4,), "y")
+    comp = ir.block(
+        ir.binop(q, "div", a, b), ir.binop(c, "sub", q, z), ir.ternop(y, "where", c, one, two)
+    )
+    va, vb = np.array([7, -7, 9, 1]), np.array([2, 2, 4, 3])
+    vz = np.array([3.0, -3.0, 2.0, 0.0])  # the truncated quotients: every condition is 0
+    inputs = {a: va, b: vb, z: vz, one: np.ones(4), two: np.full(4, 2.0)}
+    _check(backend, comp, inputs, {y: np.full(4, 2.0)})
+
+
+def test_integer_tanh_inlined_into_a_where_condition(backend: Any) -> None:
+    """The shape the random-program search found: ``t`` (int32) ``= tanh(x)`` with ``x`` int32
+    is computed in double and truncated (0 for every finite x but the saturating ones), and an
+    inlined double ``t + z`` is a condition."""
+    x = hosted((5,), "x", "int32")
+    z = hosted((5,), "z", "double")
+    one, two = hosted((5,), "one"), hosted((5,), "two")
+    t = Tnode.create((5,), prec="int32", label="t")
+    c = Tnode.create((5,), prec="double", label="c")
+    y = hosted((5,), "y")
+    comp = ir.block(
+        ir.unop(t, "tanh", x), ir.binop(c, "add", t, z), ir.ternop(y, "where", c, one, two)
+    )
+    vx = np.array([1, -1, 2, 0, 5])
+    inputs = {x: vx, z: np.zeros(5), one: np.ones(5), two: np.full(5, 2.0)}
+    _check(backend, comp, inputs, {y: np.full(5, 2.0)})
