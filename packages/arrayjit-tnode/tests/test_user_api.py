@@ -21,7 +21,7 @@ def test_create_takes_a_bare_memory_mode_or_a_pair() -> None:
     "bad", [mm.Virtual, "Virtual", (mm.Local(),), (mm.Local(), "1"), (mm.Local(), True), 3]
 )
 def test_a_memory_mode_that_is_not_a_mode_instance_is_refused(bad: object) -> None:
-    with pytest.raises(UsageError, match="memory.mode"):
+    with pytest.raises(UsageError, match=r"memory.mode"):
         Tnode.create((2,), label="m", memory_mode=bad)  # type: ignore[arg-type]
 
 

@@ -180,8 +180,8 @@ class Conflict(Exception):
     node turns it into a :class:`~arrayjit_tnode.errors.MemoryModeError` with provenances)."""
 
 
-def check_mode(who: str, mode: object, provenance: object) -> tuple[MemoryMode, int]:
-    """``(mode, provenance)`` checked: ``mode`` an instance of one of the mode classes (not the
+def check_mode(who: str, mode: object, provenance: object) -> None:
+    """Check ``(mode, provenance)``: ``mode`` an instance of one of the mode classes (not the
     class itself, not its name), ``provenance`` an ``int`` (not a ``bool``).
 
     Raises:
@@ -198,7 +198,6 @@ def check_mode(who: str, mode: object, provenance: object) -> tuple[MemoryMode, 
             f"{who}: a memory-mode provenance must be an int, got {provenance!r} "
             f"({type(provenance).__name__})"
         )
-    return mode, provenance
 
 
 def leaves(mode: MemoryMode) -> frozenset[str]:

@@ -245,8 +245,10 @@ class Tnode(HostArrayMixin):
         tn.backend_info = {}
         tn.code_name = None
         if memory_mode is not None:
-            pair = isinstance(memory_mode, tuple) and len(memory_mode) == 2
-            tn.update_memory_mode(*(memory_mode if pair else (memory_mode, 0)))  # type: ignore[arg-type]
+            if isinstance(memory_mode, tuple) and len(memory_mode) == 2:
+                tn.update_memory_mode(*memory_mode)
+            else:
+                tn.update_memory_mode(memory_mode, 0)
         if hosted:
             tn.update_memory_mode(mm.Hosted(), 0)
         with _registry_lock:
