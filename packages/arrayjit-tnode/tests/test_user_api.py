@@ -34,3 +34,26 @@ def test_update_memory_mode_checks_its_arguments() -> None:
     assert tn.memory_mode is None
     tn.update_memory_mode(mm.Never_virtual(), 3)
     assert tn.memory_mode == mm.Never_virtual()
+
+
+def test_precision_given_as_a_numpy_type_or_dtype() -> None:
+    import ml_dtypes
+    import numpy as np
+
+    from arrayjit_tnode import Prec
+
+    pairs = [
+        (np.float32, Prec.single),
+        (np.float64, Prec.double),
+        (np.float16, Prec.half),
+        (np.int32, Prec.int32),
+        (np.uint8, Prec.byte),
+        (np.uint64, Prec.uint64),
+        (ml_dtypes.bfloat16, Prec.bfloat16),
+        (ml_dtypes.float8_e5m2, Prec.fp8),
+        (np.dtype("int64"), Prec.int64),
+    ]
+    for given, want in pairs:
+        assert Tnode.create((1,), prec=given).prec is want  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="unknown precision"):
+        Tnode.create((1,), prec=np.complex64)  # type: ignore[arg-type]
