@@ -57,3 +57,22 @@ def test_precision_given_as_a_numpy_type_or_dtype() -> None:
         assert Tnode.create((1,), prec=given).prec is want  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="unknown precision"):
         Tnode.create((1,), prec=np.complex64)  # type: ignore[arg-type]
+
+
+def test_set_values_reads_python_ints_exactly() -> None:
+    """numpy infers float64 for ``[2**64 - 1, 0, 1]``: the node still gets the exact ints."""
+    import numpy as np
+
+    u = Tnode.create((3,), prec="uint64", label="u", hosted=True)
+    u.set_values([2**64 - 1, 0, 1])
+    assert u.get_values().tolist() == [2**64 - 1, 0, 1]
+    i = Tnode.create((2, 2), prec="int64", label="i", hosted=True)
+    i.set_values([[-(2**63), 2**63 - 1], [0, 5]])
+    assert i.get_values().tolist() == [[-(2**63), 2**63 - 1], [0, 5]]
+    with pytest.raises(UsageError, match=r"i#\d+: value 18446744073709551615 is out of the range"):
+        i.set_values([[2**64 - 1, 0], [0, 0]])
+    with pytest.raises(UsageError, match="do not convert"):
+        u.set_values([2**64 - 1, 0.5, 1])  # a float among them: refused as before
+    f = Tnode.create((2,), prec="double", label="f", hosted=True)
+    f.set_values([2**64 - 1, 0])  # a float node takes ints as numpy converts them
+    np.testing.assert_array_equal(f.get_values(), [2.0**64, 0.0])

@@ -199,6 +199,8 @@ class HostArrayMixin:
             raise UsageError(
                 f"set_values: node {self.debug_label}: values are not an array of numbers ({exc})"
             ) from None
+        if vals.dtype.kind in "fO" and not isinstance(values, np.ndarray):
+            vals = _python_ints(values, self.prec, self.debug_label, vals)
         if vals.dtype == object:
             raise UsageError(
                 f"set_values: node {self.debug_label}: values are not an array of numbers "
@@ -287,3 +289,25 @@ class HostArrayMixin:
 
 
 __all__ = ["HostArrayMixin"]
+
+
+def _python_ints(values: Any, prec: Prec, label: str, inferred: np.ndarray) -> np.ndarray:
+    """Nested lists of Python ints for an integer node, read exactly: numpy infers float64
+    (or objects) for ints beyond int64 mixed with others (``[2**64 - 1, 0]``), which would
+    refuse or round values that the precision holds. Anything else: ``inferred`` unchanged."""
+    if prec.is_float or prec is Prec.uint4x32:
+        return inferred
+    try:
+        objs = np.asarray(values, dtype=object)
+    except (ValueError, TypeError):
+        return inferred
+    if objs.size == 0 or not all(type(v) is int for v in objs.flat):
+        return inferred
+    info = np.iinfo(prec.numpy_dtype)
+    for v in objs.flat:
+        if not info.min <= v <= info.max:
+            raise UsageError(
+                f"set_values: node {label}: value {v} is out of the range "
+                f"[{info.min}, {info.max}] of precision {prec}"
+            )
+    return np.array(objs.tolist(), dtype=prec.numpy_dtype)
