@@ -66,3 +66,31 @@ def test_integer_tanh_inlined_into_a_where_condition(backend: Any) -> None:
     vx = np.array([1, -1, 2, 0, 5])
     inputs = {x: vx, z: np.zeros(5), one: np.ones(5), two: np.full(5, 2.0)}
     _check(backend, comp, inputs, {y: np.full(5, 2.0)})
+
+
+def test_unrolled_newton_iteration_compiles_and_converges(backend: Any) -> None:
+    """Newton's iteration for a square root, unrolled over 12 steps in one block: each step
+    ``x = x - (x * x - a) / (x + x)`` reads the previous one four times. Inlining every step at
+    each of its reads copied the code 4**12 times (the compile never ended); a computation
+    copied to several reads is bounded in size, so steps are stored every few links."""
+    a = hosted((6,), "a", "double")
+    y = hosted((6,), "y", "double")
+    xs = [a]
+    stmts: list[Any] = []
+    for k in range(12):
+        sq = Tnode.create((6,), prec="double", label=f"sq{k}")
+        num = Tnode.create((6,), prec="double", label=f"num{k}")
+        den = Tnode.create((6,), prec="double", label=f"den{k}")
+        step = Tnode.create((6,), prec="double", label=f"step{k}")
+        nxt = y if k == 11 else Tnode.create((6,), prec="double", label=f"x{k + 1}")
+        x = xs[-1]
+        stmts += [
+            ir.binop(sq, "mul", x, x),
+            ir.binop(num, "sub", sq, a),
+            ir.binop(den, "add", x, x),
+            ir.binop(step, "div", num, den),
+            ir.binop(nxt, "sub", x, step),
+        ]
+        xs.append(nxt)
+    va = np.array([2.0, 9.0, 0.25, 100.0, 3.0, 1.0])
+    _check(backend, ir.block(*stmts), {a: va}, {y: np.sqrt(va)}, "double")
