@@ -42,8 +42,8 @@ def test_short_chains_and_single_reads_are_still_inlined() -> None:
     assert all(t.memory_mode == mm.Virtual() for t in inner)
     x = Tnode.create((8,), label="x", hosted=True)
     y = Tnode.create((8,), label="y", hosted=True)
-    ts = [x] + [Tnode.create((8,), label=f"s{k}") for k in range(100)]
-    chain = [ir.binop(ts[k + 1], "add", ts[k], x) for k in range(100)]  # each read once
+    ts = [x] + [Tnode.create((8,), label=f"s{k}") for k in range(40)]
+    chain = [ir.binop(ts[k + 1], "add", ts[k], x) for k in range(40)]  # each read once
     ir.optimize(ir.lower(ir.block(*chain, ir.unop(y, "neg", ts[-1]))), name="long")
     assert all(t.memory_mode == mm.Virtual() for t in ts[1:])
 
@@ -54,3 +54,25 @@ def test_the_decision_log_names_the_size_bound(caplog: pytest.LogCaptureFixture)
         ir.optimize(ir.lower(comp), name="logged")
     text = caplog.text
     assert f"would be copied to 2 reads (at most {INLINE_SIZE_LIMIT} are)" in text
+
+
+def test_a_long_chain_of_single_reads_is_stored_every_few_links(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """300 links ``t[k+1] = t[k] + x``: inlined whole, the optimizer's recursion failed."""
+    from arrayjit_ir.virtualize import INLINE_DEPTH_LIMIT
+
+    x = Tnode.create((4,), prec="double", label="x", hosted=True)
+    y = Tnode.create((4,), prec="double", label="y", hosted=True)
+    ts: list[Tnode] = [x]
+    for k in range(300):
+        ts.append(y if k == 299 else Tnode.create((4,), prec="double", label=f"t{k}"))
+    stmts = [ir.binop(ts[k + 1], "add", ts[k], x) for k in range(300)]
+    with caplog.at_level(logging.DEBUG, logger="arrayjit_ir.optimize"):
+        opt = ir.optimize(ir.lower(ir.block(*stmts)), name="long")
+    stored = [t for t in ts[1:-1] if not t.known_virtual()]
+    assert 300 // INLINE_DEPTH_LIMIT <= len(stored) <= 300 // (INLINE_DEPTH_LIMIT // 2)
+    assert f"would nest {INLINE_DEPTH_LIMIT + 1} deep (at most {INLINE_DEPTH_LIMIT})" in caplog.text
+    vx = np.array([1.0, 0.5, -2.0, 0.0])
+    out = ir.interpret(opt, {x: vx, y: np.zeros(4)} | {t: np.zeros(4) for t in stored})
+    np.testing.assert_array_equal(out[y], vx * 301)

@@ -94,3 +94,24 @@ def test_unrolled_newton_iteration_compiles_and_converges(backend: Any) -> None:
         xs.append(nxt)
     va = np.array([2.0, 9.0, 0.25, 100.0, 3.0, 1.0])
     _check(backend, ir.block(*stmts), {a: va}, {y: np.sqrt(va)}, "double")
+
+
+def test_a_long_chain_of_single_reads_compiles(backend: Any) -> None:
+    """A recurrence unrolled over 200 statements, each reading the previous node once
+    (``t[k+1] = t[k] * c + x``): inlined whole it nested 200 deep, past Python's recursion
+    limit in the optimizer and clang's 256 brackets in OpenCL. Inlining is bounded in depth."""
+    x = hosted((5,), "x", "double")
+    c = hosted((5,), "c", "double")
+    y = hosted((5,), "y", "double")
+    cur: Tnode = x
+    stmts: list[Any] = []
+    for k in range(200):
+        nxt = y if k == 199 else Tnode.create((5,), prec="double", label=f"t{k}")
+        stmts.append(ir.ternop(nxt, "fma", cur, c, x))
+        cur = nxt
+    vx = np.array([1.0, -0.5, 0.25, 2.0, 0.0])
+    vc = np.array([0.5, 0.5, -0.5, 0.0, 0.9])
+    want = vx.copy()
+    for _ in range(200):
+        want = want * vc + vx
+    _check(backend, ir.block(*stmts), {x: vx, c: vc}, {y: want}, "double")

@@ -20,7 +20,8 @@ The two rules (see the package README, "The optimizer"):
    broadcasts: a row sum read through ``mean = sum * inv`` at broadcast positions keeps
    ``mean`` materialized (once per row) and inlines the sum into it.
    The same rule bounds code size: a node read at more than one place is inlined only while its
-   inlined computation has at most :data:`INLINE_SIZE_LIMIT` expression nodes.
+   inlined computation has at most :data:`INLINE_SIZE_LIMIT` expression nodes, and no inlined
+   computation nests deeper than :data:`INLINE_DEPTH_LIMIT`.
 
 Candidates that break a rule are materialized one at a time until every remaining candidate
 keeps both (see :func:`choose_virtual` for the order).
@@ -303,12 +304,19 @@ class _Candidate:
     """Expression nodes of its definition's value, reads of other nodes excluded."""
     read_counts: dict[Tnode, int] = field(default_factory=dict)
     """How many times the definition's value reads each other node."""
+    value: L.Expr | None = None
+    """The definition's value (a cell's term for a reduction)."""
 
 
 INLINE_SIZE_LIMIT = 64
 """The largest inlined computation (in expression nodes, inlined inputs included) that may be
 copied to more than one read: beyond it a node read at several places is stored, so that
 chains such as ``t2 = t1 + t1; t3 = t2 + t2; ...`` do not double the code at every link."""
+
+INLINE_DEPTH_LIMIT = 48
+"""The deepest inlined computation (in nested expression nodes, inlined inputs included): a
+long chain ``t2 = t1 + x; t3 = t2 + x; ...`` is stored every so many links, so that the code
+nests no deeper than compilers (clang's 256 brackets) and the optimizer's recursion allow."""
 
 
 def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
@@ -381,7 +389,9 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
                 counts[x.tn] = counts.get(x.tn, 0) + 1
             else:
                 own += 1
-        found[tn] = _Candidate(tn, ks[0], ks[-1], bool(d.reduction), reads, [], own, counts)
+        found[tn] = _Candidate(
+            tn, ks[0], ks[-1], bool(d.reduction), reads, [], own, counts, d.value
+        )
     sites = _read_sites(stmts)
     for tn, c in found.items():
         c.sites = sites.get(tn, [])
@@ -399,6 +409,7 @@ class _Plan:
         self._heavy: dict[Tnode, bool] = {}
         self._positions: dict[Tnode, frozenset[int]] = {}
         self._size: dict[Tnode, int] = {}
+        self._depth: dict[Tnode, int] = {}
 
     def inputs(self, tn: Tnode) -> frozenset[Tnode]:
         """The stored nodes the inlined computation of ``tn`` reads."""
@@ -434,7 +445,24 @@ class _Plan:
         c = self.cands[tn]
         if len(c.sites) > 1 and self.size(tn) > INLINE_SIZE_LIMIT:
             return True
+        if self.depth(tn) > INLINE_DEPTH_LIMIT:
+            return True
         return self.heavy(tn) and not (len(c.sites) == 1 and c.sites[0].once)
+
+    def depth(self, tn: Tnode) -> int:
+        """Nesting depth of the inlined computation of ``tn``, its virtual inputs inlined (one
+        more for a reduction's loops)."""
+        if tn not in self._depth:
+            c = self.cands[tn]
+
+            def walk(e: L.Expr) -> int:
+                if isinstance(e, L.Get) and e.tn in self.virtual and e.tn in self.cands:
+                    return self.depth(e.tn)
+                return 1 + max((walk(x) for x in L.children(e)), default=0)
+
+            value = c.value
+            self._depth[tn] = (walk(value) if value is not None else 1) + int(c.reduction)
+        return self._depth[tn]
 
     def size(self, tn: Tnode) -> int:
         """Expression nodes of the inlined computation of ``tn``, its virtual inputs inlined."""
@@ -489,7 +517,12 @@ def choose_virtual(
         costly = next((tn for tn in order if plan.repeats_work(tn)), None)
         if costly is not None:
             sites = cands[costly].sites
-            if not plan.heavy(costly):
+            if plan.depth(costly) > INLINE_DEPTH_LIMIT:
+                reasons[costly] = (
+                    f"not virtual (work rule): its inlined computation would nest "
+                    f"{plan.depth(costly)} deep (at most {INLINE_DEPTH_LIMIT})"
+                )
+            elif not plan.heavy(costly):
                 reasons[costly] = (
                     f"not virtual (work rule): its computation of {plan.size(costly)} "
                     f"expression nodes would be copied to {len(sites)} reads (at most "
