@@ -76,3 +76,16 @@ def test_set_values_reads_python_ints_exactly() -> None:
     f = Tnode.create((2,), prec="double", label="f", hosted=True)
     f.set_values([2**64 - 1, 0])  # a float node takes ints as numpy converts them
     np.testing.assert_array_equal(f.get_values(), [2.0**64, 0.0])
+
+
+def test_a_bool_is_not_an_index() -> None:
+    import numpy as np
+
+    x = Tnode.create((3, 2), label="x", hosted=True)
+    x.set_value((1, 0), 5.0)
+    for bad in [(True, 0), (np.True_, 0)]:
+        with pytest.raises(UsageError, match=r"x#\d+: index .* is not a sequence of integers"):
+            x.get_value(bad)
+        with pytest.raises(UsageError, match="is not a sequence of integers"):
+            x.set_value(bad, 1.0)
+    assert x.get_value((np.int8(1), 0)) == 5.0

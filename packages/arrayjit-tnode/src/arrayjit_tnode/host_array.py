@@ -158,6 +158,8 @@ class HostArrayMixin:
     def _check_index(self, index: Sequence[SupportsIndex]) -> tuple[int, ...]:
         dims = self.dims_without_padding
         try:
+            if any(isinstance(i, (bool, np.bool_)) for i in index):
+                raise TypeError("a bool is not an index")  # as dims refuse them
             idx = tuple(operator.index(i) for i in index)
         except TypeError:
             raise UsageError(
