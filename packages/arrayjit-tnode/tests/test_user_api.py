@@ -89,3 +89,26 @@ def test_a_bool_is_not_an_index() -> None:
         with pytest.raises(UsageError, match="is not a sequence of integers"):
             x.set_value(bad, 1.0)
     assert x.get_value((np.int8(1), 0)) == 5.0
+
+
+def test_create_checks_label_and_padding_forms() -> None:
+    import numpy as np
+
+    from arrayjit_tnode import Padding
+
+    assert Tnode.create((2,), label=None).label == []
+    with pytest.raises(UsageError, match="label 3 or padding"):
+        Tnode.create((2,), label=3)  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match=r"label .* or padding \(\(1, 1\),\) is invalid"):
+        Tnode.create((2,), padding=((1, 1),))  # type: ignore[arg-type]
+    with pytest.raises(UsageError, match="the value must be a number or None, got 'x'"):
+        Padding(((1, 1),), "x")  # type: ignore[arg-type]
+    cases = [("int32", 0.5, 0), ("byte", -1.0, 0), ("uint16", 70000, 65535), ("int32", np.nan, 0)]
+    cases += [("int64", -2.5, -2), ("int32", -np.inf, -(2**31))]
+    for prec, value, held in cases:  # the IR's saturating float-to-integer rule
+        tn = Tnode.create((1,), prec=prec, hosted=True, padding=Padding(((1, 0),), value))
+        assert tn.array is not None and tn.array.tolist() == [held, 0], (prec, value)
+    ok = Tnode.create((2,), prec="byte", hosted=True, padding=Padding(((1, 0),), 255.0))
+    np.testing.assert_array_equal(ok.array, [255, 0, 0])
+    f = Tnode.create((1,), prec="half", hosted=True, padding=Padding(((0, 1),), np.float32(1.5)))
+    np.testing.assert_array_equal(f.array, [0.0, 1.5])

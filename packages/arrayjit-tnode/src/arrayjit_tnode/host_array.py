@@ -82,7 +82,7 @@ class HostArrayMixin:
                 if self._array is None:
                     arr = np.zeros(self.prec.host_shape(self.dims), dtype=self.prec.numpy_dtype)
                     if self.padding is not None and self.padding.value is not None:
-                        arr[...] = self.padding.value
+                        arr[...] = margin_value(self.padding.value, arr.dtype)
                         arr[self.logical_slices()] = 0
                     self._array = arr
         return self._array
@@ -313,3 +313,17 @@ def _python_ints(values: Any, prec: Prec, label: str, inferred: np.ndarray) -> n
                 f"[{info.min}, {info.max}] of precision {prec}"
             )
     return np.array(objs.tolist(), dtype=prec.numpy_dtype)
+
+
+def margin_value(value: float, dtype: np.dtype[Any]) -> float | int:
+    """The padding value as the margins of an array of ``dtype`` hold it: for an integer dtype,
+    converted by the IR's float-to-integer rule (truncation toward zero, saturating at the
+    type's bounds, NaN gives 0), where numpy would raise or wrap (-1 into a byte, NaN)."""
+    if dtype.kind not in "iu":
+        return value
+    info = np.iinfo(dtype)
+    if np.isnan(value):
+        return 0
+    if np.isinf(value):
+        return int(info.max) if value > 0 else int(info.min)
+    return min(max(int(value), int(info.min)), int(info.max))

@@ -52,6 +52,11 @@ class Padding:
     axes: tuple[tuple[int, int], ...]
     value: float | None = 0.0
 
+    def __post_init__(self) -> None:
+        v = self.value
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))):
+            raise UsageError(f"Padding: the value must be a number or None, got {v!r}")
+
 
 MAX_BYTES = (1 << 63) - 1
 """The largest buffer a node may have: generated code indexes with 64-bit signed integers."""
@@ -222,7 +227,11 @@ class Tnode(HostArrayMixin):
         """
         tn = object.__new__(cls)
         tn.id = _fresh_id()
-        tn.label = [label] if isinstance(label, str) else [str(s) for s in label]
+        if not isinstance(label, (str, Sequence, type(None))) or not isinstance(
+            padding, (Padding, type(None))
+        ):
+            raise UsageError(f"Tnode.create: label {label!r} or padding {padding!r} is invalid")
+        tn.label = [label] if isinstance(label, str) else [str(s) for s in label or ()]
         tn._lock = threading.Lock()
         tn.padding = padding
         tn._dims = None
