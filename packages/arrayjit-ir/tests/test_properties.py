@@ -71,7 +71,9 @@ def test_elementwise_chains(case: tuple, seed: int) -> None:  # type: ignore[typ
     opt = run(comp, {a: va, b: vb}, [out])[out].astype(np.float64)
     if prec in ("single", "double"):
         np.testing.assert_allclose(opt, plain, rtol=rtol, atol=atol)
-        np.testing.assert_allclose(opt, ref, rtol=rtol * 10, atol=atol * 10)
+        # numpy's chain runs in double: where it leaves the node's range, single is inf.
+        fits = ~(np.abs(ref) > np.finfo(a.prec.numpy_dtype).max / 2)
+        np.testing.assert_allclose(opt[fits], ref[fits], rtol=rtol * 10, atol=atol * 10)
     else:
         # Small floats round every stored intermediate: compare loosely with the exact chain.
         finite = np.isfinite(ref) & (np.abs(ref) < 1e3)

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from arrayjit_ir import ops
 from arrayjit_ir.assignments import (
     Accum_op,
@@ -176,7 +178,8 @@ def fetch(out: Tnode, fetch_op: FetchOp) -> Fetch:
 
     Raises:
         UsageError: ``out`` is not a node, or ``fetch_op`` is not a fetch op (or a ``Slice``
-            or ``Embed_symbol`` without a ``StaticSymbol``, a ``Slice`` of a non-node).
+            or ``Embed_symbol`` without a ``StaticSymbol``, a ``Slice`` of a non-node, a
+            ``Constant`` or ``Constant_fill`` value that is not a number).
     """
     _check_node("fetch: out", out)
     if not isinstance(fetch_op, (Constant, Range_over_offsets, Slice, Embed_symbol, Constant_fill)):
@@ -192,7 +195,23 @@ def fetch(out: Tnode, fetch_op: FetchOp) -> Fetch:
         )
     if isinstance(fetch_op, Slice):
         _check_node(f"fetch into {out.debug_label}: Slice source", fetch_op.source)
+    if isinstance(fetch_op, Constant):
+        _check_number(f"fetch into {out.debug_label}: Constant value", fetch_op.value)
+    if isinstance(fetch_op, Constant_fill):
+        if not isinstance(fetch_op.values, (tuple, list)):
+            raise UsageError(
+                f"fetch into {out.debug_label}: Constant_fill values must be a tuple of numbers, "
+                f"got {fetch_op.values!r}"
+            )
+        for k, v in enumerate(fetch_op.values):
+            _check_number(f"fetch into {out.debug_label}: Constant_fill value {k}", v)
     return Fetch(out, fetch_op)
+
+
+def _check_number(what: str, v: object) -> None:
+    """``v`` is a real number (Python or numpy; ``bool`` is refused)."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+        raise UsageError(f"{what} must be a number, got {v!r} ({type(v).__name__})")
 
 
 def block(*items: Assignment) -> Block:

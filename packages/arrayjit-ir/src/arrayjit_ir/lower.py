@@ -300,10 +300,16 @@ def _lower_fetch(f: A.Fetch) -> L.Stmt:
             )
         case A.Constant_fill(values=vals):
             n = tn.num_elems if tn.padding is None else _count(dims)
-            if len(vals) != n or n > CONSTANT_FILL_LIMIT:
+            if n > CONSTANT_FILL_LIMIT:
+                raise UsageError(
+                    f"constant_fill: {tn.debug_label} has {n} cells; Constant_fill takes at most "
+                    f"{CONSTANT_FILL_LIMIT} (they are unrolled into the code): use a hosted "
+                    "node and set_values instead"
+                )
+            if len(vals) != n:
                 raise UsageError(
                     f"constant_fill: {tn.debug_label} has {n} cells but {len(vals)} values were "
-                    f"given (at most {CONSTANT_FILL_LIMIT})"
+                    "given (one per cell, row-major)"
                 )
             stmts: list[L.Stmt] = []
             for offset, v in enumerate(vals):

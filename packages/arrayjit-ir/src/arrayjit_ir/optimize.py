@@ -41,7 +41,7 @@ from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized, TracedNode
 from arrayjit_ir.summation import block_sums
 from arrayjit_ir.virtualize import virtualize
-from arrayjit_tnode import Prec, Tnode, UsageError
+from arrayjit_tnode import MemoryModeError, Prec, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
 from arrayjit_tnode.tnode import STACK_THRESHOLD_BYTES
 
@@ -128,6 +128,10 @@ def _operand_precs(e: L.Expr, prec: Prec | None) -> list[Prec | None]:
 def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
     """``e``, evaluated in ``prec`` (``None``: in its natural precision, as the condition of
     ``where``), simplified without changing its value in that precision."""
+    if prec is None and isinstance(e, L.Binop | L.Unop | L.Ternop):
+        # An operation in its natural precision evaluates its operands in that precision, not
+        # each in its own: an integer node's scope inside a double condition still converts.
+        prec = natural_prec(e)
     if isinstance(e, L.Binop | L.Unop | L.Ternop):
         args = [_simplify_expr(x, p) for x, p in zip(L.children(e), _operand_precs(e, prec))]
     dt = _fold_dtype(prec)
@@ -328,7 +332,48 @@ def optimize(
     traced = _trace(stmts)
     logging_decisions = logger.isEnabledFor(logging.DEBUG)
     before = {tn: tn.debug_memory_mode for tn in traced} if logging_decisions else {}
-    shared_set = set(shared)
+    saved = {tn: (tn.memory_mode, tn.memory_mode_provenance) for tn in traced}
+    try:
+        return _optimize_traced(
+            stmts, llc, traced, name, static_symbols, set(shared), merge_nodes, before
+        )
+    except MemoryModeError as exc:
+        # A routine that does not compile decides nothing: every node keeps its earlier mode.
+        for tn, (mode, prov) in saved.items():
+            tn.memory_mode, tn.memory_mode_provenance = mode, prov
+        raise MemoryModeError(f"routine {name}: {exc}{_conflict_hint(exc, saved)}") from None
+
+
+def _conflict_hint(
+    exc: MemoryModeError, saved: dict[Tnode, tuple[mm.MemoryMode | None, int | None]]
+) -> str:
+    """Advice for the common conflict: a node that an earlier, separately compiled routine
+    inlined or kept local is used by this one too."""
+    for tn, (mode, prov) in saved.items():
+        by_optimizer = prov == PROV_VIRTUAL or (prov is not None and prov % 1000 == PROV_SETTLE)
+        if isinstance(mode, (mm.Virtual, mm.Local)) and by_optimizer and tn.debug_label in str(exc):
+            return (
+                f". An earlier routine, compiled on its own, made {tn.debug_label} "
+                f"{type(mode).__name__.lower()} (it has no buffer outside that routine): "
+                "compile routines that share nodes together (backend.compile_batch), or "
+                "declare the node's mode before compiling them (Tnode.create(..., "
+                "memory_mode=Materialized()) or tn.update_memory_mode)"
+            )
+    return ""
+
+
+def _optimize_traced(
+    stmts: list[L.Stmt],
+    llc: L.Stmt,
+    traced: dict[Tnode, TracedNode],
+    name: str,
+    static_symbols: Sequence[StaticSymbol],
+    shared_set: set[Tnode],
+    merge_nodes: list[Tnode],
+    before: dict[Tnode, str],
+) -> Optimized:
+    """:func:`optimize` past its checks and trace: virtualize, settle modes, simplify."""
+    logging_decisions = bool(before)
     for tn in shared_set & set(traced):
         tn.update_memory_mode(mm.Materialized(), PROV_SHARED)
     counts = _read_counts(stmts)

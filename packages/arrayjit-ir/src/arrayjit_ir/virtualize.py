@@ -19,6 +19,9 @@ The two rules (see the package README, "The optimizer"):
    reads a heavy virtual node is heavy itself, the rule composes through pointwise readers and
    broadcasts: a row sum read through ``mean = sum * inv`` at broadcast positions keeps
    ``mean`` materialized (once per row) and inlines the sum into it.
+   The same rule bounds code size: a node read at more than one place is inlined only while its
+   inlined computation has at most :data:`INLINE_SIZE_LIMIT` expression nodes, and no inlined
+   computation nests deeper than :data:`INLINE_DEPTH_LIMIT`.
 
 Candidates that break a rule are materialized one at a time until every remaining candidate
 keeps both (see :func:`choose_virtual` for the order).
@@ -297,6 +300,23 @@ class _Candidate:
     reduction: bool
     reads: set[Tnode]
     sites: list[_Site] = field(default_factory=list)
+    own_size: int = 1
+    """Expression nodes of its definition's value, reads of other nodes excluded."""
+    read_counts: dict[Tnode, int] = field(default_factory=dict)
+    """How many times the definition's value reads each other node."""
+    value: L.Expr | None = None
+    """The definition's value (a cell's term for a reduction)."""
+
+
+INLINE_SIZE_LIMIT = 64
+"""The largest inlined computation (in expression nodes, inlined inputs included) that may be
+copied to more than one read: beyond it a node read at several places is stored, so that
+chains such as ``t2 = t1 + t1; t3 = t2 + t2; ...`` do not double the code at every link."""
+
+INLINE_DEPTH_LIMIT = 48
+"""The deepest inlined computation (in nested expression nodes, inlined inputs included): a
+long chain ``t2 = t1 + x; t3 = t2 + x; ...`` is stored every so many links, so that the code
+nests no deeper than compilers (clang's 256 brackets) and the optimizer's recursion allow."""
 
 
 def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
@@ -362,7 +382,16 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
         if d is None:
             continue
         reads = {g.tn for k in ks for g in L.reads(stmts[k]) if isinstance(g, L.Get)} - {tn}
-        found[tn] = _Candidate(tn, ks[0], ks[-1], bool(d.reduction), reads)
+        counts: dict[Tnode, int] = {}
+        own = 0
+        for x in L.sub_exprs(d.value):
+            if isinstance(x, L.Get) and x.tn != tn:
+                counts[x.tn] = counts.get(x.tn, 0) + 1
+            else:
+                own += 1
+        found[tn] = _Candidate(
+            tn, ks[0], ks[-1], bool(d.reduction), reads, [], own, counts, d.value
+        )
     sites = _read_sites(stmts)
     for tn, c in found.items():
         c.sites = sites.get(tn, [])
@@ -379,6 +408,8 @@ class _Plan:
         self._inputs: dict[Tnode, frozenset[Tnode]] = {}
         self._heavy: dict[Tnode, bool] = {}
         self._positions: dict[Tnode, frozenset[int]] = {}
+        self._size: dict[Tnode, int] = {}
+        self._depth: dict[Tnode, int] = {}
 
     def inputs(self, tn: Tnode) -> frozenset[Tnode]:
         """The stored nodes the inlined computation of ``tn`` reads."""
@@ -409,9 +440,38 @@ class _Plan:
         return self._positions[tn]
 
     def repeats_work(self, tn: Tnode) -> bool:
-        """Inlining ``tn`` would run a reduction loop more often than its cells."""
+        """Inlining ``tn`` would run a reduction loop more often than its cells, or copy a
+        computation larger than :data:`INLINE_SIZE_LIMIT` to several reads."""
         c = self.cands[tn]
+        if len(c.sites) > 1 and self.size(tn) > INLINE_SIZE_LIMIT:
+            return True
+        if self.depth(tn) > INLINE_DEPTH_LIMIT:
+            return True
         return self.heavy(tn) and not (len(c.sites) == 1 and c.sites[0].once)
+
+    def depth(self, tn: Tnode) -> int:
+        """Nesting depth of the inlined computation of ``tn``, its virtual inputs inlined (one
+        more for a reduction's loops)."""
+        if tn not in self._depth:
+            c = self.cands[tn]
+
+            def walk(e: L.Expr) -> int:
+                if isinstance(e, L.Get) and e.tn in self.virtual and e.tn in self.cands:
+                    return self.depth(e.tn)
+                return 1 + max((walk(x) for x in L.children(e)), default=0)
+
+            value = c.value
+            self._depth[tn] = (walk(value) if value is not None else 1) + int(c.reduction)
+        return self._depth[tn]
+
+    def size(self, tn: Tnode) -> int:
+        """Expression nodes of the inlined computation of ``tn``, its virtual inputs inlined."""
+        if tn not in self._size:
+            c = self.cands[tn]
+            self._size[tn] = c.own_size + sum(
+                n * (self.size(r) if r in self.virtual else 1) for r, n in c.read_counts.items()
+            )
+        return self._size[tn]
 
     def changes_meaning(self, tn: Tnode, writers: dict[Tnode, list[int]]) -> bool:
         """Something ``tn``'s inlined computation reads is written after its definition and
@@ -457,12 +517,26 @@ def choose_virtual(
         costly = next((tn for tn in order if plan.repeats_work(tn)), None)
         if costly is not None:
             sites = cands[costly].sites
-            reasons[costly] = (
-                f"not virtual (work rule): inlining would run its reduction again at each of "
-                f"{len(sites)} read(s)"
-                if len(sites) > 1
-                else "not virtual (work rule): its one read visits a cell more than once"
-            )
+            if plan.depth(costly) > INLINE_DEPTH_LIMIT:
+                reasons[costly] = (
+                    f"not virtual (work rule): its inlined computation would nest "
+                    f"{plan.depth(costly)} deep (at most {INLINE_DEPTH_LIMIT})"
+                )
+            elif not plan.heavy(costly):
+                reasons[costly] = (
+                    f"not virtual (work rule): its computation of {plan.size(costly)} "
+                    f"expression nodes would be copied to {len(sites)} reads (at most "
+                    f"{INLINE_SIZE_LIMIT} are)"
+                )
+            elif len(sites) > 1:
+                reasons[costly] = (
+                    "not virtual (work rule): inlining would run its reduction again at each "
+                    f"of {len(sites)} read(s)"
+                )
+            else:
+                reasons[costly] = (
+                    "not virtual (work rule): its one read visits a cell more than once"
+                )
         else:
             costly = next((tn for tn in reversed(order) if plan.changes_meaning(tn, writers)), None)
             if costly is not None:

@@ -20,6 +20,7 @@ import numpy as np
 
 from arrayjit_tnode import precision
 from arrayjit_tnode.errors import UsageError
+from arrayjit_tnode.host_array import margin_value
 from arrayjit_tnode.precision import Prec
 from arrayjit_tnode.tnode import Padding, Tnode
 
@@ -68,7 +69,7 @@ def _check_margins(what: str, tn: Tnode, arr: np.ndarray) -> None:
     inside = np.zeros(arr.shape, dtype=bool)
     inside[tn.logical_slices()] = True
     margins = arr[~inside]
-    expected = np.asarray(pad.value).astype(arr.dtype)
+    expected = np.asarray(margin_value(pad.value, arr.dtype)).astype(arr.dtype)
     wrong = margins != expected
     if tn.prec.is_float and np.isnan(expected):
         wrong = ~np.isnan(margins)

@@ -82,7 +82,7 @@ class HostArrayMixin:
                 if self._array is None:
                     arr = np.zeros(self.prec.host_shape(self.dims), dtype=self.prec.numpy_dtype)
                     if self.padding is not None and self.padding.value is not None:
-                        arr[...] = self.padding.value
+                        arr[...] = margin_value(self.padding.value, arr.dtype)
                         arr[self.logical_slices()] = 0
                     self._array = arr
         return self._array
@@ -158,6 +158,8 @@ class HostArrayMixin:
     def _check_index(self, index: Sequence[SupportsIndex]) -> tuple[int, ...]:
         dims = self.dims_without_padding
         try:
+            if any(isinstance(i, (bool, np.bool_)) for i in index):
+                raise TypeError("a bool is not an index")  # as dims refuse them
             idx = tuple(operator.index(i) for i in index)
         except TypeError:
             raise UsageError(
@@ -199,6 +201,8 @@ class HostArrayMixin:
             raise UsageError(
                 f"set_values: node {self.debug_label}: values are not an array of numbers ({exc})"
             ) from None
+        if vals.dtype.kind in "fO" and not isinstance(values, np.ndarray):
+            vals = _python_ints(values, self.prec, self.debug_label, vals)
         if vals.dtype == object:
             raise UsageError(
                 f"set_values: node {self.debug_label}: values are not an array of numbers "
@@ -287,3 +291,39 @@ class HostArrayMixin:
 
 
 __all__ = ["HostArrayMixin"]
+
+
+def _python_ints(values: Any, prec: Prec, label: str, inferred: np.ndarray) -> np.ndarray:
+    """Nested lists of Python ints for an integer node, read exactly: numpy infers float64
+    (or objects) for ints beyond int64 mixed with others (``[2**64 - 1, 0]``), which would
+    refuse or round values that the precision holds. Anything else: ``inferred`` unchanged."""
+    if prec.is_float or prec is Prec.uint4x32:
+        return inferred
+    try:
+        objs = np.asarray(values, dtype=object)
+    except (ValueError, TypeError):
+        return inferred
+    if objs.size == 0 or not all(type(v) is int for v in objs.flat):
+        return inferred
+    info = np.iinfo(prec.numpy_dtype)
+    for v in objs.flat:
+        if not info.min <= v <= info.max:
+            raise UsageError(
+                f"set_values: node {label}: value {v} is out of the range "
+                f"[{info.min}, {info.max}] of precision {prec}"
+            )
+    return np.array(objs.tolist(), dtype=prec.numpy_dtype)
+
+
+def margin_value(value: float, dtype: np.dtype[Any]) -> float | int:
+    """The padding value as the margins of an array of ``dtype`` hold it: for an integer dtype,
+    converted by the IR's float-to-integer rule (truncation toward zero, saturating at the
+    type's bounds, NaN gives 0), where numpy would raise or wrap (-1 into a byte, NaN)."""
+    if dtype.kind not in "iu":
+        return value
+    info = np.iinfo(dtype)
+    if np.isnan(value):
+        return 0
+    if np.isinf(value):
+        return int(info.max) if value > 0 else int(info.min)
+    return min(max(int(value), int(info.min)), int(info.max))

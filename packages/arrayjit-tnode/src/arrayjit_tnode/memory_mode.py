@@ -29,6 +29,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from arrayjit_tnode.errors import UsageError
+
 
 class Sharing(enum.Enum):
     """How the streams of one device share a node's buffer."""
@@ -176,6 +178,26 @@ _BY_LEAVES: dict[frozenset[str], type] = {v: k for k, v in _LEAVES.items()}
 class Conflict(Exception):
     """Raised by :func:`refine` when two decisions contradict each other (internal: the tensor
     node turns it into a :class:`~arrayjit_tnode.errors.MemoryModeError` with provenances)."""
+
+
+def check_mode(who: str, mode: object, provenance: object) -> None:
+    """Check ``(mode, provenance)``: ``mode`` an instance of one of the mode classes (not the
+    class itself, not its name), ``provenance`` an ``int`` (not a ``bool``).
+
+    Raises:
+        UsageError: either is of the wrong type; the message starts with ``who``.
+    """
+    if not isinstance(mode, ALL_MODE_KINDS):
+        names = ", ".join(f"{k.__name__}()" for k in ALL_MODE_KINDS)
+        raise UsageError(
+            f"{who}: a memory mode must be an instance such as Virtual() or On_device(), got "
+            f"{mode!r} ({type(mode).__name__}); modes: {names}"
+        )
+    if isinstance(provenance, bool) or not isinstance(provenance, int):
+        raise UsageError(
+            f"{who}: a memory-mode provenance must be an int, got {provenance!r} "
+            f"({type(provenance).__name__})"
+        )
 
 
 def leaves(mode: MemoryMode) -> frozenset[str]:

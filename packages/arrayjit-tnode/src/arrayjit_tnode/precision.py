@@ -134,10 +134,13 @@ def parse(name: str | Prec) -> Prec:
     """Parse a precision from its name, case-insensitively (``"SINGLE"``, ``"single"``).
 
     Also accepts a few common aliases (``float32``, ``float64``, ``float16``, ``bf16``,
-    ``uint8``). Raises :class:`UsageError` listing the valid names for an unknown one.
+    ``uint8``), numpy dtypes and scalar types (``np.float32``). Raises :class:`UsageError`
+    listing the valid names for an unknown one.
     """
     if isinstance(name, Prec):
         return name
+    if isinstance(name, type) and issubclass(name, np.generic):
+        name = np.dtype(name).name  # np.float32, ml_dtypes.bfloat16: as their dtypes are
     key = str(name).strip().lower()
     key = _ALIASES.get(key, key)
     try:

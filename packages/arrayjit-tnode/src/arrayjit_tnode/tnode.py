@@ -52,6 +52,11 @@ class Padding:
     axes: tuple[tuple[int, int], ...]
     value: float | None = 0.0
 
+    def __post_init__(self) -> None:
+        v = self.value
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))):
+            raise UsageError(f"Padding: the value must be a number or None, got {v!r}")
+
 
 MAX_BYTES = (1 << 63) - 1
 """The largest buffer a node may have: generated code indexes with 64-bit signed integers."""
@@ -202,7 +207,7 @@ class Tnode(HostArrayMixin):
         label: str | Sequence[str] = (),
         hosted: bool = False,
         padding: Padding | None = None,
-        memory_mode: tuple[mm.MemoryMode, int] | None = None,
+        memory_mode: mm.MemoryMode | tuple[mm.MemoryMode, int] | None = None,
     ) -> Tnode:
         """Create and register a node.
 
@@ -214,14 +219,19 @@ class Tnode(HostArrayMixin):
             label: display components, a string or a list, most specific last.
             hosted: give the node a host array (mode ``Hosted(Unset_hosted)``).
             padding: margins added around the logical dims.
-            memory_mode: an initial ``(mode, provenance)``.
+            memory_mode: an initial mode (``Virtual()``, provenance 0) or ``(mode, provenance)``.
 
         Raises:
-            UsageError: a negative dim, a padding of the wrong rank, an unknown precision.
+            UsageError: a negative dim, a padding of the wrong rank, an unknown precision, a
+                memory mode that is not a mode instance.
         """
         tn = object.__new__(cls)
         tn.id = _fresh_id()
-        tn.label = [label] if isinstance(label, str) else [str(s) for s in label]
+        if not isinstance(label, (str, Sequence, type(None))) or not isinstance(
+            padding, (Padding, type(None))
+        ):
+            raise UsageError(f"Tnode.create: label {label!r} or padding {padding!r} is invalid")
+        tn.label = [label] if isinstance(label, str) else [str(s) for s in label or ()]
         tn._lock = threading.Lock()
         tn.padding = padding
         tn._dims = None
@@ -244,7 +254,10 @@ class Tnode(HostArrayMixin):
         tn.backend_info = {}
         tn.code_name = None
         if memory_mode is not None:
-            tn.update_memory_mode(*memory_mode)
+            if isinstance(memory_mode, tuple) and len(memory_mode) == 2:
+                tn.update_memory_mode(*memory_mode)
+            else:
+                tn.update_memory_mode(memory_mode, 0)
         if hosted:
             tn.update_memory_mode(mm.Hosted(), 0)
         with _registry_lock:
@@ -435,7 +448,9 @@ class Tnode(HostArrayMixin):
         Raises:
             MemoryModeError: ``mode`` contradicts the current decision; the message names the
                 node and both provenances.
+            UsageError: ``mode`` is not a mode instance or ``provenance`` not an int.
         """
+        mm.check_mode(f"node {self.debug_label}", mode, provenance)
         with self._lock:
             old = self.memory_mode
             try:
