@@ -102,6 +102,13 @@ def test_static_bindings(backend: Backend) -> None:
         r.bindings["i"] = 3
     with pytest.raises(UsageError, match=r"routine pick has no static index 'j'"):
         r.bindings["j"] = 0
+    r.bindings[i] = 2  # the symbol itself as the key
+    assert r.bindings["i"] == r.bindings[i] == 2
+    r()
+    backend.to_host(r.context, row)
+    np.testing.assert_allclose(row.get_values(), data.get_values()[2])
+    with pytest.raises(UsageError, match=r"static index i = 5 is out of range"):
+        r.bindings.update({i: 5})
 
 
 def test_memory_accounting_and_release(backend: Backend) -> None:

@@ -36,8 +36,8 @@ ASSIGNMENT_TYPES = (Accum_op, Fetch, Block, Noop)
 
 
 class Bindings(MutableMapping[str, int]):
-    """Static-index values of a routine, by symbol name (all 0 at first), each checked against
-    its symbol's range whichever way it is set."""
+    """Static-index values of a routine, by symbol name (all 0 at first; the symbol itself is
+    accepted as a key too), each checked against its symbol's range whichever way it is set."""
 
     __slots__ = ("_routine", "_symbols", "_values")
 
@@ -46,17 +46,19 @@ class Bindings(MutableMapping[str, int]):
         self._values = {s.name: 0 for s in symbols}
         self._routine = routine
 
-    def __getitem__(self, key: str) -> int:
-        return self._values[key]
+    def __getitem__(self, key: str | StaticSymbol) -> int:
+        return self._values[key.name if isinstance(key, StaticSymbol) else key]
 
-    def __setitem__(self, key: str, value: int) -> None:
-        """Set a static index.
+    def __setitem__(self, key: str | StaticSymbol, value: int) -> None:
+        """Set a static index, named or given as its symbol.
 
         Raises:
             UsageError: the routine has no such static index, ``value`` is not an integer
                 (``bool`` and floats are refused, never truncated), or it is out of the
                 symbol's range ``0 <= value < range``.
         """
+        if isinstance(key, StaticSymbol):
+            key = key.name
         sym = self._symbols.get(key)
         if sym is None:
             raise UsageError(
