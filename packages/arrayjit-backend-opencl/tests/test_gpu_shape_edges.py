@@ -1,0 +1,54 @@
+"""Programs shaped almost like the GPU renderer's special kernels (folded fills, full
+reductions, cooperative cell reductions), where a legality check or an edge of the kernel would
+give other values than the serial code; values against the interpreter over the unoptimized
+lowered code.
+
+This module's backend takes 64 lanes per reduced cell (``ARRAYJIT_GPU_CELL_LANES``), the shape
+GPUs get: only then is a half or bfloat16 full reduction a grid reduction on PoCL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+import pytest
+from opencl_helpers import node
+
+from arrayjit_backend_opencl.renderer import OpenclSyntax
+from arrayjit_conformance.harness import run_against_interpreter
+from arrayjit_ir import ir, lower, optimize
+from arrayjit_ir.assignments import Constant
+
+GPU_CELL_LANES = 64
+"""The GPU shape on PoCL (read by the ``backend`` fixture)."""
+
+
+@pytest.mark.parametrize(
+    ("prec", "fill", "terms", "want"),
+    [
+        # half(1000.3) is 1000.5; 1000.5 + 0.3 rounds to 1001, 1000.3 + 0.3 to 1000.5.
+        ("half", 1000.3, [0.1, 0.1, 0.1], 1001.0),
+        # bfloat16(1001.9) is 1000; 1000 + 2 ties to even (1000), 1003.9 rounds to 1004.
+        ("bfloat16", 1001.9, [1.0, 1.0], 1000.0),
+    ],
+)
+def test_small_float_full_reduction_starts_from_the_stored_fill(
+    backend: Any, prec: str, fill: float, terms: list[float], want: float
+) -> None:
+    """A fill of a small-float scalar, then a sum into it: the grid reduction's last kernel
+    combines the fill's constant instead of reading the cell, which must be the constant as
+    the cell holds it (rounded to the node's precision), not the unrounded constant."""
+    x, y = node((256,), "x", prec), node((), "y", prec)
+    comp = ir.block(
+        ir.fetch(y, Constant(fill)), ir.accum(y, "add", x, spec="i->", initialize_neutral=False)
+    )
+    dtype = np.float16 if prec == "half" else ml_dtypes.bfloat16
+    vx = np.zeros(256, dtype)
+    vx[: len(terms)] = terms
+    [(got, ref)] = run_against_interpreter(backend, comp, {x: vx}, [y])
+    assert float(ref) == want
+    assert float(got) == want
+    # The shape under test: one grid reduction (two kernels), the fill folded into it.
+    program = OpenclSyntax(cell_lanes=64).render_program(optimize(lower(comp), name="f"), "f")
+    assert len(program.kernels) == 2
