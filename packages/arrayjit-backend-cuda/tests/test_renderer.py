@@ -284,3 +284,31 @@ def test_row_chains_compile_to_ptx() -> None:
     assert NVCC is not None
     text = compile_to(_row_chains().source, NVCC, "sm_80", "ptx", "chains").decode()
     assert text.count(".entry") == 2 and text.count("bar.sync") >= 7
+
+
+def _folded_small_float_fills() -> GpuProgram:
+    """A fill of a half and of a bfloat16 scalar, each then summed into: the grid reduction's
+    last kernel combines the fill's constant as the cell holds it (rounded)."""
+    items = []
+    for prec in ("half", "bfloat16"):
+        x, y = _node((4096,), f"x_{prec}", prec), _node((), f"y_{prec}", prec)
+        items += [
+            ir.fetch(y, ir.Constant(1000.3)),
+            ir.accum(y, "add", x, spec="i->", initialize_neutral=False),
+        ]
+    return CudaSyntax().render_program(optimize(lower(ir.block(*items)), name="f"), "aj_fills")
+
+
+def test_folded_small_float_fills_round_the_constant() -> None:
+    program = _folded_small_float_fills()
+    assert len(program.kernels) == 4  # two grid reductions, no fill kernels
+    src = program.source
+    assert "__half2float(__float2half_rn(((float)1000.3)))" in src
+    assert "aj_bf16_to_f32(aj_f32_to_bf16(((float)1000.3)))" in src
+
+
+@needs_nvcc
+def test_folded_small_float_fills_compile_to_ptx() -> None:
+    assert NVCC is not None
+    text = compile_to(_folded_small_float_fills().source, NVCC, "sm_80", "ptx", "fills").decode()
+    assert text.count(".entry") == 4
