@@ -1,10 +1,10 @@
-"""Programs shaped almost like the GPU renderer's special kernels (folded fills, full
-reductions, cooperative cell reductions), where a legality check or an edge of the kernel would
-give other values than the serial code; values against the interpreter over the unoptimized
-lowered code.
+"""Programs shaped almost like the GPU renderer's special kernels, where a legality check or
+an edge of the kernel would give other values than the serial code; values against the
+interpreter over the unoptimized lowered code. So far: a fill folded into a small-float full
+reduction's final combine.
 
 This module's backend takes 64 lanes per reduced cell (``ARRAYJIT_GPU_CELL_LANES``), the shape
-GPUs get: only then is a half or bfloat16 full reduction a grid reduction on PoCL."""
+GPUs get: only then is a half, bfloat16 or fp8 full reduction a grid reduction on PoCL."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ GPU_CELL_LANES = 64
         ("half", 1000.3, [0.1, 0.1, 0.1], 1001.0),
         # bfloat16(1001.9) is 1000; 1000 + 2 ties to even (1000), 1003.9 rounds to 1004.
         ("bfloat16", 1001.9, [1.0, 1.0], 1000.0),
+        # fp8(970) is 1024; 1024 + 160 rounds to 1280, 970 + 160 to 1024.
+        ("fp8", 970.0, [160.0], 1280.0),
     ],
 )
 def test_small_float_full_reduction_starts_from_the_stored_fill(
@@ -43,7 +45,7 @@ def test_small_float_full_reduction_starts_from_the_stored_fill(
     comp = ir.block(
         ir.fetch(y, Constant(fill)), ir.accum(y, "add", x, spec="i->", initialize_neutral=False)
     )
-    dtype = np.float16 if prec == "half" else ml_dtypes.bfloat16
+    dtype = {"half": np.float16, "bfloat16": ml_dtypes.bfloat16, "fp8": ml_dtypes.float8_e5m2}[prec]
     vx = np.zeros(256, dtype)
     vx[: len(terms)] = terms
     [(got, ref)] = run_against_interpreter(backend, comp, {x: vx}, [y])
