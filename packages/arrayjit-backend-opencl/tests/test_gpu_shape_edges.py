@@ -1,7 +1,7 @@
 """Programs shaped almost like the GPU renderer's special kernels, where a legality check or
 an edge of the kernel would give other values than the serial code; values against the
 interpreter over the unoptimized lowered code. So far: a fill folded into a small-float full
-reduction's final combine.
+reduction's final combine; a row step's inlined reductions of two compute types.
 
 This module's backend takes 64 lanes per reduced cell (``ARRAYJIT_GPU_CELL_LANES``), the shape
 GPUs get: only then is a half, bfloat16 or fp8 full reduction a grid reduction on PoCL."""
@@ -19,6 +19,7 @@ from arrayjit_backend_opencl.renderer import OpenclSyntax
 from arrayjit_conformance.harness import run_against_interpreter
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.assignments import Constant
+from arrayjit_tnode import Tnode
 
 GPU_CELL_LANES = 64
 """The GPU shape on PoCL (read by the ``backend`` fixture)."""
@@ -54,3 +55,35 @@ def test_small_float_full_reduction_starts_from_the_stored_fill(
     # The shape under test: one grid reduction (two kernels), the fill folded into it.
     program = OpenclSyntax(cell_lanes=64).render_program(optimize(lower(comp), name="f"), "f")
     assert len(program.kernels) == 2
+
+
+@pytest.mark.parametrize("other", ["int32", "double"])
+@pytest.mark.parametrize("swap", [False, True], ids=["s-t", "t-s"])
+def test_inlined_row_reductions_of_two_compute_types(backend: Any, other: str, swap: bool) -> None:
+    """A per-row statement into which the optimizer inlined a float32 row sum and a row sum of
+    another compute type: they cannot share one local array of lanes (the float32 tree ran in
+    an ``int32_t`` array: 102.07 became 103; a double tree in a float array rounds). The terms
+    are chosen so that every order of addition is exact: values are compared exactly."""
+    rows, cols = 4, 300
+    x, xo, y = (
+        node((rows, cols), "x"),
+        node((rows, cols), "xo", other),
+        node((rows,), "y", "double"),
+    )
+    s = Tnode.create((rows,), prec="single", label="s")
+    t = Tnode.create((rows,), prec=other, label="t")
+    comp = ir.block(
+        ir.accum(s, "add", x, spec="ij->i"),
+        ir.accum(t, "add", xo, spec="ij->i"),
+        ir.binop(y, "sub", *((t, s) if swap else (s, t))),
+    )
+    rng = np.random.default_rng(3)
+    vx = rng.integers(-8, 8, (rows, cols)) * np.float32(0.125) + np.float32(0.25)
+    vo = rng.integers(-5, 5, (rows, cols)).astype(np.float64)
+    if other == "double":
+        vo += 2.0**-30  # exact in double, lost in float
+    vo = vo.astype(xo.prec.numpy_dtype)
+    [(got, ref)] = run_against_interpreter(backend, comp, {x: vx, xo: vo}, [y])
+    want = vx.astype(np.float64).sum(1) - vo.astype(np.float64).sum(1)
+    np.testing.assert_array_equal(ref, -want if swap else want)
+    np.testing.assert_array_equal(got, ref)
