@@ -284,3 +284,58 @@ def test_row_chains_compile_to_ptx() -> None:
     assert NVCC is not None
     text = compile_to(_row_chains().source, NVCC, "sm_80", "ptx", "chains").decode()
     assert text.count(".entry") == 2 and text.count("bar.sync") >= 7
+
+
+def _folded_small_float_fills() -> GpuProgram:
+    """A fill of a half and of a bfloat16 scalar, each then summed into: the grid reduction's
+    last kernel combines the fill's constant as the cell holds it (rounded)."""
+    items = []
+    for prec in ("half", "bfloat16"):
+        x, y = _node((4096,), f"x_{prec}", prec), _node((), f"y_{prec}", prec)
+        items += [
+            ir.fetch(y, ir.Constant(1000.3)),
+            ir.accum(y, "add", x, spec="i->", initialize_neutral=False),
+        ]
+    return CudaSyntax().render_program(optimize(lower(ir.block(*items)), name="f"), "aj_fills")
+
+
+def test_folded_small_float_fills_round_the_constant() -> None:
+    program = _folded_small_float_fills()
+    assert len(program.kernels) == 4  # two grid reductions, no fill kernels
+    src = program.source
+    assert "__half2float(__float2half_rn(((float)1000.3)))" in src
+    assert "aj_bf16_to_f32(aj_f32_to_bf16(((float)1000.3)))" in src
+
+
+@needs_nvcc
+def test_folded_small_float_fills_compile_to_ptx() -> None:
+    assert NVCC is not None
+    text = compile_to(_folded_small_float_fills().source, NVCC, "sm_80", "ptx", "fills").decode()
+    assert text.count(".entry") == 4
+
+
+def _mixed_inlined_sums() -> GpuProgram:
+    """A per-row statement with an inlined float32 and an inlined int32 row sum (1000 terms):
+    they cannot share one shared-memory array of lanes, so the row keeps one thread."""
+    x, xi, y = _node((64, 1000), "x"), _node((64, 1000), "xi", "int32"), _node((64,), "y")
+    s = Tnode.create((64,), prec="single", label="s")
+    t = Tnode.create((64,), prec="int32", label="t")
+    comp = ir.block(
+        ir.accum(s, "add", x, spec="ij->i"),
+        ir.accum(t, "add", xi, spec="ij->i"),
+        ir.binop(y, "sub", s, t),
+    )
+    return CudaSyntax().render_program(optimize(lower(comp), name="mixed"), "aj_mixed")
+
+
+def test_inlined_sums_of_two_compute_types_keep_a_thread_per_row() -> None:
+    program = _mixed_inlined_sums()
+    assert [(k.global_size, k.local_size) for k in program.kernels] == [(64, None)]
+    assert "__shared__" not in program.source
+
+
+@needs_nvcc
+def test_inlined_sums_of_two_compute_types_compile_to_ptx() -> None:
+    assert NVCC is not None
+    text = compile_to(_mixed_inlined_sums().source, NVCC, "sm_80", "ptx", "mixed").decode()
+    assert text.count(".entry") == 1

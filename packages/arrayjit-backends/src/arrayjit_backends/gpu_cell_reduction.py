@@ -250,7 +250,11 @@ def render_cell_body(
     render_lanes(syn, cr, lanes, out, indent)
     ct = syn.compute_type(tn.prec)
     cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
-    old = f"(({ct}){syn.load(tn.prec, cell)})" if cr.init is None else syn.const(cr.init, ct)
+    old = (
+        f"(({ct}){syn.load(tn.prec, cell)})"
+        if cr.init is None
+        else syn.stored_const(tn.prec, cr.init)
+    )
     final = syn.binop(cr.op, old, "aj_sh[0]", ct, ct not in ("float", "double"))
     out.add(indent, f"if (aj_lid == 0) {cell} = {syn.store(tn.prec, final)};")
 

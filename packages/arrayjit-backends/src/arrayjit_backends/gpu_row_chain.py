@@ -292,7 +292,9 @@ def fuse_rows(syn: GpuSyntax, pieces: Sequence[_Piece]) -> list[_Piece]:
                 continue
             close()
         first = _as_step(syn, p, p.nest) if p.nest else None
-        if first is None or not first.cooperative:
+        # A step alone must fit too: inlined reductions of two compute types cannot share
+        # the local array of lanes (the step then keeps one work item per row).
+        if first is None or not first.cooperative or not _fits(syn, [first]):
             result.append(p)
             continue
         steps.append(first)

@@ -607,6 +607,16 @@ class GpuSyntax(CSyntax):
         out.add(indent + 1, self.barrier)
         out.add(indent, "}")
 
+    def stored_const(self, prec: Prec, v: float) -> str:
+        """The constant ``v`` as a cell of ``prec`` holds it once stored, in the compute type: a
+        folded fill stands for the cell's value, which a half, bfloat16 or fp8 cell holds
+        rounded (``1000.3`` is ``1000.5`` in a half cell)."""
+        ct = self.compute_type(prec)
+        c = self.const(v, ct)
+        if not L.rounds_when_stored(prec):
+            return c
+        return f"(({ct}){self.load(prec, self.store(prec, c))})"
+
     def _reduction_kernels(
         self,
         red: ScalarReduction,
@@ -627,7 +637,11 @@ class GpuSyntax(CSyntax):
         groups = max(1, min(self.max_groups, -(-total // group)))
         idempotent = red.op in (ops.Binop.max, ops.Binop.min)
         # The cell's value before the reduction: the folded fill's constant, else the cell.
-        before = f"(({ct}){self.load(tn.prec, cell)})" if init is None else self.const(init, ct)
+        before = (
+            f"(({ct}){self.load(tn.prec, cell)})"
+            if init is None
+            else self.stored_const(tn.prec, init)
+        )
         start = before if idempotent else self.const(ops.partial_start(red.op, not is_int), ct)
 
         def combine(a: str, b: str) -> str:
