@@ -153,6 +153,23 @@ def run_against_interpreter(
     return result
 
 
+def check_against_numpy(
+    backend: Any,
+    comp: Any,
+    inputs: Mapping[Tnode, np.ndarray],
+    expected: Mapping[Tnode, np.ndarray],
+    prec: str = "single",
+) -> None:
+    """Run ``comp`` once (:func:`run_against_interpreter`); every node of ``expected`` equals
+    numpy's value (within ``prec``'s tolerance) on the backend and in the oracle."""
+    outs = list(expected)
+    pairs = run_against_interpreter(backend, comp, inputs, outs)
+    for tn, (got, ref) in zip(outs, pairs):
+        want = np.asarray(expected[tn], dtype=np.float64)
+        assert_close(ref, want, prec, what=f"oracle vs numpy, {tn.debug_label}")
+        assert_close(got, want, prec, what=f"{backend.name} vs numpy, {tn.debug_label}")
+
+
 def check_program(backend: Any, program: Program, runs: int = 2, interpreters: bool = True) -> None:
     """Run a random program ``runs`` times in a row on ``backend`` (each run continues from the
     previous one's values) and check every hosted node after each run (:func:`check_runs`,

@@ -11,6 +11,7 @@ import pytest
 
 from arrayjit_conformance.harness import (
     assert_close,
+    check_against_numpy,
     check_program,
     hosted,
     new_context,
@@ -23,23 +24,6 @@ from arrayjit_tnode import Tnode
 RNG = np.random.default_rng(13)
 
 
-def _check(
-    backend: Any,
-    comp: Any,
-    inputs: dict[Tnode, np.ndarray],
-    expected: dict[Tnode, np.ndarray],
-    prec: str = "single",
-) -> None:
-    """Run ``comp`` once; every node of ``expected`` equals numpy's value on the backend and in
-    the oracle (the interpreter over the optimized code is checked by the harness)."""
-    outs = list(expected)
-    pairs = run_against_interpreter(backend, comp, inputs, outs)
-    for tn, (got, ref) in zip(outs, pairs):
-        want = np.asarray(expected[tn], dtype=np.float64)
-        assert_close(ref, want, prec, what=f"oracle vs numpy, {tn.debug_label}")
-        assert_close(got, want, prec, what=f"{backend.name} vs numpy, {tn.debug_label}")
-
-
 # ---- section 1: the optimizer keeps the meaning of a block ----
 
 
@@ -49,7 +33,9 @@ def test_definition_not_inlined_past_a_write_to_its_input(backend: Any) -> None:
     t, y = Tnode.create((3,), label="t"), hosted((3,), "y")
     comp = ir.block(ir.unop(t, "relu", p), ir.binop(p, "sub", p, one), ir.unop(y, "identity", t))
     vp = np.array([-1.0, 0.5, 2.0])
-    _check(backend, comp, {p: vp, one: np.array(1.0)}, {y: np.maximum(vp, 0), p: vp - 1})
+    check_against_numpy(
+        backend, comp, {p: vp, one: np.array(1.0)}, {y: np.maximum(vp, 0), p: vp - 1}
+    )
 
 
 def test_centring_in_place(backend: Any) -> None:
@@ -62,7 +48,7 @@ def test_centring_in_place(backend: Any) -> None:
         ir.binop(p, "sub", p, m),
     )
     vp = np.array([1.0, 2.0, 3.0, 6.0])
-    _check(backend, comp, {p: vp, quarter: np.array(0.25)}, {p: vp - vp.mean()})
+    check_against_numpy(backend, comp, {p: vp, quarter: np.array(0.25)}, {p: vp - vp.mean()})
 
 
 def test_row_centring(backend: Any) -> None:
@@ -76,7 +62,7 @@ def test_row_centring(backend: Any) -> None:
     )
     vx = RNG.uniform(-2, 2, (5, 7))
     want = vx - vx.astype(np.float32).mean(1, keepdims=True)
-    _check(backend, comp, {x: vx, inv: np.array(1 / 7)}, {y: want})
+    check_against_numpy(backend, comp, {x: vx, inv: np.array(1 / 7)}, {y: want})
 
 
 @pytest.mark.parametrize("accum", ["add", "sub", "mul", "div", "max", "min"])
@@ -101,7 +87,7 @@ def test_accumulation_of_one_or_more_terms(backend: Any, accum: str, cols: int, 
     for j in range(cols):
         want = fn(want, vx[:, j])
     comp = ir.accum(y, accum, x, spec="ij->i", initialize_neutral=init)
-    _check(backend, comp, {x: vx, y: vy}, {y: want}, "double")
+    check_against_numpy(backend, comp, {x: vx, y: vy}, {y: want}, "double")
 
 
 @pytest.mark.parametrize("accum,neutral", [("add", 0.0), ("max", -np.inf), ("min", np.inf)])
@@ -109,7 +95,7 @@ def test_reduction_over_an_empty_axis_gives_the_neutral_element(
     backend: Any, accum: str, neutral: float
 ) -> None:
     x, y = hosted((0,), "x"), hosted((), "y")
-    _check(
+    check_against_numpy(
         backend,
         ir.accum(y, accum, x, spec="i->"),
         {x: np.zeros(0), y: np.array(7.0)},
@@ -120,7 +106,7 @@ def test_reduction_over_an_empty_axis_gives_the_neutral_element(
 def test_matmul_over_an_empty_axis_gives_zeros(backend: Any) -> None:
     a, b, c = hosted((2, 0), "a"), hosted((0, 3), "b"), hosted((2, 3), "c")
     comp = ir.accum(c, "add", a, b, op="mul", spec="ik,kj->ij")
-    _check(
+    check_against_numpy(
         backend,
         comp,
         {a: np.zeros((2, 0)), b: np.zeros((0, 3)), c: np.full((2, 3), 5.0)},
@@ -143,7 +129,7 @@ def test_reduction_inlined_twice_into_one_expression(backend: Any) -> None:
     )
     vx = RNG.uniform(-1, 1, (3, 4))
     r = np.maximum(vx.astype(np.float32).sum(1), 0)
-    _check(backend, comp, {x: vx}, {y: np.outer(r, r)})
+    check_against_numpy(backend, comp, {x: vx}, {y: np.outer(r, r)})
 
 
 def test_scope_shared_by_two_statements(backend: Any) -> None:
@@ -160,7 +146,9 @@ def test_scope_shared_by_two_statements(backend: Any) -> None:
     )
     vx = RNG.uniform(-0.5, 1.0, (3, 4))
     r = max(float(vx.astype(np.float32).sum()), 0.0)
-    _check(backend, comp, {x: vx, c: np.array(1.5)}, {y1: np.array(r + 1.5), y2: np.array(-r)})
+    check_against_numpy(
+        backend, comp, {x: vx, c: np.array(1.5)}, {y1: np.array(r + 1.5), y2: np.array(-r)}
+    )
 
 
 def test_gpu_kernel_with_a_zero_out_piece(backend: Any) -> None:
@@ -174,7 +162,7 @@ def test_gpu_kernel_with_a_zero_out_piece(backend: Any) -> None:
         ir.accum(t2, "add", x0, spec="ac->ad"),
         ir.binop(y, "mul", t2, t2),
     )
-    _check(backend, comp, {}, {y: np.full((2, 4), (0.75 * 3) ** 2)})
+    check_against_numpy(backend, comp, {}, {y: np.full((2, 4), (0.75 * 3) ** 2)})
 
 
 def test_gpu_kernel_with_a_zero_out_piece_materialized(backend: Any) -> None:
@@ -189,7 +177,7 @@ def test_gpu_kernel_with_a_zero_out_piece_materialized(backend: Any) -> None:
         ir.unop(z, "neg", t2, spec="ad->da"),
     )
     v = np.full((2, 4), 0.75 * 3)
-    _check(backend, comp, {}, {y: v, z: -v.T})
+    check_against_numpy(backend, comp, {}, {y: v, z: -v.T})
 
 
 def test_relu_gate_with_a_broadcast(backend: Any) -> None:
@@ -199,7 +187,7 @@ def test_relu_gate_with_a_broadcast(backend: Any) -> None:
     vt5 = np.array([-1, 0, 1, -1, 0, 1, -1, 0], dtype=np.float64).reshape(2, 4)
     comp = ir.binop(t6, "relu_gate", t5, x0, spec="cb,cba->cba")
     want = np.where(vt5[:, :, None] > 0, 1.0, 0.0) * np.ones((2, 4, 3))
-    _check(backend, comp, {t5: vt5, x0: np.ones((2, 4, 3))}, {t6: want})
+    check_against_numpy(backend, comp, {t5: vt5, x0: np.ones((2, 4, 3))}, {t6: want})
 
 
 # ---- minimal programs hypothesis shrank failures to ----
@@ -308,7 +296,7 @@ def test_empty_accumulation_leaves_other_nodes_intact(backend: Any) -> None:
     sync_llvm and multicore_llvm)."""
     x0, x1, t3 = hosted((2, 0), "x0"), hosted((), "x1"), hosted((0,), "t3")
     comp = ir.accum(t3, "add", x0, x1, op="mul", spec="ca,->a")
-    _check(
+    check_against_numpy(
         backend,
         comp,
         {x0: np.zeros((2, 0)), x1: np.array(1.5), t3: np.zeros(0)},
@@ -345,7 +333,7 @@ def test_where_on_an_inlined_integer_constant(backend: Any) -> None:
     c = Tnode.create((), prec="int32", label="c")
     a, b, y = (hosted((2,), n, "int32") for n in "aby")
     comp = ir.block(ir.fetch(c, ir.Constant(-0.25)), ir.ternop(y, "where", c, a, b))
-    _check(
+    check_against_numpy(
         backend,
         comp,
         {a: np.array([1, 2]), b: np.array([7, 8])},
@@ -360,7 +348,7 @@ def test_inlined_integer_constant_in_a_float_expression(backend: Any) -> None:
     x, y = hosted((2,), "x", "double"), hosted((2,), "y", "double")
     comp = ir.block(ir.fetch(c, ir.Constant(2.75)), ir.binop(y, "add", x, c))
     vx = np.array([0.25, 1.5])
-    _check(backend, comp, {x: vx}, {y: vx + 2}, "double")
+    check_against_numpy(backend, comp, {x: vx}, {y: vx + 2}, "double")
 
 
 def test_inlined_single_node_rounds_in_a_double_expression(backend: Any) -> None:

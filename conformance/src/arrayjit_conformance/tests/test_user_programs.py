@@ -8,26 +8,12 @@ from typing import Any
 
 import numpy as np
 
-from arrayjit_conformance.harness import assert_close, hosted, run_against_interpreter
+from arrayjit_conformance.harness import (
+    check_against_numpy,
+    hosted,
+)
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
-
-
-def _check(
-    backend: Any,
-    comp: Any,
-    inputs: dict[Tnode, np.ndarray],
-    expected: dict[Tnode, np.ndarray],
-    prec: str = "single",
-) -> None:
-    """Run ``comp`` once; every node of ``expected`` equals numpy's value on the backend and in
-    the oracle."""
-    outs = list(expected)
-    pairs = run_against_interpreter(backend, comp, inputs, outs)
-    for tn, (got, ref) in zip(outs, pairs):
-        want = np.asarray(expected[tn], dtype=np.float64)
-        assert_close(ref, want, prec, what=f"oracle vs numpy, {tn.debug_label}")
-        assert_close(got, want, prec, what=f"{backend.name} vs numpy, {tn.debug_label}")
 
 
 def test_integer_quotient_inlined_into_a_where_condition(backend: Any) -> None:
@@ -47,7 +33,7 @@ def test_integer_quotient_inlined_into_a_where_condition(backend: Any) -> None:
     va, vb = np.array([7, -7, 9, 1]), np.array([2, 2, 4, 3])
     vz = np.array([3.0, -3.0, 2.0, 0.0])  # the truncated quotients: every condition is 0
     inputs = {a: va, b: vb, z: vz, one: np.ones(4), two: np.full(4, 2.0)}
-    _check(backend, comp, inputs, {y: np.full(4, 2.0)})
+    check_against_numpy(backend, comp, inputs, {y: np.full(4, 2.0)})
 
 
 def test_integer_tanh_inlined_into_a_where_condition(backend: Any) -> None:
@@ -65,7 +51,7 @@ def test_integer_tanh_inlined_into_a_where_condition(backend: Any) -> None:
     )
     vx = np.array([1, -1, 2, 0, 5])
     inputs = {x: vx, z: np.zeros(5), one: np.ones(5), two: np.full(5, 2.0)}
-    _check(backend, comp, inputs, {y: np.full(5, 2.0)})
+    check_against_numpy(backend, comp, inputs, {y: np.full(5, 2.0)})
 
 
 def test_unrolled_newton_iteration_compiles_and_converges(backend: Any) -> None:
@@ -93,7 +79,7 @@ def test_unrolled_newton_iteration_compiles_and_converges(backend: Any) -> None:
         ]
         xs.append(nxt)
     va = np.array([2.0, 9.0, 0.25, 100.0, 3.0, 1.0])
-    _check(backend, ir.block(*stmts), {a: va}, {y: np.sqrt(va)}, "double")
+    check_against_numpy(backend, ir.block(*stmts), {a: va}, {y: np.sqrt(va)}, "double")
 
 
 def test_a_long_chain_of_single_reads_compiles(backend: Any) -> None:
@@ -114,4 +100,4 @@ def test_a_long_chain_of_single_reads_compiles(backend: Any) -> None:
     want = vx.copy()
     for _ in range(200):
         want = want * vc + vx
-    _check(backend, ir.block(*stmts), {x: vx, c: vc}, {y: want}, "double")
+    check_against_numpy(backend, ir.block(*stmts), {x: vx, c: vc}, {y: want}, "double")
