@@ -377,6 +377,14 @@ def scenario_mismatch(backend: Any) -> None:
     backend.to_host(routine.context, ok)
     np.testing.assert_array_equal(ok.get_values(), np.full(4, SIZE * (SIZE + 1), np.float32))
     comm.close()
+    expect_usage_error(comm.barrier, "is closed")
+    # One rank (MPI.COMM_SELF): the dims of src and dst agree, but one node cannot be both.
+    with Communicator(backend, routine.context, MPI.COMM_SELF) as alone:
+        expect_usage_error(lambda: alone.all_gather(ok, ok), "src and dst are one node ok")
+        expect_usage_error(lambda: alone.reduce_scatter(ok, ok), "src and dst are one node ok")
+        alone.all_reduce(ok, "max")  # still usable: one rank's max is its own value
+        backend.to_host(routine.context, ok)
+        np.testing.assert_array_equal(ok.get_values(), np.full(4, SIZE * (SIZE + 1), np.float32))
 
 
 def _doubled_ones(backend: Any) -> tuple[Any, Tnode, Communicator]:

@@ -117,3 +117,26 @@ def test_data_parallel_demo(backend: str, n: int, entry: str) -> None:
     assert done.returncode == 0, out
     assert f"on {backend}, {n} rank(s)" in done.stdout, out
     assert done.stdout.count("[ok]") == 2 and "all checks passed" in done.stdout, out
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (["--steps", "0"], "argument --steps: 0 is not at least 1"),
+        (["--per-rank", "-1"], "argument --per-rank: -1 is not at least 1"),
+        (["--backend", "nonexistent"], "unknown backend 'nonexistent'"),
+    ],
+)
+def test_demo_usage_errors(options: list[str], message: str) -> None:
+    """Bad demo options are a usage message on every rank and exit status 2 (as for the
+    ``arrayjit`` command), not a traceback (``--steps 0`` used to fail on an empty list of
+    losses, ``--per-rank 0`` on a division by zero)."""
+    done = subprocess.run(
+        [mpiexec(), "-n", "2", sys.executable, "-m", "arrayjit_distributed.demo", *options],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert done.stderr.count(message) == 2 and "Traceback" not in out, out

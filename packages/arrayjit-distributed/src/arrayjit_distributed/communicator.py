@@ -311,7 +311,13 @@ class Communicator:
     # ---- life cycle ----
 
     def barrier(self) -> None:
-        """Block until every rank has called it (for tests and benchmarks)."""
+        """Block until every rank has called it (for tests and benchmarks).
+
+        Raises:
+            UsageError: the communicator is closed.
+        """
+        if self._closed:
+            raise UsageError(f"barrier: the communicator (rank {self.rank}) is closed")
         self._control.Barrier()
 
     def close(self) -> None:
@@ -382,6 +388,8 @@ def _check_op(tn: Tnode, op: str) -> str | None:
 def _check_split(
     whole: Tnode, part: Tnode, size: int, what: str, whole_name: str, part_name: str
 ) -> str | None:
+    if whole is part:
+        return f"{what}: src and dst are one node {whole.debug_label}; give two nodes"
     if whole.prec != part.prec:
         return (
             f"{what}: {whole_name} {whole.debug_label} is {whole.prec.name} but {part_name} "

@@ -17,18 +17,35 @@ from mpi4py import MPI
 from arrayjit_backends import fresh_backend
 from arrayjit_backends.demo import mlp_data, numpy_sgd
 from arrayjit_distributed.data_parallel import build
+from arrayjit_tnode import UsageError
+
+
+def _positive(text: str) -> int:
+    """An integer of at least 1 (argparse turns the error into a usage message, exit 2)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the demo on this rank; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m arrayjit_distributed.demo")
     parser.add_argument("--backend", default=None, help="backend name (default: the best)")
-    parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--per-rank", type=int, default=16, help="shard size of each rank")
+    parser.add_argument("--steps", type=_positive, default=20, help="training steps (>= 1)")
+    parser.add_argument(
+        "--per-rank", type=_positive, default=16, help="shard size of each rank (>= 1)"
+    )
     args = parser.parse_args(argv)
     world = MPI.COMM_WORLD
     rank, size = world.Get_rank(), world.Get_size()
-    backend = fresh_backend(args.backend)
+    try:  # every rank gets the same answer: each exits 2 with the message, none hangs
+        backend = fresh_backend(args.backend)
+    except UsageError as exc:
+        parser.error(str(exc))
     backend.initialize()
     lr, hid = 0.05, 8
     xs, ts, w1v, w2v = mlp_data(args.per_rank * size, 2, hid)
