@@ -119,20 +119,26 @@ def test_data_parallel_demo(backend: str, n: int, entry: str) -> None:
     assert done.stdout.count("[ok]") == 2 and "all checks passed" in done.stdout, out
 
 
+DEMO = ["-m", "arrayjit_distributed.demo"]
+BENCH = ["-m", "arrayjit_distributed.bench"]
+
+
 @pytest.mark.parametrize(
-    ("options", "message"),
+    ("command", "message"),
     [
-        (["--steps", "0"], "argument --steps: 0 is not at least 1"),
-        (["--per-rank", "-1"], "argument --per-rank: -1 is not at least 1"),
-        (["--backend", "nonexistent"], "unknown backend 'nonexistent'"),
+        ([*DEMO, "--steps", "0"], "argument --steps: 0 is not at least 1"),
+        ([*DEMO, "--per-rank", "-1"], "argument --per-rank: -1 is not at least 1"),
+        ([*DEMO, "--backend", "nonexistent"], "unknown backend 'nonexistent'"),
+        ([*BENCH, "allreduce", "--repeat", "0"], "argument --repeat: 0 is not at least 1"),
     ],
 )
-def test_demo_usage_errors(options: list[str], message: str) -> None:
-    """Bad demo options are a usage message on every rank and exit status 2 (as for the
-    ``arrayjit`` command), not a traceback (``--steps 0`` used to fail on an empty list of
-    losses, ``--per-rank 0`` on a division by zero)."""
+def test_usage_errors_of_the_commands(command: list[str], message: str) -> None:
+    """Bad options of the demo and bench modules are a usage message on every rank and exit
+    status 2 (as for the ``arrayjit`` command), not a traceback or a NaN: the demo's
+    ``--steps 0`` used to fail on an empty list of losses, ``--per-rank 0`` on a division by
+    zero, and the bench's ``--repeat 0`` printed a median of nothing and exited 0."""
     done = subprocess.run(
-        [mpiexec(), "-n", "2", sys.executable, "-m", "arrayjit_distributed.demo", *options],
+        [mpiexec(), "-n", "2", sys.executable, *command],
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

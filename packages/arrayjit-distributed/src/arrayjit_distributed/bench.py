@@ -26,6 +26,7 @@ from arrayjit_backends import fresh_backend
 from arrayjit_backends.demo import mlp_data
 from arrayjit_distributed.communicator import Communicator
 from arrayjit_distributed.data_parallel import build
+from arrayjit_distributed.demo import positive_int
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 from arrayjit_tnode import memory_mode as mm
@@ -141,12 +142,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m arrayjit_distributed.bench")
     parser.add_argument("which", choices=["allreduce", "step"])
     parser.add_argument("--backend", default="multicore_cc")
-    parser.add_argument("--mib", type=int, default=64)
-    parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--per-rank", type=int, default=4096)
-    parser.add_argument("--hid", type=int, default=128)
-    parser.add_argument("--din", type=int, default=32)
-    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--mib", type=positive_int, default=64)
+    parser.add_argument("--repeat", type=positive_int, default=15)
+    parser.add_argument("--per-rank", type=positive_int, default=4096)
+    parser.add_argument("--hid", type=positive_int, default=128)
+    parser.add_argument("--din", type=positive_int, default=32)
+    parser.add_argument("--steps", type=positive_int, default=20)
     parser.add_argument("--no-comm", action="store_true", help="step without its all-reduces")
     args = parser.parse_args(argv)
     if args.which == "allreduce":

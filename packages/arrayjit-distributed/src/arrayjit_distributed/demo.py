@@ -20,7 +20,7 @@ from arrayjit_distributed.data_parallel import build
 from arrayjit_tnode import UsageError
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
     """An integer of at least 1 (argparse turns the error into a usage message, exit 2)."""
     try:
         value = int(text)
@@ -35,9 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the demo on this rank; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m arrayjit_distributed.demo")
     parser.add_argument("--backend", default=None, help="backend name (default: the best)")
-    parser.add_argument("--steps", type=_positive, default=20, help="training steps (>= 1)")
+    parser.add_argument("--steps", type=positive_int, default=20, help="training steps (>= 1)")
     parser.add_argument(
-        "--per-rank", type=_positive, default=16, help="shard size of each rank (>= 1)"
+        "--per-rank", type=positive_int, default=16, help="shard size of each rank (>= 1)"
     )
     args = parser.parse_args(argv)
     world = MPI.COMM_WORLD
