@@ -387,6 +387,22 @@ def scenario_mismatch(backend: Any) -> None:
         np.testing.assert_array_equal(ok.get_values(), np.full(4, SIZE * (SIZE + 1), np.float32))
 
 
+def scenario_finalized(backend: Any) -> None:
+    """A collective after ``backend.finalize()`` is a UsageError on every rank (it was a
+    KeyError that aborted the job on CPU backends, and a hang on OpenCL: the engine waited
+    for a task that was never scheduled), and ``close`` still returns. Finalizes the backend:
+    run it last."""
+    ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
+    x = hosted((4,), "x", Prec.single)
+    x.set_values(np.ones(4))
+    routine = backend.link(ctx, backend.compile(ir.binop(x, "add", x, x), name="fin"))
+    routine()
+    comm = Communicator(backend, routine.context)
+    backend.finalize()
+    expect_usage_error(lambda: comm.all_reduce(x), f"rank {SIZE - 1}: ", "finalized")
+    comm.close()
+
+
 def _doubled_ones(backend: Any) -> tuple[Any, Tnode, Communicator]:
     """A hosted ``x`` of ones doubled by a routine that has run, and a communicator over its
     context (the setup of the failure scenarios)."""

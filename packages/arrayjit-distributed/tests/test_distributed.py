@@ -56,7 +56,7 @@ def require(backend: str) -> None:
 @pytest.mark.parametrize("backend", ["multicore_cc", "opencl"])
 def test_collectives(backend: str, n: int) -> None:
     require(backend)
-    scenarios = HAPPY + (["zero_copy", "threads"] if backend != "opencl" else [])
+    scenarios = HAPPY + (["zero_copy", "threads"] if backend != "opencl" else []) + ["finalized"]
     done = launch(n, backend, *scenarios)
     out = done.stdout + done.stderr
     assert done.returncode == 0, out

@@ -38,7 +38,7 @@ from arrayjit_backends.slab import typed_view
 from arrayjit_distributed.engine import Engine, Job
 from arrayjit_distributed.failure import Alarm, ExceptHooks
 from arrayjit_distributed.mpi_types import REDUCE_OPS, Reductions, byte_view, reducible
-from arrayjit_tnode import StreamError, Tnode, UsageError
+from arrayjit_tnode import Tnode, UsageError
 
 Compute = Callable[[list[np.ndarray]], None]
 
@@ -220,7 +220,7 @@ class Communicator:
         self._engine.submit(job)  # first: a sync stream runs the task while scheduling it
         try:
             event = self.backend.schedule_task(ctx, task, reads=job_reads, writes=list(writes))
-        except StreamError as exc:
+        except BaseException as exc:  # the engine must not wait for a task never scheduled
             job.not_scheduled = exc
             raise
         job.passed = event
@@ -265,6 +265,10 @@ class Communicator:
         return job, task
 
     def _check_context(self, ctx: Context, nodes: Sequence[Tnode]) -> str | None:
+        try:
+            self.backend.check_live()
+        except UsageError as exc:
+            return str(exc)
         if ctx.backend is not self.backend:
             return (
                 f"the context on {ctx.stream.name} belongs to backend {ctx.backend.name}, "
