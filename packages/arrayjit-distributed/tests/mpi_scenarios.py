@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import threading
 import time
 from typing import Any
 
@@ -283,16 +284,14 @@ def scenario_ordering(backend: Any) -> None:
     backend.to_host(reader.context, y)
     np.testing.assert_allclose(y.get_values(), 2 * np.sum(every, axis=0), rtol=2e-6, atol=1e-5)
     if backend.scheduler == "multicore":
-        # The stream is busy for a while: the collective must return before it runs.
-        def busy() -> None:
-            time.sleep(0.3)
-
-        backend.schedule_task(on_s2.context, busy)
-        t0 = time.perf_counter()
+        # The stream is held until the call has returned (a gate only this thread opens; the
+        # bound makes a broken build fail instead of hang): a collective that blocked the
+        # caller until it ran would return only after the gate's timeout, its event done.
+        gate = threading.Event()
+        backend.schedule_task(on_s2.context, lambda: gate.wait(120))
         event = comm.all_reduce(x, "max")
-        returned = time.perf_counter() - t0
-        assert not event.is_done(), "the collective ran before the stream reached it"
-        assert returned < 0.25, f"all_reduce blocked the caller for {returned:.3f} s"
+        assert not event.is_done(), "the collective did not wait for the held stream"
+        gate.set()
         backend.sync(event)
     comm.close()
 
