@@ -216,6 +216,47 @@ def test_relu_satur01(backend: Any, prec: str) -> None:
     bits_equal(gs, oracle_satur01(w), prec, "satur01", va)
 
 
+_INF, _NAN = math.inf, math.nan
+EXACT_UNOPS: dict[str, tuple[Any, tuple[float, ...]]] = {
+    "exp": (np.exp, (0.0, -0.0, _INF, -_INF, _NAN, 1e30, -1e30)),
+    "exp2": (np.exp2, (0.0, -0.0, 1.0, -1.0, 3.0, _INF, -_INF, _NAN, 1e30, -1e30)),
+    "log": (np.log, (0.0, -0.0, 1.0, -1.0, _INF, -_INF, _NAN)),
+    "log2": (np.log2, (0.0, -0.0, 1.0, 2.0, 0.5, -1.0, _INF, -_INF, _NAN)),
+    "sqrt": (np.sqrt, (0.0, -0.0, 1.0, 4.0, 0.25, -1.0, _INF, -_INF, _NAN)),
+    "recip": (np.reciprocal, (0.0, -0.0, 1.0, -1.0, 2.0, -0.5, _INF, -_INF, _NAN)),
+    "recip_sqrt": (lambda x: 1.0 / np.sqrt(x), (0.0, -0.0, 1.0, 4.0, -1.0, _INF, -_INF, _NAN)),
+    "tanh": (np.tanh, (0.0, -0.0, 20.0, -20.0, 1e30, -1e30, _INF, -_INF, _NAN)),
+    "sin": (np.sin, (0.0, -0.0, _INF, -_INF, _NAN)),
+    "cos": (np.cos, (0.0, -0.0, _INF, -_INF, _NAN)),
+    "neg": (np.negative, (0.0, -0.0, 1.5, _INF, -_INF, _NAN, 1e30)),
+    "trunc": (np.trunc, (0.0, -0.0, 0.5, -0.5, 2.5, -2.5, -0.99, _INF, -_INF, _NAN)),
+}
+"""Float unary ops at inputs whose results are exact in every precision (IEEE special cases,
+saturated tanh, powers of two), so every backend must give numpy's bits; 1e30 stands for a
+huge value (it rounds to the largest finite value or to infinity in the small floats)."""
+
+
+@pytest.mark.parametrize("prec", FLOAT_PRECS)
+def test_unops_exact_special_values(backend: Any, prec: str) -> None:
+    """exp, log, sqrt, recip, tanh, sin, cos... at signed zeros, infinities, NaN and values
+    whose result is exact: tanh(+-inf) and tanh(20) are exactly +-1 (PoCL's float tanh gave
+    1 - 2**-24), exp(-inf) is +0, log(-0) is -inf, sqrt(-0) is -0, recip(-0) is -inf."""
+    require_precs(backend, prec)
+    dt = STORAGE[prec]
+    inputs: dict[Tnode, np.ndarray] = {}
+    stmts, outs, cases = [], [], []
+    for op, (fn, raw) in EXACT_UNOPS.items():
+        v = np.array(raw, dtype=np.float64).astype(dt)
+        x, y = hosted((v.size,), f"x_{op}", prec), hosted((v.size,), f"y_{op}", prec)
+        inputs[x] = v
+        stmts.append(ir.unop(y, op, x))
+        outs.append(y)
+        cases.append((op, fn, v))
+    got = run_once(backend, ir.block(*stmts), inputs, outs)
+    for (op, fn, v), g in zip(cases, got):
+        bits_equal(g, fn(v.astype(np.float64)), prec, op, v)
+
+
 @pytest.mark.parametrize("prec", FLOAT_PRECS)
 def test_gates_keep_comparisons(backend: Any, prec: str) -> None:
     """``relu_gate`` and ``satur01_gate`` select by comparison: a NaN condition gives 0."""

@@ -16,7 +16,6 @@ _MATH = (
     "sin",
     "cos",
     "sqrt",
-    "tanh",
     "trunc",
     "pow",
     "fmod",
@@ -26,6 +25,13 @@ _MATH = (
     "frexp",
 )
 
+
+# PoCL's float tanh gives 1 - 2**-24 (not 1) at +-inf and from about 9 on; past 9.1 the
+# correctly rounded float result is +-1, so it is given directly (NaN still reaches tanh).
+_TANHF = (
+    "inline float aj_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }\n"
+    "#define tanhf(...) aj_tanhf(__VA_ARGS__)"
+)
 
 # Core OpenCL C converts half in memory to and from float (vload_half, vstore_half_rte), also
 # through private pointers, so half needs no cl_khr_fp16: it is stored as its bits.
@@ -68,6 +74,7 @@ class OpenclSyntax(GpuSyntax):
         ]
         # The renderer writes C's float functions (expf...); OpenCL C overloads the plain names.
         lines += [f"#define {f}f(...) {f}(__VA_ARGS__)" for f in _MATH]
+        lines.append(_TANHF)
         lines.append(
             self.SMALL_FLOATS.format(
                 q="inline",
