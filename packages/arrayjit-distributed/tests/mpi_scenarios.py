@@ -391,12 +391,7 @@ def scenario_finalized(backend: Any) -> None:
     KeyError that aborted the job on CPU backends, and a hang on OpenCL: the engine waited
     for a task that was never scheduled), and ``close`` still returns. Finalizes the backend:
     run it last."""
-    ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
-    x = hosted((4,), "x", Prec.single)
-    x.set_values(np.ones(4))
-    routine = backend.link(ctx, backend.compile(ir.binop(x, "add", x, x), name="fin"))
-    routine()
-    comm = Communicator(backend, routine.context)
+    _, x, comm = _doubled_ones(backend)
     backend.finalize()
     expect_usage_error(lambda: comm.all_reduce(x), f"rank {SIZE - 1}: ", "finalized")
     comm.close()

@@ -205,7 +205,9 @@ def _cache(action: str) -> int:
     return 0
 
 
-def _positive(text: str) -> int:
+def positive_int(text: str) -> int:
+    """An argparse type: an integer of at least 1 (argparse turns the error into a usage
+    message, exit 2)."""
     try:
         value = int(text)
     except ValueError:
@@ -230,8 +232,8 @@ def parser() -> argparse.ArgumentParser:
     )
     demo = sub.add_parser("demo", help="run a small end-to-end check against numpy")
     demo.add_argument("--backend", default=None, help="backend name (default: the best available)")
-    demo.add_argument("--size", type=_positive, default=None, help="elements of the fused check")
-    demo.add_argument("--steps", type=_positive, default=10, help="MLP training steps (>= 1)")
+    demo.add_argument("--size", type=positive_int, default=None, help="elements of the fused check")
+    demo.add_argument("--steps", type=positive_int, default=10, help="MLP training steps (>= 1)")
     demo.add_argument(
         "--distributed",
         action="store_true",

@@ -23,10 +23,10 @@ import numpy as np
 from mpi4py import MPI
 
 from arrayjit_backends import fresh_backend
+from arrayjit_backends.cli import positive_int
 from arrayjit_backends.demo import mlp_data
 from arrayjit_distributed.communicator import Communicator
 from arrayjit_distributed.data_parallel import build
-from arrayjit_distributed.demo import positive_int
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 from arrayjit_tnode import memory_mode as mm

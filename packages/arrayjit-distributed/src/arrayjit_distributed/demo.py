@@ -15,20 +15,10 @@ import numpy as np
 from mpi4py import MPI
 
 from arrayjit_backends import fresh_backend
+from arrayjit_backends.cli import positive_int
 from arrayjit_backends.demo import mlp_data, numpy_sgd
 from arrayjit_distributed.data_parallel import build
 from arrayjit_tnode import UsageError
-
-
-def positive_int(text: str) -> int:
-    """An integer of at least 1 (argparse turns the error into a usage message, exit 2)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} is not at least 1")
-    return value
 
 
 def main(argv: list[str] | None = None) -> int:
