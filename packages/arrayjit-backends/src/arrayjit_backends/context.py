@@ -80,6 +80,11 @@ class Device:
             for p in pools:
                 self.slab.free_pool(p)
 
+    def drop_view(self, stream: Stream) -> None:
+        """``stream``'s merge buffer no longer reads a buffer of this device directly; pools
+        of collected contexts that were kept only for that view are freed."""
+        self.release_pools(self.hazards.drop_view(stream))
+
     @functools.cached_property
     def info(self) -> DeviceInfo:
         """What the device is and its limits (seed 004's ``Device_info``): name, kind,

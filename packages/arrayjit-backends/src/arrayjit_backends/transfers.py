@@ -96,7 +96,7 @@ def before_write(stream: Stream, key: Key) -> None:
     if table.views:
         for viewer, tn in table.viewers(key):
             merge_copy(viewer, tn, key[1], stream.device)
-            stream.device.release_pools(table.drop_view(viewer))
+            stream.device.drop_view(viewer)
     table.order_write(stream, key)
 
 
@@ -253,7 +253,7 @@ def device_to_device(tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src:
                 hazards.mark_stale(tn, dst.device.id, dst_loc)
         return True
     stream.merge_node = tn
-    dst.device.release_pools(dst.device.hazards.drop_view(stream))
+    dst.device.drop_view(stream)
     # A host array (use_host_memory) can change under a view: its merge is a copy.
     if into_merge_buffer is MergeMode.Copy or dst.device is not src_dev or on_host(src, tn):
         event = merge_copy(stream, tn, src_loc, src_dev)
