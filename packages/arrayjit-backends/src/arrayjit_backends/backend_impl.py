@@ -59,10 +59,17 @@ def kernel_name(routine: str) -> str:
     name (so that long names stay distinct): a 300-character routine name made file names of
     cc's build folder too long and PoCL's kernel link fail."""
     name = "aj_" + "".join(c if c.isascii() and c.isalnum() else "_" for c in routine)
-    if len(name) <= KERNEL_NAME_MAX:
+    return shortened(name, KERNEL_NAME_MAX, routine)
+
+
+def shortened(name: str, limit: int, whole: str) -> str:
+    """``name`` when it has at most ``limit`` characters; else its start and ``_`` and a digest
+    of ``whole`` (the text ``name`` was made from), ``limit`` characters in all, so that
+    different long texts keep different names."""
+    if len(name) <= limit:
         return name
-    digest = hashlib.sha256(routine.encode()).hexdigest()[:12]
-    return f"{name[: KERNEL_NAME_MAX - len(digest) - 1]}_{digest}"
+    digest = hashlib.sha256(whole.encode()).hexdigest()[:12]
+    return f"{name[: limit - len(digest) - 1]}_{digest}"
 
 
 KERNEL_NAME_MAX = 64

@@ -7,11 +7,11 @@ A diagnostic setting must not stop the program: a folder that cannot be written 
 
 from __future__ import annotations
 
-import hashlib
 import re
 import warnings
 
 from arrayjit_backends import settings
+from arrayjit_backends.backend_impl import shortened
 from arrayjit_ir import pretty
 from arrayjit_ir.optimized import Optimized
 
@@ -27,9 +27,8 @@ def write_debug(backend: str, name: str, optimized: Optimized, source: str | Non
     directory = settings.debug_dir()
     if directory is None:
         return
-    stem = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{backend}-{name}")
-    if len(stem) > 200:  # file names end at 255 bytes: cut, keeping long names distinct
-        stem = f"{stem[:187]}_{hashlib.sha256(name.encode()).hexdigest()[:12]}"
+    # File names end at 255 bytes: a long one is cut, keeping long names distinct.
+    stem = shortened(re.sub(r"[^A-Za-z0-9_.-]", "_", f"{backend}-{name}"), 200, name)
     try:
         directory.mkdir(parents=True, exist_ok=True)
         (directory / f"{stem}.ir.txt").write_text(pretty(optimized.code) + "\n")
