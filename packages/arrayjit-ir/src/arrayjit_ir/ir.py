@@ -12,8 +12,6 @@
 
 from __future__ import annotations
 
-import numpy as np
-
 from arrayjit_ir import ops
 from arrayjit_ir.assignments import (
     Accum_op,
@@ -38,7 +36,7 @@ from arrayjit_ir.lower import lower
 from arrayjit_ir.optimize import optimize, optimize_batch
 from arrayjit_ir.pretty import pretty
 from arrayjit_ir.projections import Projections
-from arrayjit_tnode import Tnode, UsageError
+from arrayjit_tnode import Tnode, UsageError, precision
 
 OpName = str | ops.Binop | ops.Unop | ops.Ternop
 
@@ -209,8 +207,8 @@ def fetch(out: Tnode, fetch_op: FetchOp) -> Fetch:
 
 
 def _check_number(what: str, v: object) -> None:
-    """``v`` is a real number (Python or numpy; ``bool`` is refused)."""
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer, np.floating)):
+    """``v`` is a real number (:func:`arrayjit_tnode.precision.is_number`)."""
+    if not precision.is_number(v):
         raise UsageError(f"{what} must be a number, got {v!r} ({type(v).__name__})")
 
 

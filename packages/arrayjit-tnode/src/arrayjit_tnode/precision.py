@@ -299,6 +299,14 @@ def single_to_fp8_bits(values: np.ndarray) -> np.ndarray:
     return (out | sign).astype(np.uint8)
 
 
+def is_number(value: object) -> bool:
+    """Whether ``value`` is a real number: a Python or numpy integer or float (a ``bool`` is
+    not, nor a complex number)."""
+    return not isinstance(value, (bool, np.bool_)) and isinstance(
+        value, (int, float, np.integer, np.floating)
+    )
+
+
 __all__ = [
     "ALL",
     "FLOATS",
@@ -314,6 +322,7 @@ __all__ = [
     "half",
     "int32",
     "int64",
+    "is_number",
     "of_dtype",
     "parse",
     "promote",

@@ -54,7 +54,7 @@ class Padding:
 
     def __post_init__(self) -> None:
         v = self.value
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float, np.number))):
+        if v is not None and not precision.is_number(v):
             raise UsageError(f"Padding: the value must be a number or None, got {v!r}")
 
 
