@@ -257,6 +257,8 @@ class _WorkerState:
         self.running = False
         """Whether a task runs (on the worker, or on a caller: :meth:`run_now`)."""
         self.tasks: collections.deque[Task] = collections.deque()
+        self.current: Task | None = None
+        """The task taken to run next (see :meth:`run`)."""
         self.scheduled = 0
         self.finished = 0
         self.waiters: list[tuple[int, threading.Lock]] = []
@@ -284,15 +286,17 @@ class _WorkerState:
             self.sleeping = False
             self.wake.release()
 
-    def next_task(self) -> Task | None:
-        """The next task, blocking while there is none; None once stopped and drained."""
+    def take_next(self) -> bool:
+        """Take the next task into ``current``, blocking while there is none; False once
+        stopped and drained."""
         while True:
             with self.lock:
                 if self.tasks and not self.running:  # not while a caller runs one
                     self.running = True
-                    return self.tasks.popleft()
+                    self.current = self.tasks.popleft()
+                    return True
                 if self.stop and not self.tasks:
-                    return None
+                    return False
                 self.sleeping = True
             self.wake.acquire()
 
@@ -312,11 +316,17 @@ class _WorkerState:
         for _, signal in ready:
             signal.release()
 
-    def run(self, task: Task, on_caller: bool = False) -> None:
-        """Run one task taken from the queue (its failure is kept for the stream's callers),
+    def run(self, on_caller: bool = False) -> None:
+        """Run the task taken into ``current`` (its failure is kept for the stream's callers),
         then count it as done. ``on_caller``: the thread is a caller's, not the worker's, and
         an interrupt (``KeyboardInterrupt``, ``SystemExit``) is the caller's too: it fails the
-        stream and is re-raised."""
+        stream and is re-raised.
+
+        The task is only referenced from this frame, and dropped before the callers are
+        signalled: a caller that drops its last handle on a context once woken must find
+        nothing of the context's closures left in the worker (which may not have run since)."""
+        task, self.current = self.current, None
+        assert task is not None
         interrupt: BaseException | None = None
         outer = getattr(_running, "state", None)
         _running.state = self  # a wait of this task for its own stream cannot end: refused
@@ -332,7 +342,7 @@ class _WorkerState:
                 interrupt = exc
         finally:
             _running.state = outer
-            task = None  # type: ignore[assignment]  # the closure must not outlive the run
+            task = None  # the closure must not outlive the run
             self.task_done()
         if interrupt is not None:
             raise interrupt
@@ -363,14 +373,13 @@ class _WorkerState:
                     self.waiters.append((count, signal))
                     break
                 self.running = True
-                task = self.tasks.popleft()
+                self.current = self.tasks.popleft()
             outer = getattr(_running, "budget", None)
             _running.budget = self.budget
             try:
-                self.run(task, on_caller=True)
+                self.run(on_caller=True)
             finally:
                 _running.budget = outer
-                del task
         signal.acquire()
 
     def run_now(self, task: Task) -> bool:
@@ -383,7 +392,9 @@ class _WorkerState:
                 return False
             self.running = True
             self.scheduled += 1
-        self.run(task, on_caller=True)
+            self.current = task
+        del task
+        self.run(on_caller=True)
         return True
 
 
@@ -419,10 +430,8 @@ class _Ticket(Event):
 
 def _worker(state: _WorkerState) -> None:
     _running.budget = state.budget
-    task: Task | None
-    while (task := state.next_task()) is not None:
-        state.run(task)
-        task = None  # the last task must not keep its closure (and the queue) alive
+    while state.take_next():
+        state.run()
 
 
 def _stop_worker(state: _WorkerState, thread: threading.Thread) -> None:
