@@ -101,17 +101,22 @@ def _source(comp: Any) -> str:
 
 
 def test_openmp_only_for_large_disjoint_loops() -> None:
-    from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
+    from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK, TEAM_MIN_COST
 
-    n = PARALLEL_MIN_WORK * 2
+    n = TEAM_MIN_COST
     a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
-    assert "#pragma omp parallel for" in _source(ir.binop(b, "mul", a, a))
+    # b[i] = a[i] * a[i] costs 4 units a cell (a store, a multiply, two loads): 4 threads' worth.
+    team = "#pragma omp parallel for schedule(static) num_threads(aj_team(4))"
+    assert team in _source(ir.binop(b, "mul", a, a))
     s, x = Tnode.create((4,), label="s", hosted=True), Tnode.create((4, n), label="x", hosted=True)
     assert "#pragma omp parallel for" in _source(ir.accum(s, "add", x, spec="ij->i"))
     t, u = Tnode.create((8,), label="t", hosted=True), Tnode.create((8,), label="u", hosted=True)
     assert "#pragma omp" not in _source(ir.unop(t, "neg", u))
-    # A full reduction writes one cell from every iteration: a register reduction. Its sum is
-    # blocked (arrayjit_ir.summation): threads share the top loop, blocks vectorize.
+    # Enough iterations to run in parallel, too little work for a second thread to pay for its
+    # start: no team at all.
+    m = 2 * PARALLEL_MIN_WORK
+    c, d = Tnode.create((m,), label="c", hosted=True), Tnode.create((m,), label="d", hosted=True)
+    assert "omp parallel" not in _source(ir.binop(d, "mul", c, c))
     tot = Tnode.create((), label="tot", hosted=True)
     src = _source(ir.accum(tot, "add", a, spec="i->"))
     assert "#pragma omp parallel for schedule(static) reduction(aj_add:acc1)" in src

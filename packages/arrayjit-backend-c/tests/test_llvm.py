@@ -15,7 +15,7 @@ from arrayjit_backend_c import llvm_compiler
 from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 from arrayjit_backend_c.llvm_renderer import LlvmGen
-from arrayjit_backends import fresh_backend, settings
+from arrayjit_backends import fresh_backend, kernel_plan, settings
 from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
 from arrayjit_ir import interpret, ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
@@ -229,7 +229,7 @@ def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lb.crew, "run", counting)
-        mp.setattr(llvm_compiler, "CHUNK_MIN_COST", 1 << 10)  # split even this cheap work
+        mp.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # split even this cheap work
         got, _ = run_direct(lb, comp, {u: vu, x: vx}, tot, reference=False)
     assert calls == [3, 3]
     np.testing.assert_allclose(got, (vx + vu[:, None] ** 2).sum(1), rtol=1e-4)
@@ -265,7 +265,7 @@ def test_segments_only_for_large_disjoint_loops_and_reductions() -> None:
 def test_reductions_into_one_cell(
     cache_dir: Path, monkeypatch: pytest.MonkeyPatch, op: str, prec: str, n: int
 ) -> None:
-    monkeypatch.setattr(llvm_compiler, "CHUNK_MIN_COST", 1 << 10)  # 3 chunks when large
+    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # 3 chunks when large
     x = Tnode.create((n,), prec=prec, label="x", hosted=True)
     tot = Tnode.create((), prec=prec, label="tot", hosted=True)
     dt = x.prec.numpy_dtype
@@ -317,7 +317,7 @@ def test_large_parallel_kernel_is_correct(backend: Any) -> None:
 
 def test_concurrent_parallel_runs(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
-    monkeypatch.setattr(llvm_compiler, "CHUNK_MIN_COST", 1 << 10)
+    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)
     n = PARALLEL_MIN_WORK * 2
     a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
     lb = LlvmCompiler(workers=3)

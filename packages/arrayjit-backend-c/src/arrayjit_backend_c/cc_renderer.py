@@ -4,7 +4,7 @@ with the OpenMP pragmas of the system C compiler, and the packed matmul
 
 from arrayjit_backend_c.cpu_matmul import c_call, c_helpers, cpu_matmul
 from arrayjit_backends.c_syntax import CSyntax, Out
-from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK, KernelParams
+from arrayjit_backends.kernel_plan import KernelParams
 from arrayjit_ir import low_level as L
 from arrayjit_ir.optimized import Optimized
 
@@ -14,8 +14,18 @@ class CcSyntax(CSyntax):
     one cell, run on all cores; reductions vectorize (reassociated, as OpenMP allows); plain
     matmuls run as the packed matmul, on all cores."""
 
-    parallel_pragma = "#pragma omp parallel for schedule(static)"
-    reduction_pragma = "#pragma omp parallel for{simd} schedule(static) reduction({op}:{var})"
+    parallel_pragma = "#pragma omp parallel for schedule(static) num_threads(aj_team({threads}))"
+    reduction_pragma = (
+        "#pragma omp parallel for{simd} schedule(static) reduction({op}:{var}) "
+        "num_threads(aj_team({threads}))"
+    )
+    # A team of the loop's worth (kernel_plan.worth_threads), at most the thread's OpenMP
+    # budget (omp_set_num_threads: the stream's share of the cores).
+    prelude = CSyntax.prelude + (
+        "#ifdef _OPENMP\n#include <omp.h>\n"
+        "static inline int aj_team(int worth) "
+        "{ int most = omp_get_max_threads(); return worth < most ? worth : most; }\n#endif\n"
+    )
     simd_reduction_pragma = "#pragma omp simd reduction({op}:{var})"
     jam_factor = 4
 
@@ -30,10 +40,11 @@ class CcSyntax(CSyntax):
             return
         self._mm_helpers.setdefault(mm.suffix, c_helpers(mm))
         names = {op.tn: self.name(op.tn) for op in (mm.a, mm.b, mm.c)}
-        parallel = mm.m * mm.n * mm.k >= 2 * PARALLEL_MIN_WORK
+        assert isinstance(s, L.For_loop)  # only loop nests are matmuls
+        threads = self.team_size(s)
         out.add(indent, f"/* packed matmul: {mm.m} x {mm.n} cells, {mm.k} steps */")
         out.add(indent, "{")
-        for line in c_call(mm, names, parallel):
+        for line in c_call(mm, names, threads):
             out.add(0 if line.startswith("#") else indent + 1, line)
         out.add(indent, "}")
 

@@ -276,9 +276,9 @@ static void aj_mm_part_{sx}(int64_t part, int64_t parts, int64_t m, int64_t n, i
 """
 
 
-def c_call(mm: CpuMatmul, names: dict[Tnode, str], parallel: bool) -> list[str]:
+def c_call(mm: CpuMatmul, names: dict[Tnode, str], threads: int) -> list[str]:
     """The statements running ``mm`` inside the kernel (``names``: the buffers' identifiers);
-    ``parallel``: over the OpenMP team."""
+    ``threads`` above 1: over an OpenMP team of at most that many threads."""
     a, b, c = mm.a, mm.b, mm.c
     args = (
         f"{mm.m}, {mm.n}, {mm.k}, {int(mm.split_rows)}, "
@@ -286,11 +286,11 @@ def c_call(mm: CpuMatmul, names: dict[Tnode, str], parallel: bool) -> list[str]:
         f"{names[c.tn]} + {c.offset}, {c.rs}, {c.cs}"
     )
     serial = f"aj_mm_part_{mm.suffix}(0, 1, {args});"
-    if not parallel:
+    if threads < 2:
         return [serial]
     return [
         "#ifdef _OPENMP",
-        "#pragma omp parallel",
+        f"#pragma omp parallel num_threads(aj_team({threads}))",
         f"aj_mm_part_{mm.suffix}(omp_get_thread_num(), omp_get_num_threads(), {args});",
         "#else",
         serial,

@@ -46,6 +46,7 @@ from arrayjit_backends.backend_impl import (
 )
 from arrayjit_backends.compile_cache import CompileCache, cache_key
 from arrayjit_backends.device_impl import ScratchAccount
+from arrayjit_backends.kernel_plan import worth_threads
 from arrayjit_backends.scheduler import thread_share
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
@@ -69,12 +70,6 @@ that holds it."""
 def _close_engine(engine: llvm.ExecutionEngine) -> None:
     with _LLVM_LOCK:
         engine.close()
-
-
-CHUNK_MIN_COST = 1 << 20
-"""A parallel loop gets at most one chunk per this much estimated cost
-(:func:`arrayjit_backend_c.llvm_segments.cost`; about 0.1 ms of work): handing a chunk to another
-thread costs tens of microseconds."""
 
 
 @dataclass(frozen=True)
@@ -189,12 +184,13 @@ class LlvmCode:
 
 def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
     """The ``(start, stop)`` ranges a parallel segment's loop is split into: at most one per
-    worker and one per :data:`CHUNK_MIN_COST`, sizes within one iteration."""
+    worker and as many as the loop is worth
+    (:func:`~arrayjit_backends.kernel_plan.worth_threads`), sizes within one iteration."""
     assert seg.loop is not None
     lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
     if seg.matmul is not None:  # chunks of row or column panels
         lo, trip = 0, seg.matmul.units
-    n = max(1, min(workers, trip, seg.cost // CHUNK_MIN_COST))
+    n = max(1, min(workers, trip, worth_threads(seg.loop)))
     bounds = [lo + trip * k // n for k in range(n + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(n)]
 

@@ -1,10 +1,11 @@
 """Segment planning of the LLVM generator: which top-level statements of a routine become a
-parallel function, what a loop is estimated to cost, and which nodes each segment touches.
+parallel function and which nodes each segment touches.
 
 A routine becomes one LLVM function per *segment*: a parallel loop (a top-level loop whose
 iterations write disjoint cells, or that reduces into one cell, with enough work), or a run of the
 serial statements between them (:func:`split_segments`). The backend splits a parallel segment
-across as many threads as its :func:`cost` is worth. A kernel-local node touched by several
+across as many threads as its cost is worth
+(:func:`~arrayjit_backends.kernel_plan.worth_threads`). A kernel-local node touched by several
 segments lives in a scratch buffer (:func:`touched_nodes`).
 """
 
@@ -21,7 +22,6 @@ from arrayjit_backends.kernel_plan import (
     scalar_reduction,
 )
 from arrayjit_ir import low_level as L
-from arrayjit_ir import ops
 from arrayjit_tnode import Tnode
 
 
@@ -52,12 +52,6 @@ class Segment:
     def combine_name(self) -> str:
         return f"{self.name}_combine"
 
-    @property
-    def cost(self) -> int:
-        """The estimated cost of the parallel loop (0 for a serial segment), see
-        :func:`cost`."""
-        return cost(self.loop) if self.loop is not None else 0
-
 
 def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
@@ -82,47 +76,6 @@ def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
         else:
             groups.append([s])
     return groups
-
-
-_EXPENSIVE_UNOPS = frozenset(
-    {ops.Unop.exp, ops.Unop.log, ops.Unop.exp2, ops.Unop.log2, ops.Unop.sin, ops.Unop.cos}
-    | {ops.Unop.tanh}
-)
-_BINOP_COST = {ops.Binop.pow: 20, ops.Binop.mod: 20, ops.Binop.div: 4}
-
-
-def cost(s: L.Stmt) -> int:
-    """A rough cost of running ``s``, in units of one vectorized load, store or arithmetic op
-    per element; a math-library call counts 20, a division or square root 4. Used to decide
-    how many threads a parallel loop is worth."""
-    match s:
-        case L.Seq(stmts=stmts):
-            return sum(cost(x) for x in stmts)
-        case L.For_loop(from_=lo, to_inclusive=hi, body=body):
-            return max(hi - lo + 1, 0) * cost(body)
-        case L.Zero_out(tn=tn):
-            return tn.num_elems // 8
-        case L.Set(value=v):
-            return 1 + _expr_cost(v)
-        case L.Set_local(value=v):
-            return _expr_cost(v)
-    return 0
-
-
-def _expr_cost(e: L.Expr) -> int:
-    match e:
-        case L.Get() | L.Get_merge_buffer():
-            return 1
-        case L.Local_scope(body=body):
-            return cost(body)
-        case L.Binop(op=op, a=a, b=b):
-            return _BINOP_COST.get(op, 1) + _expr_cost(a) + _expr_cost(b)
-        case L.Unop(op=op, a=a):
-            cheap = 4 if op in (ops.Unop.sqrt, ops.Unop.recip, ops.Unop.recip_sqrt) else 1
-            return (20 if op in _EXPENSIVE_UNOPS else cheap) + _expr_cost(a)
-        case L.Ternop(a=a, b=b, c=c):
-            return 1 + _expr_cost(a) + _expr_cost(b) + _expr_cost(c)
-    return 0
 
 
 def touched_nodes(s: L.Stmt, acc: set[Tnode]) -> set[Tnode]:

@@ -42,6 +42,7 @@ from arrayjit_backends.kernel_plan import (
     local_sum,
     loop_work,
     scalar_reduction,
+    worth_threads,
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -125,10 +126,13 @@ class CSyntax:
     kernel_prefix = ""
     parallel_pragma = ""
     """Emitted before a top-level loop whose iterations write disjoint cells (if the work is at
-    least :data:`PARALLEL_MIN_WORK`); e.g. ``#pragma omp parallel for``."""
+    least :data:`PARALLEL_MIN_WORK` and worth 2 threads or more: :func:`worth_threads`),
+    formatted with ``threads``, the most threads the loop is worth; e.g.
+    ``#pragma omp parallel for num_threads({threads})``."""
     reduction_pragma = ""
     """Emitted before a top-level :class:`ScalarReduction` with enough work, formatted with
-    ``op``, ``var`` and ``simd`` (`` simd`` when the nest is one loop, else empty); e.g.
+    ``op``, ``var``, ``threads`` (as for :attr:`parallel_pragma`) and ``simd`` (`` simd`` when
+    the nest is one loop, else empty); e.g.
     ``#pragma omp parallel for{simd} reduction({op}:{var})``."""
     simd_reduction_pragma = ""
     """Emitted before the innermost loop of a :class:`ScalarReduction` (when set, such nests
@@ -537,13 +541,8 @@ class CSyntax:
             case L.For_loop() if indent == 1 and self._jammable(s):
                 self.jam(s, out, indent)
             case L.For_loop(body=body):
-                if (
-                    indent == 1
-                    and self.parallel_pragma
-                    and loop_work(s) >= PARALLEL_MIN_WORK
-                    and is_parallel_loop(s)
-                ):
-                    out.add(indent, self.parallel_pragma)
+                if indent == 1 and is_parallel_loop(s):
+                    self._team(s, out, indent)
                 local = local_sum(s) if self.simd_reduction_pragma else None
                 if local is not None:  # float sums: lanes start at -0.0 (omp_reduction_op)
                     op, scope = local
@@ -577,6 +576,20 @@ class CSyntax:
             case _:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")
 
+    @staticmethod
+    def team_size(loop: L.For_loop) -> int:
+        """The most threads a top-level loop (or the outer loop of a reduction) may run on: 1
+        (sequential) below :data:`PARALLEL_MIN_WORK` iterations, else what its estimated cost
+        is worth (:func:`worth_threads`)."""
+        return worth_threads(loop) if loop_work(loop) >= PARALLEL_MIN_WORK else 1
+
+    def _team(self, loop: L.For_loop, out: Out, indent: int) -> None:
+        """:attr:`parallel_pragma` before a loop whose iterations are independent, where the
+        renderer has one and the loop is worth a team."""
+        threads = self.team_size(loop) if self.parallel_pragma else 1
+        if threads > 1:
+            out.add(indent, self.parallel_pragma.format(threads=threads))
+
     def _jammable(self, loop: L.For_loop) -> bool:
         if self.jam_factor < 2 or loop_work(loop) < PARALLEL_MIN_WORK:
             return False
@@ -596,8 +609,7 @@ class CSyntax:
         independent, so running ``jam_factor`` of them side by side in the innermost body is
         equivalent. (Tiling the innermost loop on top was measured slower on a 1024 matmul.)"""
         v, step = self.sym(loop.index), self.jam_factor
-        if self.parallel_pragma:
-            out.add(indent, self.parallel_pragma)
+        self._team(loop, out, indent)
         out.add(indent, self.loop_header(loop, step))
         depth, body = indent + 1, loop.body
         opened = []
@@ -623,11 +635,13 @@ class CSyntax:
         out.add(indent, "{")
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         single = len(red.loops) == 1
-        parallel = top and self.reduction_pragma and loop_work(red.loops[0]) >= PARALLEL_MIN_WORK
+        threads = self.team_size(red.loops[0]) if top and self.reduction_pragma else 1
+        parallel = threads > 1
         lanes = not has_loops(red.term)  # the top of a blocked sum: its blocks vectorize
         if parallel:
             simd = " simd" if single and lanes else ""
-            out.add(indent + 1, self.reduction_pragma.format(op=op, var=acc, simd=simd))
+            pragma = self.reduction_pragma.format(op=op, var=acc, simd=simd, threads=threads)
+            out.add(indent + 1, pragma)
         depth = indent + 1
         for k, lp in enumerate(red.loops):
             if k == len(red.loops) - 1 and not (parallel and single) and lanes:

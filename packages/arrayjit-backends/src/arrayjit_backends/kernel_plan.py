@@ -5,7 +5,8 @@ here so that every backend parallelizes and reduces the same loops:
 
 - the kernel's parameters and their stable order (:func:`kernel_params`);
 - the work a statement does (:func:`loop_work`), against which :data:`PARALLEL_MIN_WORK` decides
-  whether threads pay;
+  whether a loop may run in parallel, and its estimated cost (:func:`loop_cost`), which decides
+  how many threads it is worth (:func:`worth_threads`);
 - whether a loop's iterations are independent (:func:`is_parallel_loop`);
 - whether a loop nest accumulates into one cell (:func:`scalar_reduction`) or an inlined local
   (:func:`local_sum`), so it may run reassociated in registers or SIMD lanes.
@@ -62,6 +63,61 @@ def _inlined_work(e: L.Expr, zeroing: bool) -> int:
     if isinstance(e, L.Local_scope):
         return loop_work(e.body, zeroing=zeroing)
     return sum(_inlined_work(x, zeroing) for x in L.children(e))
+
+
+_EXPENSIVE_UNOPS = frozenset(
+    {ops.Unop.exp, ops.Unop.log, ops.Unop.exp2, ops.Unop.log2, ops.Unop.sin, ops.Unop.cos}
+    | {ops.Unop.tanh}
+)
+_BINOP_COST = {ops.Binop.pow: 20, ops.Binop.mod: 20, ops.Binop.div: 4}
+
+
+def loop_cost(s: L.Stmt) -> int:
+    """A rough cost of running ``s``, in units of one vectorized load, store or arithmetic op
+    per element; a math-library call counts 20, a division or square root 4. Used to decide
+    how many threads a parallel loop is worth (:func:`worth_threads`)."""
+    match s:
+        case L.Seq(stmts=stmts):
+            return sum(loop_cost(x) for x in stmts)
+        case L.For_loop(from_=lo, to_inclusive=hi, body=body):
+            return max(hi - lo + 1, 0) * loop_cost(body)
+        case L.Zero_out(tn=tn):
+            return tn.num_elems // 8
+        case L.Set(value=v):
+            return 1 + _expr_cost(v)
+        case L.Set_local(value=v):
+            return _expr_cost(v)
+    return 0
+
+
+def _expr_cost(e: L.Expr) -> int:
+    match e:
+        case L.Get() | L.Get_merge_buffer():
+            return 1
+        case L.Local_scope(body=body):
+            return loop_cost(body)
+        case L.Binop(op=op, a=a, b=b):
+            return _BINOP_COST.get(op, 1) + _expr_cost(a) + _expr_cost(b)
+        case L.Unop(op=op, a=a):
+            cheap = 4 if op in (ops.Unop.sqrt, ops.Unop.recip, ops.Unop.recip_sqrt) else 1
+            return (20 if op in _EXPENSIVE_UNOPS else cheap) + _expr_cost(a)
+        case L.Ternop(a=a, b=b, c=c):
+            return 1 + _expr_cost(a) + _expr_cost(b) + _expr_cost(c)
+    return 0
+
+
+TEAM_MIN_COST = 1 << 20
+"""A parallel loop gets at most one thread per this much :func:`loop_cost` (about 0.1 ms of
+work on one core): starting a thread's share of a loop costs from a few microseconds (a
+spinning thread) to about 100 (waking a sleeping one on a virtual machine), see the
+arrayjit-backend-c README."""
+
+
+def worth_threads(s: L.Stmt) -> int:
+    """The most threads the top-level loop (or reduction) ``s`` is worth, at least 1: one per
+    :data:`TEAM_MIN_COST` of its estimated cost. Both CPU compilers size their teams with it
+    (cc's OpenMP ``num_threads`` clause, llvm's chunks); 1 means no team at all."""
+    return max(1, loop_cost(s) // TEAM_MIN_COST)
 
 
 def sets_of(s: L.Stmt) -> list[L.Set]:
