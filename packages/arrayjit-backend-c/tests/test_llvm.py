@@ -1,6 +1,7 @@
 """The llvm backend against the reference interpreter and numpy."""
 
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -231,7 +232,7 @@ def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
         mp.setattr(lb.crew, "run", counting)
         mp.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # split even this cheap work
         got, _ = run_direct(lb, comp, {u: vu, x: vx}, tot, reference=False)
-    assert calls == [3, 3]
+    assert calls == [4, 4]  # one chunk per row: 4 rows, under 3 workers' 12 chunks
     np.testing.assert_allclose(got, (vx + vu[:, None] ** 2).sum(1), rtol=1e-4)
 
 
@@ -412,13 +413,44 @@ def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch)
 def test_crew_run_keeps_to_its_thread_limit() -> None:
     crew = Crew(3)
     threads: list[str] = []
+    lock = threading.Lock()
+    running, most = [0], [0]
 
     def record(k: int) -> None:
-        threads.append(threading.current_thread().name)
+        with lock:
+            threads.append(threading.current_thread().name)
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.002)
+        with lock:
+            running[0] -= 1
 
     crew.run(record, (), [(k,) for k in range(4)], threads=1)
     assert threads == [threading.current_thread().name] * 4  # a share of one: no helper
     threads.clear()
-    crew.run(record, (), [(k,) for k in range(4)], threads=2)
-    assert len(threads) == 4 and len(set(threads)) == 2
+    crew.run(record, (), [(k,) for k in range(12)], threads=2)
+    assert len(threads) == 12 and len(set(threads)) <= 2 and most[0] <= 2
+    crew.stop()
+
+
+def test_crew_helpers_take_chunks_as_they_come() -> None:
+    crew = Crew(1)
+    second = threading.Event()
+    ran: dict[int, str] = {}
+
+    def meet(k: int) -> None:
+        ran[k] = threading.current_thread().name
+        if k == 0:  # only returns once another thread has run chunk 1
+            assert second.wait(timeout=10), "no helper took a chunk"
+        else:
+            second.set()
+
+    crew.run(meet, (), [(0,), (1,)], threads=2)
+    assert ran[0] != ran[1]
+    # Many short calls: each runs exactly once, whichever thread takes it.
+    seen: list[int] = []
+    for _ in range(20):
+        seen.clear()
+        crew.run(seen.append, (), [(k,) for k in range(50)], threads=2)
+        assert sorted(seen) == list(range(50))
     crew.stop()

@@ -1,65 +1,119 @@
 """A crew of helper threads that run chunks of a parallel loop next to the calling thread (the
 ``llvm`` compiler's parallelism: the generated code has no threads of its own).
 
-Each helper runs one native call at a time; hand-offs are lock releases, so a dispatch costs a
-few microseconds. ctypes releases the GIL around every native call, so the chunks run on all
-cores.
+Chunks are not handed out in advance: the caller and the helpers it wakes each take the next
+chunk not yet taken (:class:`_Job`), so the caller never waits for a helper that has not woken
+up yet (on a virtual machine or a loaded one that takes from tens of microseconds to a time
+slice): it runs the chunks itself meanwhile, and only waits for chunks a helper is running.
+Hand-offs are lock releases; ctypes releases the GIL around every native call, so the chunks
+run on all cores.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import weakref
 from collections.abc import Sequence
 from typing import Any
 
 
-class _Helper:
-    """A thread that runs one native call at a time for a :class:`Crew`."""
+class _Job:
+    """One parallel loop: its calls, taken one at a time by whichever thread asks next."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, fn: Any, args: Sequence[Any], calls: Sequence[tuple[Any, ...]]) -> None:
+        self.fn = fn
+        self.args = tuple(args)
+        self.calls = calls
+        self.lock = threading.Lock()
+        self.taken = 0
+        self.running = 0
+        """Calls taken by a helper and not finished yet."""
+        self.waiter: threading.Lock | None = None
+        """Held by the caller while it waits for ``running`` to drop to 0."""
+        self.errors: list[BaseException] = []
+
+    def work(self, helper: bool) -> None:
+        """Run calls until none is left to take; a helper's failure is kept for the caller."""
+        while True:
+            with self.lock:
+                if self.taken == len(self.calls):
+                    return
+                extra = self.calls[self.taken]
+                self.taken += 1
+                if helper:
+                    self.running += 1
+            try:
+                self.fn(*self.args, *extra)
+            except BaseException as e:  # re-raised by the caller once every call finished
+                with self.lock:
+                    self.errors.append(e)
+            finally:
+                if helper:
+                    self._finish_one()
+
+    def _finish_one(self) -> None:
+        with self.lock:
+            self.running -= 1
+            waiter = self.waiter if self.running == 0 else None
+            if waiter is not None:
+                self.waiter = None
+        if waiter is not None:
+            waiter.release()
+
+    def wait(self) -> None:
+        """Block until the calls helpers took have finished (the caller has run out of calls)."""
+        with self.lock:
+            if self.running == 0:
+                return
+            waiter = self.waiter = threading.Lock()
+            waiter.acquire()
+        waiter.acquire()
+
+
+class _Helper:
+    """A thread that works on one :class:`_Job` at a time for a :class:`Crew`."""
+
+    def __init__(self, crew: Crew, name: str) -> None:
         self._go = threading.Lock()
         self._go.acquire()
-        self._done = threading.Lock()
-        self._done.acquire()
-        self._task: tuple[Any, tuple[Any, ...]] | None = None
-        self._error: BaseException | None = None
+        self._job: _Job | None = None
+        self._crew = weakref.ref(crew)
         self.thread = threading.Thread(target=self._loop, name=name, daemon=True)
         self.thread.start()
 
     def _loop(self) -> None:
         while True:
             self._go.acquire()
-            task = self._task
-            if task is None:
+            job, self._job = self._job, None
+            if job is None:
                 return
-            try:
-                task[0](*task[1])
-            except BaseException as e:  # re-raised on the thread that waits
-                self._error = e
-            self._done.release()
+            job.work(helper=True)
+            del job  # the job's arguments must not outlive the loop's run
+            crew = self._crew()
+            if crew is None:
+                return
+            crew.rejoin(self)
+            del crew
 
-    def start(self, fn: Any, args: tuple[Any, ...]) -> None:
-        self._task = (fn, args)
+    def start(self, job: _Job) -> None:
+        self._job = job
         self._go.release()
-
-    def wait(self) -> None:
-        self._done.acquire()
-        error, self._error = self._error, None
-        if error is not None:
-            raise error
 
     def stop(self) -> None:
-        self._task = None
-        self._go.release()
+        self._job = None
+        # Already released where it was woken for a job and is not up yet: it finds no job.
+        with contextlib.suppress(RuntimeError):
+            self._go.release()
 
 
 class Crew:
     """Helper threads for parallel loops, shared by the threads that run routines.
 
-    ``run`` hands chunks to idle helpers (starting one when fewer than ``size`` exist) and runs
-    the rest on the calling thread, so concurrent callers never oversubscribe the cores nor
-    wait for each other. Lock hand-offs keep a dispatch to a few microseconds."""
+    ``run`` wakes idle helpers (starting one when fewer than ``size`` exist) and works on the
+    loop's calls next to them, so concurrent callers never oversubscribe the cores, and a
+    caller never waits for a helper that is slow to wake. Lock hand-offs keep a dispatch to a
+    few microseconds."""
 
     def __init__(self, size: int) -> None:
         self.size = size
@@ -78,10 +132,16 @@ class Crew:
         for helper in helpers:
             helper.thread.join(timeout=10)
 
+    def rejoin(self, helper: _Helper) -> None:
+        """``helper`` has finished its job: idle again (unless the crew was stopped)."""
+        with self._lock:
+            if any(h is helper for h in self._all):
+                self._idle.append(helper)
+
     def _take(self, n: int) -> list[_Helper]:
         with self._lock:
             while len(self._idle) < n and len(self._all) < self.size:
-                helper = _Helper(f"arrayjit-llvm-{len(self._all)}")
+                helper = _Helper(self, f"arrayjit-llvm-{len(self._all)}")
                 self._all.append(helper)
                 self._idle.append(helper)
             taken = self._idle[:n]
@@ -95,32 +155,24 @@ class Crew:
         calls: Sequence[tuple[Any, ...]],
         threads: int | None = None,
     ) -> None:
-        """``fn(*args, *extra)`` for each ``extra`` of ``calls``; returns when all are done.
-        ``threads``: the most threads to use, the caller's included (its stream's share of the
-        cores, see :class:`~arrayjit_backends.scheduler.ThreadBudget`; None: no limit).
+        """``fn(*args, *extra)`` for each ``extra`` of ``calls``, each once, in no particular
+        order; returns when all are done. ``threads``: the most threads to use, the caller's
+        included (its stream's share of the cores, see
+        :class:`~arrayjit_backends.scheduler.ThreadBudget`; None: no limit).
 
         Raises:
             Exception: the first error a call raised (after every call finished).
         """
         wanted = len(calls) - 1 if threads is None else min(len(calls), threads) - 1
-        helpers = self._take(wanted) if wanted > 0 else []
-        for helper, extra in zip(helpers, calls[1:], strict=False):
-            helper.start(fn, (*args, *extra))
+        job = _Job(fn, args, calls)
+        for helper in self._take(wanted) if wanted > 0 else []:
+            helper.start(job)
         try:
-            fn(*args, *calls[0])
-            for extra in calls[1 + len(helpers) :]:
-                fn(*args, *extra)
+            job.work(helper=False)
         finally:
-            errors = []
-            for helper in helpers:
-                try:
-                    helper.wait()
-                except BaseException as e:
-                    errors.append(e)
-            with self._lock:
-                self._idle.extend(helpers)
-        if errors:
-            raise errors[0]
+            job.wait()
+        if job.errors:
+            raise job.errors[0]
 
 
 def _stop_helpers(helpers: list[_Helper]) -> None:

@@ -182,15 +182,24 @@ class LlvmCode:
         return self.kernel.ir
 
 
+CHUNKS_PER_WORKER = 4
+"""A parallel loop is split into up to this many chunks per worker (each still worth a thread,
+:func:`~arrayjit_backends.kernel_plan.worth_threads`): threads take chunks as they come free
+(:class:`~arrayjit_backend_c.crew.Crew`), so one that starts late, or is descheduled by another
+process, leaves less of the loop for the others to wait on."""
+
+
 def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
-    """The ``(start, stop)`` ranges a parallel segment's loop is split into: at most one per
-    worker and as many as the loop is worth
-    (:func:`~arrayjit_backends.kernel_plan.worth_threads`), sizes within one iteration."""
+    """The ``(start, stop)`` ranges a parallel segment's loop is split into: as many as the
+    loop is worth (:func:`~arrayjit_backends.kernel_plan.worth_threads`), at most
+    :data:`CHUNKS_PER_WORKER` per worker (one per worker for a matmul, each chunk packing into
+    a buffer of its own), sizes within one iteration."""
     assert seg.loop is not None
     lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
+    most = workers * CHUNKS_PER_WORKER if workers > 1 else 1
     if seg.matmul is not None:  # chunks of row or column panels
-        lo, trip = 0, seg.matmul.units
-    n = max(1, min(workers, trip, worth_threads(seg.loop)))
+        lo, trip, most = 0, seg.matmul.units, workers
+    n = max(1, min(most, trip, worth_threads(seg.loop)))
     bounds = [lo + trip * k // n for k in range(n + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(n)]
 
