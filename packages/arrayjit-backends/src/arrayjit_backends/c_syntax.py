@@ -12,8 +12,9 @@ Evaluation follows the IR: a stored value is computed in the type of the node it
 Integer arithmetic wraps; integer division and remainder by zero give 0, and for signed types
 ``x / -1`` is ``-x`` (wrapping) and ``x % -1`` is 0, as in the reference interpreter (C traps on
 ``INT_MIN / -1``). A float converts to an integer by the saturating rule (NaN gives 0, values
-beyond the range its nearest end, others truncate toward zero: :func:`float_to_int_helpers`),
-integer ops computed in floating point too. Float ``max`` and ``min`` are the NaN-propagating
+beyond the range its nearest end, others truncate toward zero; the prelude's helpers:
+:mod:`arrayjit_backends.c_prelude`), integer ops computed in floating point too. Float
+``max`` and ``min`` are the NaN-propagating
 ``aj_fmax``/``aj_fmin`` of the prelude (never C's ``fmax``), and ``fma`` (the op, and each step
 of a multiply-accumulate) is C's single-rounding ``fma``; nothing else may be contracted (the
 compilers run with contraction off). uint4x32 values
@@ -30,6 +31,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from arrayjit_backends.c_prelude import C_PRELUDE, INT_CTYPES, int_literal
 from arrayjit_backends.kernel_plan import (
     PARALLEL_MIN_WORK,
     REDUCTION_OPS,
@@ -52,49 +54,8 @@ from arrayjit_ir.optimized import Optimized
 from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
-_INT_CTYPES: dict[str, tuple[int, bool]] = {
-    "uint8_t": (8, False),
-    "uint16_t": (16, False),
-    "int32_t": (32, True),
-    "uint32_t": (32, False),
-    "int64_t": (64, True),
-    "uint64_t": (64, False),
-}
-"""The integer compute types (the renderers' names for them): width and signedness."""
-
 _WRAPPING = {ops.Binop.add: "+", ops.Binop.sub: "-", ops.Binop.mul: "*"}
 """Signed integer ops rendered in the unsigned type of the same width, so that they wrap."""
-
-
-def int_literal(v: int, ctype: str) -> str:
-    """The C literal of the integer ``v`` (in ``ctype``'s range) as a ``ctype``."""
-    if v == -(1 << 63):
-        return f"(({ctype})(-0x7FFFFFFFFFFFFFFFLL - 1))"
-    return f"(({ctype}){v}{'ULL' if v >= 1 << 63 else 'LL'})"
-
-
-def float_to_int_helpers(qualifier: str, sources: tuple[str, ...] = ("float", "double")) -> str:
-    """C functions ``aj_<src>_to_<dst>(x)`` converting the float type ``src`` to each integer
-    compute type by the saturating rule of :func:`arrayjit_ir.ops.float_to_int`. The comparisons
-    use the range's bounds as powers of two, exact in every float type, so the final cast only
-    sees values C defines it on (a truncation toward zero that fits)."""
-    out = []
-    for src in sources:
-        f = "f" if src == "float" else ""
-        for dst, (bits, signed) in _INT_CTYPES.items():
-            if signed:
-                lo, hi = f"-0x1p{bits - 1}{f}", f"0x1p{bits - 1}{f}"
-                low = int_literal(-(1 << (bits - 1)), dst)
-                high = int_literal((1 << (bits - 1)) - 1, dst)
-                below = f"x <= {lo} ? {low}"
-            else:
-                hi, high = f"0x1p{bits}{f}", int_literal((1 << bits) - 1, dst)
-                below = f"x <= -1.0{f} ? ({dst})0"
-            out.append(
-                f"{qualifier} {dst} aj_{src}_to_{dst}({src} x) {{ return x != x ? ({dst})0 : "
-                f"{below} : x >= {hi} ? {high} : ({dst})x; }}"
-            )
-    return "\n".join(out) + "\n"
 
 
 def _lane_arithmetic(e: L.Expr) -> bool:
@@ -160,66 +121,7 @@ class CSyntax:
     }
     int_math_type = "double"
     """Where integer ``pow`` and transcendental unary ops are computed."""
-    prelude = (
-        "#include <stdint.h>\n#include <math.h>\n"
-        "static inline float aj_bf16_to_f32(uint16_t b) { union { uint32_t u; float f; } v; "
-        "v.u = (uint32_t)b << 16; return v.f; }\n"
-        "static inline uint16_t aj_f32_to_bf16(float f) { union { uint32_t u; float f; } v; "
-        "v.f = f; if (f != f) return (uint16_t)((v.u >> 16) | 0x40); "
-        "return (uint16_t)((v.u + 0x7FFFu + ((v.u >> 16) & 1u)) >> 16); }\n"
-        "static inline float aj_fp8_to_f32(uint8_t b) { union { uint16_t u; _Float16 h; } v; "
-        "v.u = (uint16_t)b << 8; return (float)v.h; }\n"
-        "static inline uint8_t aj_f32_to_fp8(float f) {\n"
-        "  if (f != f) return 0x7E;\n"
-        "  uint8_t sign = signbit(f) ? 0x80 : 0; double m = fabs((double)f);\n"
-        "  if (m == 0) return sign; int e; frexp(m, &e); e -= 1; if (e < -14) e = -14;\n"
-        "  double q = ldexp(1.0, e - 2); double r = nearbyint(m / q) * q;\n"
-        "  union { uint16_t u; _Float16 h; } v; v.h = r >= 65536.0 ? (_Float16)INFINITY :"
-        " (_Float16)r;\n  return sign | (uint8_t)(v.u >> 8);\n}\n"
-        # uint4x32: lanes, conversions, and Threefry-4x32 with 20 rounds (arrayjit_ir.ops).
-        "typedef struct { uint32_t v[4]; } aj_u4;\n"
-        "static inline aj_u4 aj_u4_of(uint64_t w) "
-        "{ aj_u4 r = {{(uint32_t)w, (uint32_t)(w >> 32), 0, 0}}; return r; }\n"
-        "static inline uint64_t aj_u4_wide(aj_u4 x) "
-        "{ return (uint64_t)x.v[0] | ((uint64_t)x.v[1] << 32); }\n"
-        "static inline int aj_u4_any(aj_u4 x) "
-        "{ return (x.v[0] | x.v[1] | x.v[2] | x.v[3]) != 0; }\n"
-        "static inline aj_u4 aj_threefry4x32(aj_u4 key, aj_u4 ctr) {\n"
-        "  static const int rot[8][2] = "
-        "{{10, 26}, {11, 21}, {13, 27}, {23, 5}, {6, 20}, {17, 11}, {25, 10}, {18, 20}};\n"
-        "  uint32_t ks[5], x[4];\n"
-        "  ks[4] = 0x1BD11BDAu;\n"
-        "  for (int i = 0; i < 4; ++i) { ks[i] = key.v[i]; ks[4] ^= key.v[i]; "
-        "x[i] = ctr.v[i] + key.v[i]; }\n"
-        "  for (int r = 0; r < 20; ++r) {\n"
-        "    int a = r % 2 ? 3 : 1, b = r % 2 ? 1 : 3;\n"
-        "    int ra = rot[r % 8][0], rb = rot[r % 8][1];\n"
-        "    x[0] += x[a]; x[a] = ((x[a] << ra) | (x[a] >> (32 - ra))) ^ x[0];\n"
-        "    x[2] += x[b]; x[b] = ((x[b] << rb) | (x[b] >> (32 - rb))) ^ x[2];\n"
-        "    if (r % 4 == 3) { int j = r / 4 + 1; "
-        "for (int i = 0; i < 4; ++i) x[i] += ks[(j + i) % 5]; x[3] += (uint32_t)j; }\n"
-        "  }\n"
-        "  aj_u4 out = {{x[0], x[1], x[2], x[3]}};\n  return out;\n}\n"
-        + ops.c_minmax("static inline")
-        + ops.c_int_math("static inline")
-        # OpenMP's own max/min reductions combine partial results with C's rule, which drops
-        # NaN: reductions of floats name these instead (see omp_reduction_op).
-        + "".join(
-            f"#pragma omp declare reduction(aj_{op} : {t} : omp_out = aj_f{op}{f}(omp_out, "
-            f"omp_in)) initializer(omp_priv = {'-' if op == 'max' else ''}INFINITY)\n"
-            for op in ("max", "min")
-            for t, f in (("float", "f"), ("double", ""))
-        )
-        # OpenMP's + starts each private copy at +0.0, so a sum of -0.0 terms into a -0.0 cell
-        # came out +0.0 (the serial sum keeps -0.0): float sums start their copies at -0.0,
-        # the exact neutral element of float addition.
-        + "".join(
-            f"#pragma omp declare reduction(aj_add : {t} : omp_out = omp_out + omp_in) "
-            f"initializer(omp_priv = -0.0{f})\n"
-            for t, f in (("float", "f"), ("double", ""))
-        )
-        + float_to_int_helpers("static inline")
-    )
+    prelude = C_PRELUDE
 
     def __init__(self) -> None:
         self._reset()
@@ -361,8 +263,8 @@ class CSyntax:
     # ---- expressions ----
 
     def const(self, v: float, ctype: str) -> str:
-        if ctype in _INT_CTYPES:  # the saturating rule, applied here
-            bits, signed = _INT_CTYPES[ctype]
+        if ctype in INT_CTYPES:  # the saturating rule, applied here
+            bits, signed = INT_CTYPES[ctype]
             dtype = np.dtype(f"{'i' if signed else 'u'}{bits // 8}")
             return int_literal(int(ops.float_to_int(v, dtype)), ctype)
         if math.isnan(v):
@@ -472,7 +374,7 @@ class CSyntax:
     def binop(self, op: ops.Binop, x: str, y: str, ct: str, is_int: bool) -> str:
         """C for ``op(x, y)`` in type ``ct``."""
         if is_int:
-            signed = _INT_CTYPES.get(ct, (0, False))[1]
+            signed = INT_CTYPES.get(ct, (0, False))[1]
             match op:
                 case ops.Binop.add | ops.Binop.sub | ops.Binop.mul if signed:
                     # In unsigned arithmetic, which wraps in every C dialect: signed overflow
@@ -508,7 +410,7 @@ class CSyntax:
                     return f"(({x}) == 0 ? ({ct})0 : ({ct})(1 / {x}))"
                 case ops.Unop.trunc:
                     return x
-                case ops.Unop.neg if _INT_CTYPES.get(ct, (0, False))[1]:
+                case ops.Unop.neg if INT_CTYPES.get(ct, (0, False))[1]:
                     return f"(({ct})(0 - (u{ct})({x})))"  # -INT_MIN wraps (see binop)
                 case (
                     ops.Unop.relu

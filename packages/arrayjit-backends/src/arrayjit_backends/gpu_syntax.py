@@ -41,7 +41,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from arrayjit_backends.c_syntax import CSyntax, Out, float_to_int_helpers
+from arrayjit_backends.c_prelude import float_to_int_helpers
+from arrayjit_backends.c_syntax import CSyntax, Out
 from arrayjit_backends.gpu_cell_reduction import (
     CellReduction,
     covers,
