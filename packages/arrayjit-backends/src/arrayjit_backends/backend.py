@@ -322,12 +322,11 @@ class Backend:
             CompileError: the native compiler failed.
         """
         self.check_live()
-        check_compile_args(comp, name, bindings)
-        bindings = tuple(dict.fromkeys(bindings))  # a symbol given twice is one parameter
+        symbols = check_compile_args(comp, name, bindings)
         c = Comp.of(comp)
         llc = lower(c)
-        opt = optimize(llc, name=name, static_symbols=tuple(bindings))
-        opt = with_static_ranges(opt, llc, tuple(bindings))
+        opt = optimize(llc, name=name, static_symbols=symbols)
+        opt = with_static_ranges(opt, llc, symbols)
         self._check_precs(opt)
         check_host_memory_types(opt)
         kind = self.runtime.code_kind()
@@ -379,17 +378,17 @@ class Backend:
         if len(comps) != len(names):
             raise UsageError(f"compile_batch: {len(comps)} computations but {len(names)} names")
         present = [k for k, comp in enumerate(comps) if comp is not None]
+        symbols: tuple[StaticSymbol, ...] = ()
         for k in present:
             comp, name = comps[k], names[k]
             if name is None:
                 raise UsageError(f"compile_batch: entry {k} has a computation but no name")
-            check_compile_args(comp, name, bindings)
-        bindings = tuple(dict.fromkeys(bindings))  # a symbol given twice is one parameter
+            symbols = check_compile_args(comp, name, bindings)
         cs = [Comp.of(comps[k]) for k in present]  # type: ignore[arg-type]
         llcs = [lower(c) for c in cs]
         given = [names[k] for k in present]
-        opts = optimize_batch(llcs, given, tuple(bindings))  # type: ignore[arg-type]
-        opts = [with_static_ranges(o, llc, tuple(bindings)) for o, llc in zip(opts, llcs)]
+        opts = optimize_batch(llcs, given, symbols)  # type: ignore[arg-type]
+        opts = [with_static_ranges(o, llc, symbols) for o, llc in zip(opts, llcs)]
         for o in opts:
             self._check_precs(o)
             check_host_memory_types(o)

@@ -141,8 +141,9 @@ def with_static_ranges(
     return dataclasses.replace(opt, static_symbols=bounds.with_ranges(opt.static_symbols, ranges))
 
 
-def check_compile_args(comp: object, name: object, symbols: object) -> None:
-    """Refuse arguments of ``compile`` of the wrong type.
+def check_compile_args(comp: object, name: object, symbols: object) -> tuple[StaticSymbol, ...]:
+    """Refuse arguments of ``compile`` of the wrong type; returns the static symbols to bind,
+    each once (a symbol given twice is one kernel parameter).
 
     Raises:
         UsageError: ``comp`` is not a computation or assignment, ``name`` not a string, or
@@ -161,6 +162,7 @@ def check_compile_args(comp: object, name: object, symbols: object) -> None:
     for s in symbols:
         if not isinstance(s, StaticSymbol):
             raise UsageError(f"compile {name}: bindings must be StaticSymbol values, got {s!r}")
+    return tuple(dict.fromkeys(symbols))
 
 
 def check_code_kind(code_kind: str, context_kind: str, routine: str, backend: str) -> None:
