@@ -51,6 +51,7 @@ from arrayjit_backends.gpu_cell_reduction import (
 )
 from arrayjit_backends.gpu_matmul import THREADS, MatmulPlan, matmul_plan, render_matmul_kernel
 from arrayjit_backends.gpu_row_chain import RowChain, fuse_rows, render_row_kernel
+from arrayjit_backends.gpu_serial_reduction import render_serial_reduction
 from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
@@ -331,6 +332,10 @@ class GpuSyntax(CSyntax):
     supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec) - {Prec.uint4x32}
     max_groups: ClassVar[int] = 1024
     """Work groups of a reduction's first kernel (partials)."""
+    exact_launch: ClassVar[bool] = False
+    """Whether a kernel launched without a group size runs exactly its global size of work
+    items (OpenCL: the driver picks a group size that divides it), so that its parallel body
+    needs no bounds check. CUDA launches whole blocks: the last one's extra threads return."""
     vector_cells: ClassVar[bool] = False
     """Whether the dialect's vector types have an elementwise ``fma`` a tiled matmul may step a
     work item's row of cells with (:mod:`arrayjit_backends.gpu_matmul`)."""
@@ -373,9 +378,10 @@ class GpuSyntax(CSyntax):
         statements = _flatten(opt.code)
         # Reduction partials are scratch buffers too; count them first for the signature. A
         # small-float full reduction (a store of a float32 accumulator, see lowering) is a grid
-        # reduction on GPUs; on CPU devices (one lane per cell) one work item was faster.
+        # reduction on GPUs; on CPU devices (one lane per cell) one work item was faster. CPU
+        # devices run the others as ranges of the serial loop (blocked sums keep their blocks).
         reductions = {
-            id(s): flatten_blocked_sum(red)
+            id(s): flatten_blocked_sum(red) if self.cell_lanes > 1 else red
             for s in statements
             if (isinstance(s, L.For_loop) or (self.cell_lanes > 1 and isinstance(s, L.Set)))
             and (red := scalar_reduction(s)) is not None
@@ -424,21 +430,25 @@ class GpuSyntax(CSyntax):
                 assert piece.total is not None
                 kernels.append(GpuKernel(name, piece.total * cr.lanes, cr.lanes))
                 continue
-            if group[0].reduction is not None:
+            if (red := group[0].reduction) is not None:
                 fill = group[0].fill
-                self._reduction_kernels(
-                    group[0].reduction,
+                init = (
                     fill.value.value
                     if fill is not None and isinstance(fill.value, L.Constant)
-                    else None,
-                    self._partials[red_index],
-                    prefix,
-                    out,
-                    kernels,
-                    signature,
-                    prologue,
+                    else None
                 )
+                partials = self._partials[red_index]
                 red_index += 1
+                if self.cell_lanes > 1:
+                    self._reduction_kernels(
+                        red, init, partials, prefix, out, kernels, signature, prologue
+                    )
+                    continue
+                header = f"{self.kernel_prefix} {{name}}({signature})"
+                before = self._cell_before(red, init)
+                render_serial_reduction(
+                    self, red, before, partials, prefix, out, kernels, header, prologue
+                )
                 continue
             name = f"{prefix}_k{len(kernels)}"
             body = Out()
@@ -561,7 +571,11 @@ class GpuSyntax(CSyntax):
                 self.stmt(piece.stmt, out, 1)
             return 1
         out.add(1, f"const {it} aj_gid = ({it}){self.global_id};")
-        out.add(1, f"if (aj_gid >= {total}) return;")
+        if not self.exact_launch:
+            # A work item that may return keeps PoCL from vectorizing the work group's loop
+            # over work items (a fused 2^24 elementwise kernel took twice the time): only where
+            # the launch has extra work items.
+            out.add(1, f"if (aj_gid >= {total}) return;")
         for piece in group:
             if len(group) > 1:
                 out.add(1, "{")
@@ -617,6 +631,15 @@ class GpuSyntax(CSyntax):
             return c
         return f"(({ct}){self.load(prec, self.store(prec, c))})"
 
+    def _cell_before(self, red: ScalarReduction, init: float | None) -> str:
+        """The value of a reduction's cell before it: the folded fill's constant ``init`` as
+        the cell holds it, else the cell's stored value, in the compute type."""
+        tn = red.target.tn
+        if init is not None:
+            return self.stored_const(tn.prec, init)
+        cell = f"{self.name(tn)}[{self.offset(tn, red.target.indices)}]"
+        return f"(({self.compute_type(tn.prec)}){self.load(tn.prec, cell)})"
+
     def _reduction_kernels(
         self,
         red: ScalarReduction,
@@ -636,12 +659,7 @@ class GpuSyntax(CSyntax):
         group = self.group_size
         groups = max(1, min(self.max_groups, -(-total // group)))
         idempotent = red.op in (ops.Binop.max, ops.Binop.min)
-        # The cell's value before the reduction: the folded fill's constant, else the cell.
-        before = (
-            f"(({ct}){self.load(tn.prec, cell)})"
-            if init is None
-            else self.stored_const(tn.prec, init)
-        )
+        before = self._cell_before(red, init)
         start = before if idempotent else self.const(ops.partial_start(red.op, not is_int), ct)
 
         def combine(a: str, b: str) -> str:
