@@ -293,3 +293,17 @@ def test_full_reduction_folds_its_fill(backend: Any, op: str, start: float) -> N
     backend.to_host(routine.context, s)
     want = vx.astype(np.float64).sum() if op == "add" else max(start, float(vx.max()))
     np.testing.assert_allclose(s.get_values(), want, rtol=1e-5)
+
+
+def test_only_an_empty_nest_keeps_a_bounds_check() -> None:
+    """Kernels are launched with exactly their global size (no group size: the driver divides
+    it), so a parallel body has no bounds check; an empty nest still launches one work item,
+    which must do nothing."""
+    a, y = (Tnode.create((0, 3), label=x, hosted=True) for x in ("a", "y"))
+    empty = OpenclSyntax().render_program(optimize(lower(ir.unop(y, "exp", a)), name="e"), "e")
+    assert [(k.global_size, k.local_size) for k in empty.kernels] == [(1, 1)]
+    assert "if (aj_gid >= 0) return;" in empty.source
+    b, z = (Tnode.create((7, 3), label=x, hosted=True) for x in ("b", "z"))
+    full = OpenclSyntax().render_program(optimize(lower(ir.unop(z, "exp", b)), name="f"), "f")
+    assert [(k.global_size, k.local_size) for k in full.kernels] == [(21, None)]
+    assert "aj_gid >=" not in full.source
