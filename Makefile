@@ -20,7 +20,7 @@ demo: install
 dev: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q $(PKGS) -e packages/arrayjit-backend-opencl[pocl] \
 	    -e packages/arrayjit-backend-cuda -e packages/arrayjit-distributed[mpich] -e conformance \
-	    tox ruff mypy hatch numba
+	    tox ruff mypy hatch numba mako
 
 $(VENV)/bin/tox: $(VENV)/bin/python
 	$(VENV)/bin/python -m pip install -q "tox>=4.20"

@@ -30,6 +30,7 @@ from arrayjit_conformance.benchmarking import (
     SUM_SIZES,
     TRANSFER_SIZES,
     cl_queue,
+    handwritten,
     measure,
     runner,
 )
@@ -222,6 +223,7 @@ def test_launch_overhead_raw_pyopencl(benchmark: Any) -> None:
         queue.finish()
 
     benchmark.extra_info["impl"] = "raw pyopencl"
+    handwritten(benchmark, "opencl")
     benchmark.pedantic(run, rounds=2000, iterations=1, warmup_rounds=100)
 
 
@@ -237,7 +239,7 @@ def test_sum(benchmark: Any, backend: Any, k: int) -> None:
     routine = backend.link(
         new_context(backend), backend.compile(ir.accum(s, "add", x, spec="i->"), name="sum")
     )
-    measure(benchmark, runner(backend, routine), backend.name)
+    measure(benchmark, runner(backend, routine), backend.name, nbytes=4 << k)
     backend.to_host(routine.context, s)
     np.testing.assert_allclose(s.get_values(), vx.sum(dtype=np.float64), rtol=1e-3)
 
@@ -246,7 +248,7 @@ def test_sum(benchmark: Any, backend: Any, k: int) -> None:
 def test_sum_numpy(benchmark: Any, k: int) -> None:
     benchmark.group = f"sum 2^{k} f32"
     x = RNG.uniform(0, 1, 1 << k).astype(np.float32)
-    measure(benchmark, lambda: x.sum(), "numpy")
+    measure(benchmark, lambda: x.sum(), "numpy", nbytes=4 << k)
 
 
 # ---- matmul ----

@@ -37,6 +37,14 @@ def measure(
     benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1)
 
 
+def handwritten(benchmark: Any, backend: str) -> None:
+    """Mark the row as a hand-written baseline of ``backend``'s row in its group (a kernel
+    written directly against the backend's driver library, or that library's own routine for
+    the work): ``arrayjit bench`` prints each backend row's speed relative to the fastest such
+    row of its group (column ``vs hand``)."""
+    benchmark.extra_info["baseline_of"] = backend
+
+
 def runner(backend: Any, routine: Any) -> Callable[[], None]:
     """Run ``routine`` and wait for its stream: asynchronous backends are timed for the work,
     not for queueing it."""

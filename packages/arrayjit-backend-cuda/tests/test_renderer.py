@@ -139,6 +139,9 @@ def test_catalogue_renders_parallel_kernels() -> None:
     assert len(programs) > 250
     sizes = [k.global_size for k in programs["binop_add_single"].kernels]
     assert sizes == [15]  # one thread per output cell
+    # Whole blocks are launched: the threads past the last cell return (OpenCL launches
+    # exactly the global size and has no such check).
+    assert "if (aj_gid >= 15) return;" in programs["binop_add_single"].source
     red = programs["full_sum_large"].kernels
     assert [k.local_size for k in red[-2:]] == [256, 256] and red[-2].global_size > 256
     assert "__syncthreads();" in programs["full_sum_large"].source

@@ -12,7 +12,7 @@ from opencl_helpers import FLOATS, INTS, compare, node, require_prec, run_batch
 
 from arrayjit_backends import MergeMode
 from arrayjit_backends.gpu_syntax import GpuProgram
-from arrayjit_ir import ir
+from arrayjit_ir import interpret, ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Padding, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
@@ -50,31 +50,39 @@ def test_reductions_over_each_axis_and_all(backend: Any, prec: str, accums: tupl
         compare(got, ref, prec, out.debug_label)
 
 
-def test_full_reduction_is_a_tree_over_work_groups(backend: Any) -> None:
+def test_full_reduction_runs_ranges_of_the_serial_loop_on_a_cpu_device(backend: Any) -> None:
+    """PoCL's default shape (one lane per cell): a full reduction is a kernel of work groups of
+    one work item, each running a contiguous range of the serial loop, then one work item
+    combining the partials in order. A blocked float sum gets a work item per top-level block,
+    so its value has the bits of the serial code (the interpreter over the optimized code); an
+    integer max is cut into 64 ranges (exact in any order). Run twice: the cell restarts from
+    its fill each run."""
     n = (1 << 18) + 3
     x, total, top = node((n,), "x"), node((), "total"), node((), "top", "int32")
     xi = node((n,), "xi", "int32")
-    vx, vi = RNG.standard_normal(n), RNG.integers(-1000, 1000, n)
+    vx, vi = RNG.standard_normal(n).astype(np.float32), RNG.integers(-1000, 1000, n)
     x.set_values(vx)
     xi.set_values(vi)
     code = backend.compile(
         ir.block(ir.accum(total, "add", x, spec="i->"), ir.accum(top, "max", xi, spec="i->")),
-        name="tree",
+        name="ranges",
     )
-    sizes = [(k.global_size, k.local_size) for k in _program(code).kernels]
-    group = backend.runtime.renderer.group_size
-    # Per reduction: partials from many groups, one group combining them with the cell's
-    # neutral value (the fill is folded into it: no launch of its own); the sum's 3 terms
-    # past the blocked part are one work item's; then the max's two kernels.
-    tree = [(min(1024, -(-n // group)) * group, group), (group, group)]
-    assert sizes == [*tree, (1, 1), *tree]
-    assert "__local" in _program(code).source
+    program = _program(code)
+    # The sum's 64 top-level blocks, its combine, its 3 terms past the blocked part (one work
+    # item's), then the max's 64 ranges and combine: no fill launches, no local memory.
+    sizes = [(k.global_size, k.local_size) for k in program.kernels]
+    assert sizes == [(64, 1), (1, 1), (1, 1), (64, 1), (1, 1)]
+    assert "__local" not in program.source and "barrier(" not in program.source
     r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
-    for _ in range(2):  # the cell is re-initialized by every run (neutral element)
+    for _ in range(2):
         r()
     backend.to_host(r.context, total)
     backend.to_host(r.context, top)
-    exact = vx.astype(np.float32).astype(np.float64).sum()
+    bufs = {x: vx.copy(), xi: vi.astype(np.int32), total: np.zeros((), np.float32)}
+    bufs[top] = np.zeros((), np.int32)
+    interpret(code.optimized, bufs, {})
+    assert total.get_values().tobytes() == bufs[total].tobytes()  # the serial code's bits
+    exact = vx.astype(np.float64).sum()
     assert abs(float(total.get_values()) - exact) <= 1e-5 * np.abs(vx).sum()
     assert int(top.get_values()) == vi.max()
 
@@ -306,7 +314,7 @@ def test_a_held_stream_whose_backend_is_dropped_does_not_hang() -> None:
 import gc
 import numpy as np
 from arrayjit_backends import fresh_backend
-from arrayjit_ir import ir
+from arrayjit_ir import interpret, ir
 from arrayjit_tnode import Tnode
 
 def go():

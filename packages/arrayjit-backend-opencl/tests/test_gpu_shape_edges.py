@@ -1,7 +1,8 @@
 """Programs shaped almost like the GPU renderer's special kernels, where a legality check or
 an edge of the kernel would give other values than the serial code; values against the
 interpreter over the unoptimized lowered code. So far: a fill folded into a small-float full
-reduction's final combine; a row step's inlined reductions of two compute types.
+reduction's final combine; a row step's inlined reductions of two compute types; the grid
+reduction's launch shape.
 
 This module's backend takes 64 lanes per reduced cell (``ARRAYJIT_GPU_CELL_LANES``), the shape
 GPUs get: only then is a half, bfloat16 or fp8 full reduction a grid reduction on PoCL."""
@@ -16,11 +17,13 @@ import pytest
 from opencl_helpers import node
 
 from arrayjit_backend_opencl.renderer import OpenclSyntax
+from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_conformance.harness import run_against_interpreter
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.assignments import Constant
 from arrayjit_tnode import Tnode
 
+RNG = np.random.default_rng(5)
 GPU_CELL_LANES = 64
 """The GPU shape on PoCL (read by the ``backend`` fixture)."""
 
@@ -87,3 +90,36 @@ def test_inlined_row_reductions_of_two_compute_types(backend: Any, other: str, s
     want = vx.astype(np.float64).sum(1) - vo.astype(np.float64).sum(1)
     np.testing.assert_array_equal(ref, -want if swap else want)
     np.testing.assert_array_equal(got, ref)
+
+
+def test_full_reduction_is_a_tree_over_work_groups(backend: Any) -> None:
+    """The GPU shape of a full reduction: partials of many work groups, each a tree in local
+    memory, then one group combining them (CPU devices run ranges of the serial loop instead:
+    ``test_device.py``)."""
+    n = (1 << 18) + 3
+    x, total, top = node((n,), "x"), node((), "total"), node((), "top", "int32")
+    xi = node((n,), "xi", "int32")
+    vx, vi = RNG.standard_normal(n), RNG.integers(-1000, 1000, n)
+    x.set_values(vx)
+    xi.set_values(vi)
+    code = backend.compile(
+        ir.block(ir.accum(total, "add", x, spec="i->"), ir.accum(top, "max", xi, spec="i->")),
+        name="tree",
+    )
+    program: GpuProgram = code.native.rendered
+    sizes = [(k.global_size, k.local_size) for k in program.kernels]
+    group = backend.runtime.renderer.group_size
+    # Per reduction: partials from many groups, one group combining them with the cell's
+    # neutral value (the fill is folded into it: no launch of its own); the sum's 3 terms
+    # past the blocked part are one work item's; then the max's two kernels.
+    tree = [(min(1024, -(-n // group)) * group, group), (group, group)]
+    assert sizes == [*tree, (1, 1), *tree]
+    assert "__local" in program.source
+    r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
+    for _ in range(2):  # the cell is re-initialized by every run (neutral element)
+        r()
+    backend.to_host(r.context, total)
+    backend.to_host(r.context, top)
+    exact = vx.astype(np.float32).astype(np.float64).sum()
+    assert abs(float(total.get_values()) - exact) <= 1e-5 * np.abs(vx).sum()
+    assert int(top.get_values()) == vi.max()

@@ -19,6 +19,7 @@ from arrayjit_tnode import CompileError, Prec, Tnode
 
 pytest.importorskip("pyopencl")
 from arrayjit_backend_opencl.device import OpenclDevices, find_platform
+from arrayjit_backend_opencl.renderer import OpenclSyntax
 from arrayjit_backends.gpu_device import GpuCode
 
 if isinstance(find_platform(), str):
@@ -96,19 +97,36 @@ def test_kernels_are_parallel(backend: Any) -> None:
     n = 5000
     a, y = (Tnode.create((n,), label=x, hosted=True) for x in ("a", "y"))
     tot = Tnode.create((), label="tot", hosted=True)
+    va = np.random.default_rng(4).uniform(-1, 1, n).astype(np.float32)
+    a.set_values(va)
     code = backend.compile(
         ir.block(ir.unop(y, "exp", a), ir.accum(tot, "add", a, spec="i->")), name="par"
     )
     program: GpuProgram = code.native.rendered
-    sizes = [k.global_size for k in program.kernels]
-    assert sizes[0] == n  # one work item per element
-    group = backend.runtime.renderer.group_size
-    # A tree reduction: partials, then one group (a blocked sum's remainder may follow).
+    sizes = [(k.global_size, k.local_size) for k in program.kernels]
+    # One work item per element, launched as exactly n work items (the driver picks the
+    # groups), so the kernel has no bounds check (which kept PoCL from vectorizing it).
+    assert sizes[0] == (n, None) and "aj_gid >=" not in program.source
+    # PoCL's default (CPU) shape of the sum: work items of one range of the serial loop each,
+    # then one combining them (a blocked sum's remainder may follow).
     assert any(
-        first > group and first % group == 0 and second == group
+        first[0] > 1 and first[1] == 1 and second == (1, 1)
         for first, second in itertools.pairwise(sizes[1:])
     )
-    assert "__local" in program.source and "barrier(CLK_LOCAL_MEM_FENCE)" in program.source
+    # The GPU shape: partials from work groups reducing in local memory, then one group.
+    syntax = OpenclSyntax(cell_lanes=64)
+    gpu, group = syntax.render_program(code.optimized, "par"), syntax.group_size
+    assert any(
+        first.global_size > group and first.global_size % group == 0 and second.local_size == group
+        for first, second in itertools.pairwise(gpu.kernels[1:])
+    )
+    assert "__local" in gpu.source and "barrier(CLK_LOCAL_MEM_FENCE)" in gpu.source
+    r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
+    r()
+    backend.to_host(r.context, y)
+    backend.to_host(r.context, tot)
+    np.testing.assert_allclose(y.get_values(), np.exp(va.astype(np.float64)), rtol=1e-6)
+    np.testing.assert_allclose(tot.get_values(), va.astype(np.float64).sum(), rtol=1e-5)
 
 
 def test_warm_cache_builds_nothing(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -275,3 +293,17 @@ def test_full_reduction_folds_its_fill(backend: Any, op: str, start: float) -> N
     backend.to_host(routine.context, s)
     want = vx.astype(np.float64).sum() if op == "add" else max(start, float(vx.max()))
     np.testing.assert_allclose(s.get_values(), want, rtol=1e-5)
+
+
+def test_only_an_empty_nest_keeps_a_bounds_check() -> None:
+    """Kernels are launched with exactly their global size (no group size: the driver divides
+    it), so a parallel body has no bounds check; an empty nest still launches one work item,
+    which must do nothing."""
+    a, y = (Tnode.create((0, 3), label=x, hosted=True) for x in ("a", "y"))
+    empty = OpenclSyntax().render_program(optimize(lower(ir.unop(y, "exp", a)), name="e"), "e")
+    assert [(k.global_size, k.local_size) for k in empty.kernels] == [(1, 1)]
+    assert "if (aj_gid >= 0) return;" in empty.source
+    b, z = (Tnode.create((7, 3), label=x, hosted=True) for x in ("b", "z"))
+    full = OpenclSyntax().render_program(optimize(lower(ir.unop(z, "exp", b)), name="f"), "f")
+    assert [(k.global_size, k.local_size) for k in full.kernels] == [(21, None)]
+    assert "aj_gid >=" not in full.source

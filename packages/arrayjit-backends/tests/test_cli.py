@@ -203,6 +203,44 @@ def test_bench_table_bandwidth_fraction(tmp_path: Path, capsys: pytest.CaptureFi
     assert fractions[group]["multicore_cc"] == pytest.approx(1e9 / 1.2e9)
 
 
+def test_bench_table_hand_written_baselines(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows marked ``baseline_of`` a backend give that backend's row (and each other baseline
+    of it) a ``vs hand`` ratio to the fastest of them; other rows and groups get none."""
+    import json
+
+    from arrayjit_backends.bench_table import hand_ratios, load_rows
+
+    group = "sum 2^24 f32"
+    rows = [
+        _bench_row(group, "o", 12e-3, "opencl"),
+        _bench_row(group, "s", 40e-3, "pyopencl.array.sum"),
+        _bench_row(group, "k", 10e-3, "pyopencl kernel"),
+        _bench_row(group, "c", 1e-3, "cuda"),
+        _bench_row(group, "n", 5e-3, "numpy"),
+    ]
+    for row in rows[1:3]:
+        row["extra_info"]["baseline_of"] = "opencl"  # type: ignore[index]
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"benchmarks": [*rows, *BENCH["benchmarks"]]}))  # type: ignore[misc]
+    assert main(["bench", "--from-json", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "vs hand" in lines[1]
+    start = lines.index(group)
+    members = {line.split()[0]: line.split() for line in lines[start + 1 : start + 6]}
+    assert members["opencl"][-2:] == ["0.42x", "0.83x"]  # numpy 5 / 12; kernel 10 / 12
+    assert members["pyopencl"][-1] == "1.00x"  # the fastest baseline: the hand-written kernel
+    assert members["pyopencl.array.sum"][-1] == "0.25x"
+    assert members["cuda"][-1] == "5.00x" and members["numpy"][-1] == "1.00x"  # vs numpy only
+    assert lines[lines.index("sum 2^10 f32") + 1].endswith("2.00x")  # a group without them
+    got = hand_ratios(load_rows(path))
+    assert list(got) == [group]
+    assert got[group] == pytest.approx(
+        {"opencl": 10 / 12, "pyopencl kernel": 1.0, "pyopencl.array.sum": 0.25}
+    )
+
+
 def test_bench_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

@@ -47,6 +47,11 @@ class OpenclSyntax(GpuSyntax):
     ``vload_half``/``vstore_half_rte``, so every device has it, ``cl_khr_fp16`` or not)."""
 
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "ushort"}
+    exact_launch: ClassVar[bool] = True
+    """Kernels without a group size are launched with no local size (``OpenclDevices.
+    launch_shape``): exactly their global size of work items, so their bodies have no bounds
+    check (with one, PoCL does not vectorize the work-group loop: a fused 2^24 elementwise
+    kernel took 2x the time)."""
     vector_cells: ClassVar[bool] = True
     """A tiled matmul keeps a work item's row of cells in a float4 (double4) and steps it with
     one vector ``fma`` (:mod:`arrayjit_backends.gpu_matmul`): PoCL runs a scalar ``fma`` as a

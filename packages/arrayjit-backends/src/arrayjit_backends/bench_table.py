@@ -7,7 +7,13 @@ Groups that hold bandwidth-baseline rows (``extra_info["bandwidth_baseline"]``: 
 STREAM-style copy and triad the benchmarks run next to the fused kernels, and on a GPU a CuPy
 device copy, on arrays of the same size, in the same run) add a column ``of bw``: each row's
 GB/s as a fraction of the fastest baseline row of its group, i.e. of the streaming bandwidth
-the machine reached in that run."""
+the machine reached in that run.
+
+Groups that hold hand-written baseline rows (``extra_info["baseline_of"]`` naming a backend:
+kernels written by hand in the backend's driver library, such as pyopencl kernels for
+``opencl`` or CuPy for ``cuda``) add a column ``vs hand``: the backend's row's speed relative to
+the fastest of its baselines in the group (``0.83x``: it takes 1.2 times as long), and each
+baseline's own speed relative to that fastest one."""
 
 from __future__ import annotations
 
@@ -145,18 +151,54 @@ def bandwidth_fractions(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _hand_bases(members: Iterable[Row]) -> dict[str, float]:
+    """Per backend with hand-written baseline rows in a group, the fastest one's median."""
+    bases: dict[str, float] = {}
+    for r in members:
+        backend = r.extra.get("baseline_of")
+        if isinstance(backend, str):
+            bases[backend] = min(bases.get(backend, float("inf")), r.median_s)
+    return bases
+
+
+def _hand_ratio(r: Row, bases: dict[str, float]) -> float | None:
+    """``r``'s speed relative to the fastest hand-written baseline of its backend (the one it
+    is a baseline of, for a baseline row), if the group has one."""
+    backend = r.extra.get("baseline_of", r.impl)
+    base = bases.get(backend) if isinstance(backend, str) else None
+    return base / r.median_s if base is not None else None
+
+
+def hand_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
+    """Per group with hand-written baselines, the speed of each backend row (and each baseline
+    row) relative to the fastest baseline of that backend in the group (baseline time / its
+    time: 1.0 is as fast, 0.5 twice as slow), as in the table's ``vs hand`` column."""
+    groups: dict[str, list[Row]] = {}
+    for r in rows:
+        groups.setdefault(r.group, []).append(r)
+    out: dict[str, dict[str, float]] = {}
+    for group, members in sorted(groups.items()):
+        bases = _hand_bases(members)
+        found = {r.impl: x for r in members if (x := _hand_ratio(r, bases)) is not None}
+        if found:
+            out[group] = found
+    return out
+
+
 def render(rows: Iterable[Row]) -> str:
     """The table: per group, each implementation's median time, throughput and speed relative
     to numpy in the same group (``2.50x`` = two and a half times as fast as numpy: higher is
-    faster), and where the group has a bandwidth baseline, the fraction of it (``of bw``).
+    faster), where the group has a bandwidth baseline, the fraction of it (``of bw``), and
+    where it has hand-written baselines, the speed relative to them (``vs hand``).
     Compile-latency groups show no ratio (numpy compiles nothing)."""
     groups: dict[str, list[Row]] = {}
     for r in rows:
         groups.setdefault(r.group, []).append(r)
     header = f"{'group / implementation':48} {'median':>11} {'throughput':>16}"
     lines = [
-        f"{header} {'vs numpy':>9} {'of bw':>6}   (numpy time / ours: higher is faster; of bw: "
-        "GB/s over the group's fastest bandwidth baseline: C STREAM loop or device copy)"
+        f"{header} {'vs numpy':>9} {'of bw':>6} {'vs hand':>8}   (numpy time / ours: higher is "
+        "faster; of bw: GB/s over the group's fastest bandwidth baseline: C STREAM loop or "
+        "device copy; vs hand: the fastest hand-written kernel's time / ours)"
     ]
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda r: r.median_s)
@@ -164,12 +206,17 @@ def render(rows: Iterable[Row]) -> str:
         if group.startswith(NO_RATIO_GROUPS):
             base = None
         bw = _bandwidth(members)
+        bases = _hand_bases(members)
         lines.append(group)
         for r in members:
             ratio = f"{base.median_s / r.median_s:8.2f}x" if base else ""
             line = f"  {r.impl:46} {_fmt_time(r.median_s)} {r.throughput():>16} {ratio:>9}"
-            if bw is not None and "bytes" in r.extra:
-                line += f" {r.extra['bytes'] / r.median_s / bw:5.0%}"
+            if bw is not None:
+                line += f" {r.extra['bytes'] / r.median_s / bw:5.0%}" if "bytes" in r.extra else ""
+            if bases:
+                hand = _hand_ratio(r, bases)
+                line = f"{line:94}"  # under the header's column
+                line += f" {hand:7.2f}x" if hand is not None else ""
             lines.append(line.rstrip())
     return "\n".join(lines)
 
@@ -192,6 +239,7 @@ def ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
 __all__ = [
     "Row",
     "bandwidth_fractions",
+    "hand_ratios",
     "load_data",
     "load_rows",
     "machine_line",

@@ -14,7 +14,8 @@ Each top-level statement of the optimized code becomes one or two kernels:
 - a :class:`~arrayjit_backends.kernel_plan.ScalarReduction` (a loop nest accumulating into one
   cell, e.g. a full sum) runs as a grid of work groups, each reducing a strided share of the
   index space in registers and then in local memory into one partial; a second, one-group kernel
-  combines the partials with the cell's value;
+  combines the partials with the cell's value. On CPU devices (one lane per cell) it runs as
+  contiguous ranges of the serial loop instead (:mod:`arrayjit_backends.gpu_full_reduction`);
 - consecutive row reductions and pointwise statements over the same rows (softmax, layer norm)
   run as one kernel with a work group per row (:mod:`arrayjit_backends.gpu_row_chain`);
 - anything else (a loop carrying a dependence) runs in one work item.
@@ -50,6 +51,7 @@ from arrayjit_backends.gpu_cell_reduction import (
     reads_across,
     render_cell_kernel,
 )
+from arrayjit_backends.gpu_full_reduction import MAX_GROUPS, render_full_reduction
 from arrayjit_backends.gpu_matmul import THREADS, MatmulPlan, matmul_plan, render_matmul_kernel
 from arrayjit_backends.gpu_row_chain import RowChain, fuse_rows, render_row_kernel
 from arrayjit_backends.kernel_plan import (
@@ -330,8 +332,10 @@ class GpuSyntax(CSyntax):
     index_type = "long"
     # uint4x32 needs the dialect's vector type and a threefry builtin: not rendered yet.
     supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec) - {Prec.uint4x32}
-    max_groups: ClassVar[int] = 1024
-    """Work groups of a reduction's first kernel (partials)."""
+    exact_launch: ClassVar[bool] = False
+    """Whether a kernel launched without a group size runs exactly its global size of work
+    items (OpenCL: the driver picks a group size that divides it), so that its parallel body
+    needs no bounds check. CUDA launches whole blocks: the last one's extra threads return."""
     vector_cells: ClassVar[bool] = False
     """Whether the dialect's vector types have an elementwise ``fma`` a tiled matmul may step a
     work item's row of cells with (:mod:`arrayjit_backends.gpu_matmul`)."""
@@ -374,9 +378,10 @@ class GpuSyntax(CSyntax):
         statements = _flatten(opt.code)
         # Reduction partials are scratch buffers too; count them first for the signature. A
         # small-float full reduction (a store of a float32 accumulator, see lowering) is a grid
-        # reduction on GPUs; on CPU devices (one lane per cell) one work item was faster.
+        # reduction on GPUs; on CPU devices (one lane per cell) one work item was faster. CPU
+        # devices run the others as ranges of the serial loop (blocked sums keep their blocks).
         reductions = {
-            id(s): flatten_blocked_sum(red)
+            id(s): flatten_blocked_sum(red) if self.cell_lanes > 1 else red
             for s in statements
             if (isinstance(s, L.For_loop) or (self.cell_lanes > 1 and isinstance(s, L.Set)))
             and (red := scalar_reduction(s)) is not None
@@ -386,7 +391,7 @@ class GpuSyntax(CSyntax):
             name = f"partials{k}"
             self._partials.append(name)
             buffers.append((name, ct))
-            scratch.append((None, self.max_groups * 8))
+            scratch.append((None, MAX_GROUPS * 8))
         args: list[str] = []
         prologue: list[str] = []
         for name, ctype in buffers:
@@ -425,21 +430,19 @@ class GpuSyntax(CSyntax):
                 assert piece.total is not None
                 kernels.append(GpuKernel(name, piece.total * cr.lanes, cr.lanes))
                 continue
-            if group[0].reduction is not None:
+            if (red := group[0].reduction) is not None:
                 fill = group[0].fill
-                self._reduction_kernels(
-                    group[0].reduction,
+                init = (
                     fill.value.value
                     if fill is not None and isinstance(fill.value, L.Constant)
-                    else None,
-                    self._partials[red_index],
-                    prefix,
-                    out,
-                    kernels,
-                    signature,
-                    prologue,
+                    else None
                 )
+                partials = self._partials[red_index]
                 red_index += 1
+                header = f"{self.kernel_prefix} {{name}}({signature})"
+                render_full_reduction(
+                    self, red, init, partials, prefix, out, kernels, header, prologue
+                )
                 continue
             name = f"{prefix}_k{len(kernels)}"
             body = Out()
@@ -562,7 +565,11 @@ class GpuSyntax(CSyntax):
                 self.stmt(piece.stmt, out, 1)
             return 1
         out.add(1, f"const {it} aj_gid = ({it}){self.global_id};")
-        out.add(1, f"if (aj_gid >= {total}) return;")
+        if not self.exact_launch or total < 1:
+            # A work item that may return keeps PoCL from vectorizing the work group's loop
+            # over work items (a fused 2^24 elementwise kernel took twice the time): only where
+            # the launch has extra work items (an empty nest still launches one).
+            out.add(1, f"if (aj_gid >= {total}) return;")
         for piece in group:
             if len(group) > 1:
                 out.add(1, "{")
@@ -617,86 +624,6 @@ class GpuSyntax(CSyntax):
         if not L.rounds_when_stored(prec):
             return c
         return f"(({ct}){self.load(prec, self.store(prec, c))})"
-
-    def _reduction_kernels(
-        self,
-        red: ScalarReduction,
-        init: float | None,
-        partials: str,
-        prefix: str,
-        out: Out,
-        kernels: list[GpuKernel],
-        signature: str,
-        prologue: list[str],
-    ) -> None:
-        tn, idx = red.target.tn, red.target.indices
-        ct = self.compute_type(tn.prec)
-        is_int = ct not in ("float", "double")
-        cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
-        total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in red.loops)
-        group = self.group_size
-        groups = max(1, min(self.max_groups, -(-total // group)))
-        idempotent = red.op in (ops.Binop.max, ops.Binop.min)
-        # The cell's value before the reduction: the folded fill's constant, else the cell.
-        before = (
-            f"(({ct}){self.load(tn.prec, cell)})"
-            if init is None
-            else self.stored_const(tn.prec, init)
-        )
-        start = before if idempotent else self.const(ops.partial_start(red.op, not is_int), ct)
-
-        def combine(a: str, b: str) -> str:
-            return self.binop(red.op, a, b, ct, is_int)
-
-        def tree(body: Out) -> None:
-            body.add(1, f"{self.local_qualifier} {ct} aj_sh[{group}];")
-            self.local_tree(body, group, combine)
-
-        # Kernel 1: each group reduces a strided share of the index space into one partial.
-        name1 = f"{prefix}_k{len(kernels)}"
-        it = self.index_type
-        body = Out()
-        body.add(1, f"const int aj_lid = (int){self.local_id};")
-        body.add(1, f"{ct} aj_acc = {start};")
-        body.add(
-            1,
-            f"for ({it} aj_g = ({it}){self.group_id} * {group} + aj_lid; aj_g < {total}; "
-            f"aj_g += {groups * group}) {{",
-        )
-        inner = Out()
-        self._decode(list(red.loops), inner, "aj_g")
-        pre: list[str] = []
-        step = self.reduction_step(red, "aj_acc", pre, 2)
-        body.lines.extend("  " + line for line in inner.lines)
-        for p in pre:
-            body.add(2, p)
-        body.add(2, f"aj_acc = {step};")
-        body.add(1, "}")
-        tree(body)
-        body.add(1, f"if (aj_lid == 0) {partials}[{self.group_id}] = aj_sh[0];")
-        out.add(0, f"{self.kernel_prefix} {name1}({signature}) {{")
-        for line in prologue:
-            out.add(1, line)
-        out.lines.extend(body.lines)
-        out.add(0, "}")
-        kernels.append(GpuKernel(name1, groups * group, group))
-        # Kernel 2: one group combines the partials with the cell.
-        name2 = f"{prefix}_k{len(kernels)}"
-        body = Out()
-        body.add(1, f"const int aj_lid = (int){self.local_id};")
-        body.add(1, f"{ct} aj_acc = {start};")
-        step = combine("aj_acc", f"{partials}[aj_g]")
-        body.add(1, f"for (int aj_g = aj_lid; aj_g < {groups}; aj_g += {group})")
-        body.add(2, f"aj_acc = {step};")
-        tree(body)
-        final = combine(before, "aj_sh[0]")
-        body.add(1, f"if (aj_lid == 0) {cell} = {self.store(tn.prec, final)};")
-        out.add(0, f"{self.kernel_prefix} {name2}({signature}) {{")
-        for line in prologue:
-            out.add(1, line)
-        out.lines.extend(body.lines)
-        out.add(0, "}")
-        kernels.append(GpuKernel(name2, group, group))
 
 
 __all__ = ["GpuKernel", "GpuProgram", "GpuSyntax"]
