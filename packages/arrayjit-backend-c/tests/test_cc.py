@@ -276,15 +276,20 @@ def test_passive_wait_policy_only_while_the_runtime_loads(user: str | None) -> N
 
 
 def test_short_routines_run_on_the_caller_of_an_idle_stream() -> None:
-    """Routines of at most SHORT_WORK iterations are marked short (an idle multicore stream runs
-    them at once on the calling thread); larger ones are not."""
-    from arrayjit_backend_c.work import SHORT_WORK, is_short
+    """Routines of at most SHORT_WORK iterations and SHORT_COST estimated cost are marked short
+    (an idle multicore stream runs them at once on the calling thread); larger ones are not."""
+    from arrayjit_backend_c.work import SHORT_COST, SHORT_WORK, is_short
     from arrayjit_ir import lower, optimize
 
     small = Tnode.create((SHORT_WORK,), label="small", hosted=True)
     big = Tnode.create((SHORT_WORK + 1,), label="big", hosted=True)
     assert is_short(optimize(lower(ir.fetch(small, ir.Constant(1.0))), name="s"))
     assert not is_short(optimize(lower(ir.fetch(big, ir.Constant(1.0))), name="b"))
+    # Few iterations, each costly (exp is a math-library call): over SHORT_COST, not short.
+    n = SHORT_COST // 20
+    assert n < SHORT_WORK
+    u, v = (Tnode.create((n,), label=f"u{k}", hosted=True) for k in range(2))
+    assert not is_short(optimize(lower(ir.unop(v, "exp", u)), name="e"))
     backend = fresh_backend("multicore_cc")
     try:
         ctx = backend.make_context(backend.new_stream(backend.get_device(0)))

@@ -48,7 +48,7 @@ class CcCode:
     params: KernelParams
     source: str
     short: bool = False
-    """At most :data:`~arrayjit_backend_c.work.SHORT_WORK` iterations (:func:`is_short`)."""
+    """Short enough to run on the scheduling thread (:func:`~arrayjit_backend_c.work.is_short`)."""
 
 
 _lib_dir: Path | None = None

@@ -174,7 +174,7 @@ class LlvmCode:
     engine: Any
     functions: tuple[tuple[Any, Any], ...]
     short: bool = False
-    """At most :data:`~arrayjit_backend_c.work.SHORT_WORK` iterations."""
+    """Short enough to run on the scheduling thread (:func:`~arrayjit_backend_c.work.is_short`)."""
 
     @property
     def source(self) -> str:
