@@ -13,14 +13,14 @@ Integer arithmetic wraps; integer division and remainder by zero give 0, and for
 ``x / -1`` is ``-x`` (wrapping) and ``x % -1`` is 0, as in the reference interpreter (C traps on
 ``INT_MIN / -1``). A float converts to an integer by the saturating rule (NaN gives 0, values
 beyond the range its nearest end, others truncate toward zero; the prelude's helpers:
-:mod:`arrayjit_backends.c_prelude`), integer ops computed in floating point too. Float
-``max`` and ``min`` are the NaN-propagating
-``aj_fmax``/``aj_fmin`` of the prelude (never C's ``fmax``), and ``fma`` (the op, and each step
-of a multiply-accumulate) is C's single-rounding ``fma``; nothing else may be contracted (the
-compilers run with contraction off). uint4x32 values
-are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes lanes 0 and 1
-(its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32 condition is true when
-any lane is nonzero, and arithmetic other than threefry runs on lane 0 as uint64.
+:mod:`arrayjit_backends.c_prelude`), integer ops computed in floating point too. Float ``max``
+and ``min`` are the NaN-propagating ``aj_fmax``/``aj_fmin`` of the prelude (never C's
+``fmax``), and ``fma`` (the op, and each step of a multiply-accumulate) is C's single-rounding
+``fma``; nothing else may be contracted (the compilers run with contraction off). uint4x32
+values are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes
+lanes 0 and 1 (its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32
+condition is true when any lane is nonzero, and arithmetic other than threefry runs on lane 0
+as uint64.
 """
 
 from __future__ import annotations
