@@ -288,9 +288,8 @@ class _WorkerState:
 
     def _unwake_worker(self) -> None:  # under ``lock``
         """Take back a wake the worker has not acted on yet (a caller took the task it was
-        woken for): it sleeps on, instead of taking the GIL only to find the queue empty. On a
-        virtual machine that wasted wake-up cost a run-and-wait tens of microseconds, the
-        caller waiting for the GIL the worker held."""
+        woken for): it sleeps on, instead of contending for the GIL with the caller only to
+        find the queue empty."""
         if not self.sleeping and not self.stop and self.wake.acquire(blocking=False):
             self.sleeping = True
 
