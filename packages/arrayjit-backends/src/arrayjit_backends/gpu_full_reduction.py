@@ -78,8 +78,24 @@ def _cell_before(syn: GpuSyntax, red: ScalarReduction, init: float | None) -> st
     tn = red.target.tn
     if init is not None:
         return syn.stored_const(tn.prec, init)
-    cell = f"{syn.name(tn)}[{syn.offset(tn, red.target.indices)}]"
-    return f"(({syn.compute_type(tn.prec)}){syn.load(tn.prec, cell)})"
+    return f"(({syn.compute_type(tn.prec)}){syn.load(tn.prec, _cell(syn, red))})"
+
+
+def _cell(syn: GpuSyntax, red: ScalarReduction) -> str:
+    """The reduction's cell, as an lvalue of its node's buffer."""
+    tn = red.target.tn
+    return f"{syn.name(tn)}[{syn.offset(tn, red.target.indices)}]"
+
+
+def _accumulator(syn: GpuSyntax, red: ScalarReduction, before: str) -> tuple[str, bool, str]:
+    """The compute type of ``red``'s cell, whether it is an integer type, and the value a
+    partial starts from: the cell's value before (``before``) for max and min, which may see
+    it twice, else the operation's exact identity (the cell joins once, in the combine)."""
+    ct = syn.compute_type(red.target.tn.prec)
+    is_int = ct not in ("float", "double")
+    idempotent = red.op in (ops.Binop.max, ops.Binop.min)
+    start = before if idempotent else syn.const(ops.partial_start(red.op, not is_int), ct)
+    return ct, is_int, start
 
 
 def _kernel(out: Out, header: str, name: str, prologue: list[str], body: Out) -> None:
@@ -104,15 +120,10 @@ def render_tree_reduction(
     """The GPU shape of ``red`` (``before``: the cell's value before it)."""
     from arrayjit_backends.gpu_syntax import GpuKernel
 
-    tn, idx = red.target.tn, red.target.indices
-    ct = syn.compute_type(tn.prec)
-    is_int = ct not in ("float", "double")
-    cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
+    ct, is_int, start = _accumulator(syn, red, before)
     total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in red.loops)
     group = syn.group_size
     groups = max(1, min(MAX_GROUPS, -(-total // group)))
-    idempotent = red.op in (ops.Binop.max, ops.Binop.min)
-    start = before if idempotent else syn.const(ops.partial_start(red.op, not is_int), ct)
 
     def combine(a: str, b: str) -> str:
         return syn.binop(red.op, a, b, ct, is_int)
@@ -155,7 +166,7 @@ def render_tree_reduction(
     body.add(2, f"aj_acc = {step};")
     tree(body)
     final = combine(before, "aj_sh[0]")
-    body.add(1, f"if (aj_lid == 0) {cell} = {syn.store(tn.prec, final)};")
+    body.add(1, f"if (aj_lid == 0) {_cell(syn, red)} = {syn.store(red.target.tn.prec, final)};")
     _kernel(out, header, name, prologue, body)
     kernels.append(GpuKernel(name, group, group))
 
@@ -188,54 +199,45 @@ def render_range_reduction(
     outermost loop into ``partials``, then the combine into the cell."""
     from arrayjit_backends.gpu_syntax import GpuKernel
 
-    tn, idx = red.target.tn, red.target.indices
-    ct = syn.compute_type(tn.prec)
-    is_int = ct not in ("float", "double")
+    ct, is_int, start = _accumulator(syn, red, before)
     it = syn.index_type
     items, chunk = plan_items(red)
-    idempotent = red.op in (ops.Binop.max, ops.Binop.min)
-    start = before if idempotent else syn.const(ops.partial_start(red.op, not is_int), ct)
 
     # Kernel 1: work item w runs iterations [w * chunk, (w + 1) * chunk) of the outer loop.
     name = f"{prefix}_k{len(kernels)}"
-    out.add(0, header.format(name=name) + " {")
-    for line in prologue:
-        out.add(1, line)
+    body = Out()
     outer = red.loops[0]
     v = syn.sym(outer.index)
-    out.add(1, f"const {it} aj_w = ({it}){syn.global_id};")
-    out.add(1, f"const {it} aj_lo = {outer.from_} + aj_w * {chunk};")
+    body.add(1, f"const {it} aj_w = ({it}){syn.global_id};")
+    body.add(1, f"const {it} aj_lo = {outer.from_} + aj_w * {chunk};")
     end = outer.to_inclusive + 1
-    out.add(1, f"const {it} aj_end = aj_lo + {chunk} < {end} ? aj_lo + {chunk} : {end};")
-    out.add(1, f"{ct} aj_acc = {start};")
-    out.add(1, f"for ({it} {v} = aj_lo; {v} < aj_end; ++{v}) {{")
+    body.add(1, f"const {it} aj_end = aj_lo + {chunk} < {end} ? aj_lo + {chunk} : {end};")
+    body.add(1, f"{ct} aj_acc = {start};")
+    body.add(1, f"for ({it} {v} = aj_lo; {v} < aj_end; ++{v}) {{")
     depth = 2
     for lp in red.loops[1:]:
-        out.add(depth, syn.loop_header(lp))
+        body.add(depth, syn.loop_header(lp))
         depth += 1
     pre: list[str] = []
     step = syn.reduction_step(red, "aj_acc", pre, depth)
     for line in pre:
-        out.add(depth, line)
-    out.add(depth, f"aj_acc = {step};")
+        body.add(depth, line)
+    body.add(depth, f"aj_acc = {step};")
     for _ in red.loops:
         depth -= 1
-        out.add(depth, "}")
-    out.add(1, f"{partials}[aj_w] = aj_acc;")
-    out.add(0, "}")
+        body.add(depth, "}")
+    body.add(1, f"{partials}[aj_w] = aj_acc;")
+    _kernel(out, header, name, prologue, body)
     kernels.append(GpuKernel(name, items, 1))
 
     # Kernel 2: one work item combines the cell's value with the partials, in order.
     name = f"{prefix}_k{len(kernels)}"
-    cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
-    out.add(0, header.format(name=name) + " {")
-    for line in prologue:
-        out.add(1, line)
-    out.add(1, f"{ct} aj_acc = {before};")
-    out.add(1, f"for (int aj_w = 0; aj_w < {items}; ++aj_w)")
-    out.add(2, f"aj_acc = {syn.binop(red.op, 'aj_acc', f'{partials}[aj_w]', ct, is_int)};")
-    out.add(1, f"{cell} = {syn.store(tn.prec, 'aj_acc')};")
-    out.add(0, "}")
+    body = Out()
+    body.add(1, f"{ct} aj_acc = {before};")
+    body.add(1, f"for (int aj_w = 0; aj_w < {items}; ++aj_w)")
+    body.add(2, f"aj_acc = {syn.binop(red.op, 'aj_acc', f'{partials}[aj_w]', ct, is_int)};")
+    body.add(1, f"{_cell(syn, red)} = {syn.store(red.target.tn.prec, 'aj_acc')};")
+    _kernel(out, header, name, prologue, body)
     kernels.append(GpuKernel(name, 1, 1))
 
 
