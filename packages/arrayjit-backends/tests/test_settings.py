@@ -189,3 +189,17 @@ def test_flag_values_and_unknown_ones_warn_once(monkeypatch: pytest.MonkeyPatch)
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # once per value
         assert not settings.flag("ARRAYJIT_NO_CACHE")
+
+
+def test_threads_chosen_follows_what_num_threads_honours(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ARRAYJIT_NUM_THREADS", raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    assert not settings.threads_chosen()
+    for ignored in ("", "0", "many", "-1"):  # num_threads ignores these too
+        monkeypatch.setenv("OMP_NUM_THREADS", ignored)
+        assert not settings.threads_chosen()
+    monkeypatch.setenv("OMP_NUM_THREADS", "1,4")
+    assert settings.threads_chosen()
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "2")
+    assert settings.threads_chosen()

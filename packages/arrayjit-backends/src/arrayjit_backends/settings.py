@@ -148,11 +148,23 @@ def num_threads(argument: str | None = None) -> int:
     cores = available_cores()
     value = get("ARRAYJIT_NUM_THREADS", argument).strip()
     if not value:
-        omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
-        return min(int(omp), cores) if omp.isdigit() and int(omp) > 0 else cores
+        omp = _omp_num_threads()
+        return cores if omp is None else min(omp, cores)
     if not value.isdigit() or int(value) < 1:
         raise UsageError(f"ARRAYJIT_NUM_THREADS: {value!r} is not a positive integer")
     return min(int(value), cores)
+
+
+def threads_chosen() -> bool:
+    """Whether the user chose how many threads a CPU kernel uses, by one of the settings
+    :func:`num_threads` honours (``ARRAYJIT_NUM_THREADS``, or a usable ``OMP_NUM_THREADS``)."""
+    return bool(get("ARRAYJIT_NUM_THREADS").strip()) or _omp_num_threads() is not None
+
+
+def _omp_num_threads() -> int | None:
+    """``OMP_NUM_THREADS``'s first entry where it is a positive integer, else None."""
+    omp = os.environ.get("OMP_NUM_THREADS", "").split(",")[0].strip()
+    return int(omp) if omp.isdigit() and int(omp) > 0 else None
 
 
 def gpu_cell_lanes(default: int) -> int:

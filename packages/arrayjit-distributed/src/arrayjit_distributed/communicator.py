@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 from mpi4py import MPI
 
+from arrayjit_backends import settings
 from arrayjit_backends.backend import Backend
 from arrayjit_backends.backend_intf import BackendInterface
 from arrayjit_backends.context import Context
@@ -354,7 +355,7 @@ class Communicator:
 
 def _share_node_cores(backend: Backend, base: MPI.Intracomm) -> None:
     """Give each rank of a node its share of the cores it may run on, when the user chose no
-    thread count (neither ``ARRAYJIT_NUM_THREADS`` nor ``OMP_NUM_THREADS`` is set): a CPU
+    thread count (:func:`arrayjit_backends.settings.threads_chosen`): a CPU
     device's kernels then use ``cores // k`` threads, ``k`` the ranks of this node whose CPU
     affinity overlaps this rank's, instead of ``k`` full thread teams fighting for the same
     cores (``mpiexec -n 2`` on 2 cores: one thread per rank). Ranks the launcher bound to
@@ -366,14 +367,10 @@ def _share_node_cores(backend: Backend, base: MPI.Intracomm) -> None:
     finally:
         node.Free()
     budget = getattr(backend.runtime, "budget", None)
-    if budget is None or mine is None or any(os.environ.get(v) for v in _THREAD_CHOICES):
+    if budget is None or mine is None or settings.threads_chosen():
         return
     sharing = sum(1 for other in everyone if other is not None and other & mine)
     budget.cores = max(1, min(budget.cores, len(mine) // max(1, sharing)))
-
-
-_THREAD_CHOICES = ("ARRAYJIT_NUM_THREADS", "OMP_NUM_THREADS")
-"""Environment variables through which the user chose the threads per kernel."""
 
 
 def _check_op(tn: Tnode, op: str) -> str | None:
