@@ -135,12 +135,18 @@ def _bandwidth(members: Iterable[Row]) -> float | None:
     return max(rates) if rates else None
 
 
-def bandwidth_fractions(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
-    """Per group with a bandwidth baseline, each row's bytes per second as a fraction of the
-    fastest baseline row of the group (1.0 = as fast as the plain C loop), as in the table."""
+def _by_group(rows: Iterable[Row]) -> dict[str, list[Row]]:
+    """The rows of each benchmark group, in their order."""
     groups: dict[str, list[Row]] = {}
     for r in rows:
         groups.setdefault(r.group, []).append(r)
+    return groups
+
+
+def bandwidth_fractions(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
+    """Per group with a bandwidth baseline, each row's bytes per second as a fraction of the
+    fastest baseline row of the group (1.0 = as fast as the plain C loop), as in the table."""
+    groups = _by_group(rows)
     out: dict[str, dict[str, float]] = {}
     for group, members in sorted(groups.items()):
         bw = _bandwidth(members)
@@ -173,9 +179,7 @@ def hand_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     """Per group with hand-written baselines, the speed of each backend row (and each baseline
     row) relative to the fastest baseline of that backend in the group (baseline time / its
     time: 1.0 is as fast, 0.5 twice as slow), as in the table's ``vs hand`` column."""
-    groups: dict[str, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(r.group, []).append(r)
+    groups = _by_group(rows)
     out: dict[str, dict[str, float]] = {}
     for group, members in sorted(groups.items()):
         bases = _hand_bases(members)
@@ -191,9 +195,7 @@ def render(rows: Iterable[Row]) -> str:
     faster), where the group has a bandwidth baseline, the fraction of it (``of bw``), and
     where it has hand-written baselines, the speed relative to them (``vs hand``).
     Compile-latency groups show no ratio (numpy compiles nothing)."""
-    groups: dict[str, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(r.group, []).append(r)
+    groups = _by_group(rows)
     header = f"{'group / implementation':48} {'median':>11} {'throughput':>16}"
     lines = [
         f"{header} {'vs numpy':>9} {'of bw':>6} {'vs hand':>8}   (numpy time / ours: higher is "
@@ -224,9 +226,7 @@ def render(rows: Iterable[Row]) -> str:
 def ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     """Per group with a numpy baseline, each other implementation's speed relative to numpy
     (numpy time / its time), as in the table."""
-    groups: dict[str, list[Row]] = {}
-    for r in rows:
-        groups.setdefault(r.group, []).append(r)
+    groups = _by_group(rows)
     out: dict[str, dict[str, float]] = {}
     for group, members in sorted(groups.items()):
         base = next((r for r in members if r.impl == "numpy"), None)
