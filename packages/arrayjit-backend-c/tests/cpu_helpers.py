@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from arrayjit_ir import interpret
+from arrayjit_ir import interpret, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Tnode
 
@@ -40,6 +40,29 @@ def run_both(
     values: dict[StaticSymbol | str, int] = {k: v for k, v in (bindings or {}).items()}
     interpret(code.optimized, bufs, values)
     return out.get_values(), bufs[out][out.logical_slices()]
+
+
+def run_direct(
+    lb: Any,
+    comp: Any,
+    inputs: dict[Tnode, np.ndarray],
+    out: Tnode,
+    reference: bool = True,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Run ``comp`` through the CPU compiler ``lb`` on plain numpy buffers, and through the
+    interpreter when ``reference``."""
+    opt = optimize(lower(comp), name="direct")
+    bufs = {
+        tn: np.zeros(tn.prec.host_shape(tn.dims), tn.prec.numpy_dtype) for tn in opt.context_nodes
+    }
+    for tn, v in inputs.items():
+        if tn in bufs:
+            bufs[tn][...] = v
+    ref = {tn: a.copy() for tn, a in bufs.items()}
+    lb.link(lb.compile(opt), bufs, lambda: None)({})
+    if reference:
+        interpret(opt, ref)
+    return bufs[out], ref[out]
 
 
 def compare(got: np.ndarray, ref: np.ndarray, prec: str) -> None:

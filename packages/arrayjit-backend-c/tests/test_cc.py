@@ -1,8 +1,5 @@
 """The cc backend against the reference interpreter and numpy."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +7,7 @@ import numpy as np
 import pytest
 from cpu_helpers import results_with_threads, run_both
 
-from arrayjit_backend_c import cc_compiler, toolchain
+from arrayjit_backend_c import toolchain
 from arrayjit_backend_c.cc_compiler import CcCompiler
 from arrayjit_backends import fresh_backend, settings
 from arrayjit_ir import ir
@@ -97,33 +94,30 @@ def _source(comp: Any) -> str:
     from arrayjit_backend_c.cc_renderer import CcSyntax
     from arrayjit_ir import lower, optimize
 
-    return CcSyntax().render(optimize(lower(comp), name="r"), "f")[0].removeprefix(CcSyntax.prelude)
+    source = CcSyntax().render_segments(optimize(lower(comp), name="r"), "f").source
+    return source.removeprefix(CcSyntax.prelude)
 
 
-def test_openmp_only_for_large_disjoint_loops() -> None:
-    from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK, TEAM_MIN_COST
+def test_segment_functions() -> None:
+    """A large loop writing disjoint cells is a function of its range, a large reduction a
+    partial function and a combining one; small work stays in a serial function; reductions
+    vectorize with ``omp simd`` (no OpenMP runtime: no parallel pragma anywhere)."""
+    from arrayjit_backends.kernel_plan import TEAM_MIN_COST
 
     n = TEAM_MIN_COST
     a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
-    # b[i] = a[i] * a[i] costs 4 units a cell (a store, a multiply, two loads): 4 threads' worth.
-    team = "#pragma omp parallel for schedule(static) num_threads(aj_team(4))"
-    assert team in _source(ir.binop(b, "mul", a, a))
-    s, x = Tnode.create((4,), label="s", hosted=True), Tnode.create((4, n), label="x", hosted=True)
-    assert "#pragma omp parallel for" in _source(ir.accum(s, "add", x, spec="ij->i"))
+    src = _source(ir.binop(b, "mul", a, a))
+    assert "void f_0(float *restrict a_0, float *restrict b_1, int64_t start, int64_t stop)" in src
+    assert "for (int64_t i0 = start; i0 < stop; ++i0) {" in src
     t, u = Tnode.create((8,), label="t", hosted=True), Tnode.create((8,), label="u", hosted=True)
-    assert "#pragma omp" not in _source(ir.unop(t, "neg", u))
-    # Enough iterations to run in parallel, too little work for a second thread to pay for its
-    # start: no team at all.
-    m = 2 * PARALLEL_MIN_WORK
-    c, d = Tnode.create((m,), label="c", hosted=True), Tnode.create((m,), label="d", hosted=True)
-    assert "omp parallel" not in _source(ir.binop(d, "mul", c, c))
+    assert "start" not in _source(ir.unop(t, "neg", u))
     tot = Tnode.create((), label="tot", hosted=True)
     src = _source(ir.accum(tot, "add", a, spec="i->"))
-    assert "#pragma omp parallel for schedule(static) reduction(aj_add:acc1)" in src
-    assert "#pragma omp simd reduction(aj_add:v" in src and "parallel for simd" not in src
+    assert "void *restrict partials, int64_t slot)" in src and "void f_1_combine(" in src
+    assert "#pragma omp simd reduction(aj_add:" in src and "omp parallel" not in src
     small = Tnode.create((64,), label="small", hosted=True)
     src = _source(ir.accum(tot, "max", small, spec="i->"))
-    assert "#pragma omp simd reduction(aj_max:acc1)" in src and "parallel" not in src
+    assert "#pragma omp simd reduction(aj_max:acc1)" in src and "partials" not in src
     half = Tnode.create((64,), label="half", prec="half", hosted=True)
     tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
     # A half sum accumulates in a float32 register (arrayjit_ir.lower), stored once, rounded.
@@ -152,7 +146,7 @@ def test_debug_dir_gets_the_c_source(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     )
     be.compile(ir.unop(y, "exp", x), name="expo")
     source = (tmp_path / "sync_cc-expo.src.txt").read_text()
-    assert "void aj_expo(" in source and "yout" in source and "expf(" in source
+    assert "void aj_expo_0(" in source and "yout" in source and "expf(" in source
     assert "yout" in (tmp_path / "sync_cc-expo.ir.txt").read_text()
     be.finalize()
 
@@ -210,69 +204,6 @@ def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch)
     b = rng.standard_normal(1 << 18).astype(np.float32)
     np.testing.assert_array_equal(y1, np.maximum(a * b, 0))
     np.testing.assert_allclose(s1, a.astype(np.float64).sum(), rtol=1e-4)
-
-
-def test_stream_share_sets_the_openmp_team(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A parallel kernel runs with its stream's share of the cores: the OpenMP runtime the
-    library uses reports that many threads on the stream's thread after a run."""
-    monkeypatch.setenv("ARRAYJIT_NUM_THREADS", "1")
-    backend = fresh_backend("multicore_cc")
-    try:
-        n = 1 << 18
-        x = Tnode.create((n,), label="x", hosted=True)
-        y = Tnode.create((n,), label="y", hosted=True)
-        routine = backend.link(
-            backend.make_context(backend.new_stream(backend.get_device(0))),
-            backend.compile(ir.unop(y, "relu", x), name="relu"),
-        )
-        lib = routine._run.keep_alive[1].library  # the routine's CcCode
-        if "#pragma omp parallel" not in routine._run.keep_alive[1].source:
-            pytest.skip("the C compiler builds no OpenMP code here")
-        routine()
-        seen: list[int] = []
-        routine.context.stream.queue.schedule(lambda: seen.append(lib.omp_get_max_threads()))
-        backend.await_stream(routine.context.stream)
-        assert seen == [1]
-    finally:
-        backend.finalize()
-
-
-_WAIT_POLICY_PROBE = """
-import os
-import arrayjit_backend_c.cc_compiler as cc
-print(os.environ.get("OMP_WAIT_POLICY"))
-from arrayjit_backends import fresh_backend
-from arrayjit_ir import ir
-from arrayjit_tnode import Tnode
-b = fresh_backend("sync_cc")
-n = 1 << 18
-x, y = Tnode.create((n,), label="x", hosted=True), Tnode.create((n,), label="y", hosted=True)
-r = b.link(b.make_context(b.new_stream(b.get_device(0))), b.compile(ir.unop(y, "relu", x)))
-r()
-print(os.environ.get("OMP_WAIT_POLICY"), "omp parallel" in r._run.keep_alive[1].source)
-"""
-
-
-@pytest.mark.parametrize("user", [None, "active"])
-def test_passive_wait_policy_only_while_the_runtime_loads(user: str | None) -> None:
-    """Without the user's choice, OMP_WAIT_POLICY is passive from the import of the cc compiler
-    until the first library with the OpenMP runtime has loaded, then removed again; a choice
-    of the user is left alone."""
-    env = {k: v for k, v in os.environ.items() if k not in cc_compiler.WAIT_POLICY_VARIABLES}
-    env["ARRAYJIT_NO_CACHE"] = "1"
-    if user is not None:
-        env["OMP_WAIT_POLICY"] = user
-    out = subprocess.run(
-        [sys.executable, "-c", _WAIT_POLICY_PROBE],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=120,
-    ).stdout.split()
-    if out[-1] != "True":
-        pytest.skip("the C compiler builds no OpenMP code here")
-    assert out[:2] == ([user, user] if user else ["passive", "None"])
 
 
 def test_short_routines_run_on_the_caller_of_an_idle_stream() -> None:

@@ -16,7 +16,7 @@ from arrayjit_tnode import Tnode
 BACKENDS = ["sync_cc", "multicore_cc", "sync_llvm", "multicore_llvm"]
 """The backends every test taking the ``backend`` fixture runs on (see conftest.py)."""
 
-MARKERS = {"cc": "aj_mm_part_", "llvm": "@aj_mm_block_"}
+MARKERS = {"cc": "aj_mm_block_", "llvm": "@aj_mm_block_"}
 """Text that only the packed matmul puts into a kernel's source."""
 
 Build = Callable[[Tnode, Tnode, Tnode], Any]

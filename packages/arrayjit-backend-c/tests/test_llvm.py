@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from cpu_helpers import compare, results_with_threads, run_both
+from cpu_helpers import compare, results_with_threads, run_both, run_direct
 
 pytest.importorskip("llvmlite")
 
@@ -16,9 +16,8 @@ from arrayjit_backend_c import llvm_compiler
 from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 from arrayjit_backend_c.llvm_renderer import LlvmGen
-from arrayjit_backends import fresh_backend, kernel_plan, settings
-from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
-from arrayjit_ir import interpret, ir, lower, optimize
+from arrayjit_backends import fresh_backend, settings
+from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode
 
@@ -84,29 +83,6 @@ def test_compile_error_has_output_and_ir() -> None:
 
 
 # ---- the CpuCompiler directly: conversions, integer corners, segments ----
-
-
-def run_direct(
-    lb: LlvmCompiler,
-    comp: Any,
-    inputs: dict[Tnode, np.ndarray],
-    out: Tnode,
-    reference: bool = True,
-) -> tuple[np.ndarray, np.ndarray]:
-    """Run ``comp`` through ``lb`` on plain numpy buffers, and through the interpreter when
-    ``reference``."""
-    opt = optimize(lower(comp), name="direct")
-    bufs = {
-        tn: np.zeros(tn.prec.host_shape(tn.dims), tn.prec.numpy_dtype) for tn in opt.context_nodes
-    }
-    for tn, v in inputs.items():
-        if tn in bufs:
-            bufs[tn][...] = v
-    ref = {tn: a.copy() for tn, a in bufs.items()}
-    lb.link(lb.compile(opt), bufs, lambda: None)({})
-    if reference:
-        interpret(opt, ref)
-    return bufs[out], ref[out]
 
 
 def same_values(got: np.ndarray, ref: np.ndarray) -> None:
@@ -200,104 +176,6 @@ def test_mixed_precisions(cache_dir: Path) -> None:
         compare(got, ref, prec)
 
 
-def test_parallel_segments_and_scratch(cache_dir: Path) -> None:
-    from arrayjit_tnode import memory_mode as mm
-
-    n = PARALLEL_MIN_WORK * 2
-    u = Tnode.create((4,), label="u", hosted=True)
-    s = Tnode.create((4,), label="s", memory_mode=(mm.Local(), 1))  # crosses segments
-    x = Tnode.create((4, n), label="x", hosted=True)
-    t = Tnode.create((4, n), label="t", memory_mode=(mm.Local(), 1))  # too big for the stack
-    tot = Tnode.create((4,), label="tot", hosted=True)
-    comp = ir.block(
-        ir.binop(s, "mul", u, u),
-        ir.binop(t, "add", x, s, spec="ij,i->ij"),
-        ir.accum(tot, "add", t, spec="ij->i"),
-    )
-    opt = optimize(lower(comp), name="seg")
-    kernel = LlvmGen().generate(opt, "f")
-    assert [seg.parallel for seg in kernel.segments] == [False, True, False, True]
-    assert set(kernel.scratch) == {s, t}
-    assert "i64 %start, i64 %stop" in kernel.ir
-    vu, vx = RNG.standard_normal(4), RNG.standard_normal((4, n))
-    lb = LlvmCompiler(workers=3)
-    calls: list[int] = []
-    real = lb.crew.run
-
-    def counting(fn: Any, args: Any, parts: Any, threads: int | None = None) -> None:
-        calls.append(len(parts))
-        real(fn, args, parts, threads)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(lb.crew, "run", counting)
-        mp.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # split even this cheap work
-        got, _ = run_direct(lb, comp, {u: vu, x: vx}, tot, reference=False)
-    assert calls == [4, 4]  # one chunk per row: 4 rows, under 3 workers' 12 chunks
-    np.testing.assert_allclose(got, (vx + vu[:, None] ** 2).sum(1), rtol=1e-4)
-
-
-def test_segments_only_for_large_disjoint_loops_and_reductions() -> None:
-    def segments(comp: Any) -> list[str]:
-        kernel = LlvmGen().generate(optimize(lower(comp), name="r"), "f")
-        kinds = {(False, False): "serial", (True, False): "loop", (True, True): "reduction"}
-        return [kinds[seg.parallel, seg.reduction is not None] for seg in kernel.segments]
-
-    n = PARALLEL_MIN_WORK * 2
-    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
-    assert segments(ir.binop(b, "mul", a, a)) == ["loop"]
-    s, x = Tnode.create((4,), label="s", hosted=True), Tnode.create((4, n), label="x", hosted=True)
-    assert "loop" in segments(ir.accum(s, "add", x, spec="ij->i"))
-    t, u = Tnode.create((8,), label="t", hosted=True), Tnode.create((8,), label="u", hosted=True)
-    assert segments(ir.unop(t, "neg", u)) == ["serial"]
-    # A full reduction writes one cell from every iteration: a parallel reduction when large.
-    tot = Tnode.create((), label="tot", hosted=True)
-    assert segments(ir.accum(tot, "add", a, spec="i->")) == ["serial", "reduction"]
-    assert segments(ir.accum(tot, "max", u, spec="i->")) == ["serial"]
-    # Small floats accumulate in a float32 local, stored once (arrayjit_ir.lower): a parallel
-    # reduction as well.
-    half = Tnode.create((n,), label="half", prec="half", hosted=True)
-    tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
-    assert segments(ir.accum(tot_half, "add", half, spec="i->")) == ["serial", "reduction"]
-
-
-@pytest.mark.parametrize("n", [64, PARALLEL_MIN_WORK * 2 + 3])
-@pytest.mark.parametrize("prec", ["single", "double", "int32", "uint32", "int64", "byte"])
-@pytest.mark.parametrize("op", ["add", "mul", "max", "min"])
-def test_reductions_into_one_cell(
-    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, op: str, prec: str, n: int
-) -> None:
-    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # 3 chunks when large
-    x = Tnode.create((n,), prec=prec, label="x", hosted=True)
-    tot = Tnode.create((), prec=prec, label="tot", hosted=True)
-    dt = x.prec.numpy_dtype
-    vx: np.ndarray
-    if dt.kind == "f":
-        vx = RNG.uniform(0.999, 1.001, n) if op == "mul" else RNG.standard_normal(n)
-    else:
-        vx = RNG.integers(0, 200, n)
-    vx = vx.astype(dt)
-    lb = LlvmCompiler(workers=3)
-    got, ref = run_direct(lb, ir.accum(tot, op, x, spec="i->"), {x: vx}, tot, reference=n < 100)
-    with np.errstate(over="ignore"):
-        ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
-        # The accumulation starts from the op's neutral element; integer max and min start
-        # from the precision's bounds.
-        neutral = {"add": 0.0, "mul": 1.0, "max": -np.inf, "min": np.inf}[op]
-        init: Any = neutral
-        if dt.kind != "f" and not np.isfinite(neutral):
-            init = np.iinfo(dt).min if neutral < 0 else np.iinfo(dt).max
-        expected = ufunc.reduce(np.append(vx, np.array(init).astype(dt)), dtype=dt)
-    if n < 100:  # the interpreter is slow on large loops
-        compare(got, ref, "single" if prec == "single" else "double" if dt.kind == "f" else prec)
-    if dt.kind == "f":
-        # Summation error grows with the sum of magnitudes, not with the (cancelling) result.
-        eps = 1e-6 if prec == "single" else 1e-13
-        scale = float(np.abs(vx.astype(np.float64)).sum()) if op == "add" else 0.0
-        np.testing.assert_allclose(got, expected, rtol=100 * eps, atol=eps * scale)
-    else:
-        assert got == expected
-
-
 def test_large_parallel_kernel_is_correct(backend: Any) -> None:
     n = 1 << 17
     a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
@@ -314,34 +192,6 @@ def test_large_parallel_kernel_is_correct(backend: Any) -> None:
     fetch = ir.fetch(row, ir.Slice(i, data))
     got, _ = run_both(backend, fetch, {data: vd}, row, {"i": 1}, (i,), reference=False)
     np.testing.assert_array_equal(got, vd[1].astype(np.float32))
-
-
-def test_concurrent_parallel_runs(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-
-    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)
-    n = PARALLEL_MIN_WORK * 2
-    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
-    lb = LlvmCompiler(workers=3)
-    code = lb.compile(optimize(lower(ir.unop(b, "sqrt", a)), name="conc"))
-    results, errors = [], []
-
-    def worker(k: int) -> None:
-        try:
-            va, vb = np.full(n, float(k * k), np.float32), np.zeros(n, np.float32)
-            run = lb.link(code, {a: va, b: vb}, lambda: None)
-            for _ in range(20):
-                run({})
-            results.append(bool((vb == k).all()))
-        except BaseException as e:
-            errors.append(e)
-
-    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert errors == [] and results == [True] * 4
-    assert lb.crew.size == 2 and len(lb.crew._all) <= 2
 
 
 def test_crew_reraises_and_recovers() -> None:
@@ -373,33 +223,6 @@ def test_debug_dir_gets_the_llvm_ir(monkeypatch: pytest.MonkeyPatch, tmp_path: P
     assert "define void @aj_expo_0(" in source and "yout" in source
     assert "@llvm.exp.f32" in source
     be.finalize()
-
-
-def test_used_memory_counts_link_scratch(cache_dir: Path) -> None:
-    import gc
-
-    from arrayjit_tnode import memory_mode as mm
-
-    n = PARALLEL_MIN_WORK * 2
-    x = Tnode.create((4, n), label="x", hosted=True)
-    t = Tnode.create((4, n), label="t", memory_mode=(mm.Local(), 1))  # too big for the stack
-    tot = Tnode.create((4,), label="tot", hosted=True)
-    comp = ir.block(ir.unop(t, "exp", x), ir.accum(tot, "add", t, spec="ij->i"))
-    be = fresh_backend("sync_llvm")
-    try:
-        dev = be.get_device(0)
-        code = be.compile(comp, name="scratchy")
-        assert t in code.native.kernel.scratch
-        gc.collect()
-        before = be.get_used_memory(dev)
-        r = be.link(be.make_context(be.new_stream(dev)), code)
-        grown = be.get_used_memory(dev) - before
-        assert grown >= x.size_in_bytes + tot.size_in_bytes + t.size_in_bytes
-        del r
-        gc.collect()
-        assert be.get_used_memory(dev) <= before
-    finally:
-        be.finalize()
 
 
 def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch) -> None:

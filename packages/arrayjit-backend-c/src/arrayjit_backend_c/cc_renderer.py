@@ -1,57 +1,156 @@
 """The ``cc`` renderer: the shared C-like renderer (:class:`arrayjit_backends.c_syntax.CSyntax`)
-with the OpenMP pragmas of the system C compiler, and the packed matmul
-(:mod:`arrayjit_backend_c.cpu_matmul`) for the top-level loop nests that are one."""
+for the system C compiler, one C function per segment of the routine
+(:mod:`arrayjit_backend_c.segments`), with the packed matmul
+(:mod:`arrayjit_backend_c.cpu_matmul`) for the top-level loop nests that are one.
 
-from arrayjit_backend_c.cpu_matmul import c_call, c_helpers, cpu_matmul
+A parallel loop's function runs ``[start, stop)`` of its loop; a parallel reduction's function
+accumulates its range from the op's identity into ``partials[slot]`` (8-byte slots) and its
+``_combine`` function folds the partials into the cell in slot order; the packed matmul's
+function computes units ``[start, stop)`` packing into ``mmbuf``. Reductions vectorize
+(reassociated: ``#pragma omp simd``, compiled with ``-fopenmp-simd``, which needs no OpenMP
+runtime).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arrayjit_backend_c.cpu_matmul import c_helpers, c_part, cpu_matmul
+from arrayjit_backend_c.segments import (
+    Segment,
+    scratch_nodes,
+    split_segments,
+    touched_nodes,
+    zeroes_scratch,
+)
 from arrayjit_backends.c_syntax import CSyntax, Out
-from arrayjit_backends.kernel_plan import KernelParams
+from arrayjit_backends.kernel_plan import (
+    SIMD_LANES,
+    KernelParams,
+    ScalarReduction,
+    kernel_params,
+    scalar_reduction,
+)
 from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
 from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
+from arrayjit_tnode import Tnode
+
+RANGE = ("start", "stop")
+"""The parameters of a parallel segment's range."""
+
+
+@dataclass(frozen=True)
+class CcKernel:
+    """The generated C of one routine: its functions are ``{fn_name}_{k}``, one a segment."""
+
+    source: str
+    params: KernelParams
+    scratch: tuple[Tnode, ...]
+    """Kernel-local nodes held in buffers allocated at link; their pointers follow the merge
+    buffer in every function's parameters."""
+    segments: tuple[Segment, ...]
 
 
 class CcSyntax(CSyntax):
-    """C for the system compiler: top-level loops writing disjoint cells, and reductions into
-    one cell, run on all cores; reductions vectorize (reassociated, as OpenMP allows); plain
-    matmuls run as the packed matmul, on all cores."""
+    """C for the system compiler, a function per segment (see the module docstring)."""
 
-    parallel_pragma = "#pragma omp parallel for schedule(static) num_threads(aj_team({threads}))"
-    reduction_pragma = (
-        "#pragma omp parallel for{simd} schedule(static) reduction({op}:{var}) "
-        "num_threads(aj_team({threads}))"
-    )
-    # A team of the loop's worth (kernel_plan.worth_threads), at most the thread's OpenMP
-    # budget (omp_set_num_threads: the stream's share of the cores).
-    prelude = CSyntax.prelude + (
-        "#ifdef _OPENMP\n#include <omp.h>\n"
-        "static inline int aj_team(int worth) "
-        "{ int most = omp_get_max_threads(); return worth < most ? worth : most; }\n#endif\n"
-    )
     simd_reduction_pragma = "#pragma omp simd reduction({op}:{var})"
     jam_factor = 4
 
     def _reset(self) -> None:
         super()._reset()
-        self._mm_helpers: dict[str, str] = {}
+        self._taken |= {*RANGE, "partials", "slot", "count", "mmbuf", "pa", "pb"}
 
-    def stmt(self, s: L.Stmt, out: Out, indent: int) -> None:
-        mm = cpu_matmul(s) if indent == 1 else None
-        if mm is None:
-            super().stmt(s, out, indent)
-            return
-        self._mm_helpers.setdefault(mm.suffix, c_helpers(mm))
-        names = {op.tn: self.name(op.tn) for op in (mm.a, mm.b, mm.c)}
-        assert isinstance(s, L.For_loop)  # only loop nests are matmuls
-        threads = self.team_size(s)
-        out.add(indent, f"/* packed matmul: {mm.m} x {mm.n} cells, {mm.k} steps */")
-        out.add(indent, "{")
-        for line in c_call(mm, names, threads):
-            out.add(0 if line.startswith("#") else indent + 1, line)
-        out.add(indent, "}")
+    def render_segments(self, opt: Optimized, fn_name: str) -> CcKernel:
+        """The C source of a routine as segment functions (see the module docstring)."""
+        self.check_precisions(opt)
+        self._reset()
+        params = kernel_params(opt)
+        # Blocks of sums vectorize (reassociated): wider blocks, same error bound.
+        groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
+        touched = [
+            touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups
+        ]
+        scratch = scratch_nodes(opt, touched)
+        common = self.parameters(params, scratch)
+        out, helpers, segments = Out(), dict[str, str](), list[Segment]()
+        out.add(0, f"/* routine {opt.name} */")
 
-    def render(self, opt: Optimized, fn_name: str) -> tuple[str, KernelParams]:
-        source, params = super().render(opt, fn_name)
-        if not self._mm_helpers:
-            return source, params
-        assert source.startswith(self.prelude)
-        helpers = "".join(self._mm_helpers.values())
-        return self.prelude + helpers + source[len(self.prelude) :], params
+        def function(name: str, extra: list[str], k: int) -> None:
+            out.add(0, f"void {name}({', '.join(common + extra) or 'void'}) {{")
+            self._declared = set()
+            for tn in opt.local_nodes:
+                if tn in touched[k] and tn not in scratch:
+                    self.declare_node(tn, opt.traced[tn].zero_initialized_by_code, out, 1)
+            for tn in scratch:
+                if zeroes_scratch(opt, touched, groups, k, tn):
+                    self.stmt(L.Zero_out(tn), out, 1)
+
+        for k, g in enumerate(groups):
+            name = f"{fn_name}_{k}"
+            if isinstance(g, list):
+                segments.append(Segment(name))
+                function(name, [], k)
+                for s in g:
+                    self.stmt(s, out, 1)
+                out.add(0, "}")
+                continue
+            mm = cpu_matmul(g)
+            if mm is not None and isinstance(g, L.For_loop):
+                segments.append(Segment(name, g, None, mm))
+                helpers.setdefault(mm.suffix, c_helpers(mm))
+                function(name, ["int64_t start", "int64_t stop", "void *restrict mmbuf"], k)
+                for line in c_part(mm, {op.tn: self.name(op.tn) for op in (mm.a, mm.b, mm.c)}):
+                    out.add(1, line)
+                out.add(0, "}")
+                continue
+            red = scalar_reduction(g)
+            if red is None:
+                assert isinstance(g, L.For_loop)
+                jam = self.jammable(g)
+                segments.append(Segment(name, g, grain=self.jam_factor if jam else 1))
+                function(name, ["int64_t start", "int64_t stop"], k)
+                if jam:
+                    self.jam(g, out, 1, RANGE)
+                else:
+                    out.add(1, self.loop_header(g, 1, RANGE))
+                    self.stmt(g.body, out, 2)
+                    out.add(1, "}")
+                out.add(0, "}")
+                continue
+            # A Set is the float32 accumulator of a small-float cell: always a reduction.
+            segments.append(Segment(name, red.loops[0], red))
+            chunk = ["int64_t start", "int64_t stop", "void *restrict partials", "int64_t slot"]
+            function(name, chunk, k)
+            self._partial(red, out)
+            out.add(0, "}")
+            function(f"{name}_combine", ["const void *restrict partials", "int64_t count"], k)
+            self._combine(red, out)
+            out.add(0, "}")
+        source = self.prelude + "".join(helpers.values()) + "\n".join(out.lines) + "\n"
+        return CcKernel(source, params, scratch, tuple(segments))
+
+    def _partial(self, red: ScalarReduction, out: Out) -> None:
+        """The body of a parallel reduction's chunk function."""
+        ct = self.compute_type(red.target.tn.prec)
+        acc = self.temp("acc")
+        start = ops.partial_start(red.op, ct in ("float", "double"))
+        out.add(1, f"{ct} {acc} = {self.const(start, ct)};")
+        self.accumulate(red, acc, out, 1, RANGE)
+        out.add(1, f"(({ct} *)((uint64_t *)partials + slot))[0] = {acc};")
+
+    def _combine(self, red: ScalarReduction, out: Out) -> None:
+        """The body of a parallel reduction's combining function: the cell, then each
+        partial in slot order."""
+        tn, idx = red.target.tn, red.target.indices
+        ct = self.compute_type(tn.prec)
+        cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
+        acc, k = self.temp("acc"), self.fresh_name("part")
+        out.add(1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
+        out.add(1, f"for (int64_t {k} = 0; {k} < count; ++{k}) {{")
+        part = f"((const {ct} *)((const uint64_t *)partials + {k}))[0]"
+        out.add(2, f"{acc} = {self.binop(red.op, acc, part, ct, ct not in ('float', 'double'))};")
+        out.add(1, "}")
+        out.add(1, f"{cell} = {self.store(tn.prec, acc)};")

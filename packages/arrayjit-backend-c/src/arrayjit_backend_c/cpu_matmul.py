@@ -26,8 +26,10 @@ serial code's bits. Zero padding only ever fills rows and columns whose cells ar
 ``k`` is never padded (``fma(0, 0, -0.0)`` is ``+0.0``).
 
 Parallelism: the rows (or, when there are fewer row panels than column panels, the columns) are
-cut into ``units`` of ``MR`` rows (``NR`` columns); each thread computes a contiguous range of
-units, packing its own blocks (the cc backend's OpenMP team; the llvm backend's chunks).
+cut into ``units`` of ``MR`` rows (``NR`` columns); the matmul is a segment of its own
+(:mod:`arrayjit_backend_c.segments`) whose function computes a range of units, packing into the
+buffer of its chunk (:func:`buffer_bytes`, allocated once at link: allocating at each call cost
+page faults).
 
 Which loops: a top-level loop nest that :func:`~arrayjit_backends.gpu_matmul.matmul_plan`
 recognizes (the GPU renderer's detector, used as is: plain ``fma`` steps over one ``k`` loop,
@@ -159,11 +161,23 @@ def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
     )
 
 
+def buffer_bytes(mm: CpuMatmul) -> tuple[int, int]:
+    """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
+    multiple of 64)."""
+    width = min(mm.n, NC)
+    pa = mm.prec.byte_size * KC * (MC + MR)
+    pb = mm.prec.byte_size * KC * (-(-width // mm.nr) * mm.nr)
+    return -(-pa // 64) * 64, -(-pb // 64) * 64
+
+
+def _c_type(mm: CpuMatmul) -> str:
+    return "float" if mm.prec is Prec.single else "double"
+
+
 def c_helpers(mm: CpuMatmul) -> str:
     """C functions computing the matmuls of ``mm``'s precision and operand order:
-    ``aj_mm_block_<suffix>`` (a block of ``C``, serially) and ``aj_mm_part_<suffix>`` (one
-    thread's share)."""
-    t = "float" if mm.prec is Prec.single else "double"
+    ``aj_mm_block_<suffix>``, a block of ``C`` (see :func:`c_part`)."""
+    t = _c_type(mm)
     f = "f" if mm.prec is Prec.single else ""
     sx, nr = mm.suffix, mm.nr
 
@@ -172,10 +186,6 @@ def c_helpers(mm: CpuMatmul) -> str:
         return f"fma{f}({x}, {w}, {acc})"
 
     return f"""
-#include <stdlib.h>
-#ifdef _OPENMP
-#include <omp.h>
-#endif
 /* The packed matmul (arrayjit_backend_c.cpu_matmul), {t}. */
 static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restrict b,
                             {t} *restrict c, int64_t ldc) {{
@@ -243,56 +253,20 @@ static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int
     }}
   }}
 }}
-/* Units [part * units / parts, (part + 1) * units / parts) of rows (MR each) or columns (NR
-   each) of C (m x n). Without packing buffers, the plain loop nest over that share. */
-static void aj_mm_part_{sx}(int64_t part, int64_t parts, int64_t m, int64_t n, int64_t k,
-    int split_rows, const {t} *A, int64_t rsa, int64_t csa, const {t} *B, int64_t rsb,
-    int64_t csb, {t} *C, int64_t rsc, int64_t csc) {{
-  enum {{ MR = {MR}, NR = {nr}, KC = {KC}, MC = {MC}, NC = {NC} }};
-  const int64_t size = split_rows ? MR : NR, extent = split_rows ? m : n;
-  const int64_t units = (extent + size - 1) / size;
-  const int64_t u0 = units * part / parts * size, u1 = units * (part + 1) / parts * size;
-  const int64_t lo = u0, hi = u1 < extent ? u1 : extent;
-  if (lo >= hi) return;
-  const int64_t r0 = split_rows ? lo : 0, r1 = split_rows ? hi : m;
-  const int64_t c0 = split_rows ? 0 : lo, c1 = split_rows ? n : hi;
-  const int64_t width = c1 - c0 < NC ? c1 - c0 : NC;
-  {t} *pa = aligned_alloc(64, sizeof({t}) * KC * (MC + MR));
-  {t} *pb = aligned_alloc(64, sizeof({t}) * KC * ((width + NR - 1) / NR * NR));
-  if (pa != NULL && pb != NULL) {{
-    aj_mm_block_{sx}(r0, r1, c0, c1, k, A, rsa, csa, B, rsb, csb, C, rsc, csc, pa, pb);
-  }} else {{
-    for (int64_t i = r0; i < r1; ++i)
-      for (int64_t j = c0; j < c1; ++j) {{
-        {t} acc = C[i * rsc + j * csc];
-        for (int64_t p = 0; p < k; ++p)
-          acc = {fma("A[i * rsa + p * csa]", "B[p * rsb + j * csb]", "acc")};
-        C[i * rsc + j * csc] = acc;
-      }}
-  }}
-  free(pa);
-  free(pb);
-}}
 """
 
 
-def c_call(mm: CpuMatmul, names: dict[Tnode, str], threads: int) -> list[str]:
-    """The statements running ``mm`` inside the kernel (``names``: the buffers' identifiers);
-    ``threads`` above 1: over an OpenMP team of at most that many threads."""
-    a, b, c = mm.a, mm.b, mm.c
-    args = (
-        f"{mm.m}, {mm.n}, {mm.k}, {int(mm.split_rows)}, "
-        f"{names[a.tn]} + {a.offset}, {a.rs}, {a.cs}, {names[b.tn]} + {b.offset}, {b.rs}, {b.cs}, "
-        f"{names[c.tn]} + {c.offset}, {c.rs}, {c.cs}"
-    )
-    serial = f"aj_mm_part_{mm.suffix}(0, 1, {args});"
-    if threads < 2:
-        return [serial]
+def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
+    """The body of the matmul's segment function: units ``[start, stop)`` of ``C``, packing
+    into the chunk's buffer ``mmbuf`` (:func:`buffer_bytes`, 64-byte aligned); ``names``: the
+    buffers' identifiers."""
+    t, (a, b, c) = _c_type(mm), (mm.a, mm.b, mm.c)
+    size, extent = (MR, mm.m) if mm.split_rows else (mm.nr, mm.n)
+    lo, hi = f"start * {size}", f"(stop * {size} < {extent} ? stop * {size} : {extent})"
+    r0, r1, c0, c1 = (lo, hi, "0", str(mm.n)) if mm.split_rows else ("0", str(mm.m), lo, hi)
     return [
-        "#ifdef _OPENMP",
-        f"#pragma omp parallel num_threads(aj_team({threads}))",
-        f"aj_mm_part_{mm.suffix}(omp_get_thread_num(), omp_get_num_threads(), {args});",
-        "#else",
-        serial,
-        "#endif",
+        f"{t} *pa = ({t} *)mmbuf, *pb = ({t} *)((char *)mmbuf + {buffer_bytes(mm)[0]});",
+        f"aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {mm.k}, "
+        f"{names[a.tn]} + {a.offset}, {a.rs}, {a.cs}, {names[b.tn]} + {b.offset}, {b.rs}, "
+        f"{b.cs}, {names[c.tn]} + {c.offset}, {c.rs}, {c.cs}, pa, pb);",
     ]

@@ -1,5 +1,6 @@
 """A crew of helper threads that run chunks of a parallel loop next to the calling thread (the
-``llvm`` compiler's parallelism: the generated code has no threads of its own).
+CPU compilers' parallelism: the generated code has no threads of its own, see
+:mod:`arrayjit_backend_c.segments`).
 
 Chunks are not handed out in advance: the caller and the helpers it wakes each take the next
 chunk not yet taken (:class:`_Job`), so the caller never waits for a helper that has not woken
@@ -115,8 +116,10 @@ class Crew:
     caller never waits for a helper that is slow to wake. Lock hand-offs keep a dispatch to a
     few microseconds."""
 
-    def __init__(self, size: int) -> None:
+    def __init__(self, size: int, name: str = "arrayjit-crew") -> None:
+        """``size``: the most helper threads; ``name``: their names' prefix."""
         self.size = size
+        self.name = name
         self._idle: list[_Helper] = []
         self._all: list[_Helper] = []
         self._lock = threading.Lock()
@@ -141,7 +144,7 @@ class Crew:
     def _take(self, n: int) -> list[_Helper]:
         with self._lock:
             while len(self._idle) < n and len(self._all) < self.size:
-                helper = _Helper(self, f"arrayjit-llvm-{len(self._all)}")
+                helper = _Helper(self, f"{self.name}-{len(self._all)}")
                 self._all.append(helper)
                 self._idle.append(helper)
             taken = self._idle[:n]

@@ -6,11 +6,8 @@ object code from the shared compile cache or builds it (parse, verify, the ``O3`
 the loop and SLP vectorizers for the host CPU and its features, code generation) and stores it;
 either way the object is loaded into an MCJIT execution engine of its own, so a warm cache runs
 neither the optimizer nor code generation. Functions are called through ctypes (argument types
-set once per kernel; ctypes releases the GIL). Parallel segments (large top-level loops writing
-disjoint cells or reducing into one cell, see
-:func:`arrayjit_backend_c.llvm_segments.split_segments`) are split into chunks (:func:`chunks`)
-that the calling thread and the compiler's :class:`~arrayjit_backend_c.crew.Crew` of helper
-threads run.
+set once per kernel; ctypes releases the GIL). Parallel segments run on the compiler's crew of
+helper threads (:mod:`arrayjit_backend_c.segments`).
 """
 
 from __future__ import annotations
@@ -20,35 +17,20 @@ import functools
 import tempfile
 import threading
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 import llvmlite
 import llvmlite.binding as llvm
-import numpy as np
 
-from arrayjit_backend_c.crew import Crew
-from arrayjit_backend_c.llvm_matmul import buffer_bytes
-from arrayjit_backend_c.llvm_renderer import LlvmGen, LlvmKernel
-from arrayjit_backend_c.llvm_segments import Segment
+from arrayjit_backend_c.llvm_renderer import LlvmGen
+from arrayjit_backend_c.segments import SegmentedCode, SegmentedCompiler, bind_segments
 from arrayjit_backend_c.work import is_short
-from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import (
-    CpuCompiler,
-    GetMergeView,
-    NativeArgs,
-    NodeViews,
-    Run,
     kernel_name,
-    native_argtypes,
 )
 from arrayjit_backends.compile_cache import CompileCache, cache_key
-from arrayjit_backends.device_impl import ScratchAccount
-from arrayjit_backends.kernel_plan import worth_threads
-from arrayjit_backends.scheduler import thread_share
-from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import CompileError, Prec
 
@@ -164,47 +146,7 @@ def load_object(data: bytes, target: HostTarget) -> llvm.ExecutionEngine:
     return engine
 
 
-@dataclass
-class LlvmCode:
-    """A compiled routine: its generated module, the engine holding its machine code, and per
-    segment its ctypes function and, for a parallel reduction, its combining function."""
-
-    name: str
-    kernel: LlvmKernel
-    engine: Any
-    functions: tuple[tuple[Any, Any], ...]
-    short: bool = False
-    """Short enough to run on the scheduling thread (:func:`~arrayjit_backend_c.work.is_short`)."""
-
-    @property
-    def source(self) -> str:
-        """The generated LLVM IR (before optimization)."""
-        return self.kernel.ir
-
-
-CHUNKS_PER_WORKER = 4
-"""A parallel loop is split into up to this many chunks per worker (each still worth a thread,
-:func:`~arrayjit_backends.kernel_plan.worth_threads`): threads take chunks as they come free
-(:class:`~arrayjit_backend_c.crew.Crew`), so one that starts late, or is descheduled by another
-process, leaves less of the loop for the others to wait on."""
-
-
-def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
-    """The ``(start, stop)`` ranges a parallel segment's loop is split into: as many as the
-    loop is worth (:func:`~arrayjit_backends.kernel_plan.worth_threads`), at most
-    :data:`CHUNKS_PER_WORKER` per worker (one per worker for a matmul, each chunk packing into
-    a buffer of its own), sizes within one iteration."""
-    assert seg.loop is not None
-    lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
-    most = workers * CHUNKS_PER_WORKER if workers > 1 else 1
-    if seg.matmul is not None:  # chunks of row or column panels
-        lo, trip, most = 0, seg.matmul.units, workers
-    n = max(1, min(most, trip, worth_threads(seg.loop)))
-    bounds = [lo + trip * k // n for k in range(n + 1)]
-    return [(bounds[k], bounds[k + 1]) for k in range(n)]
-
-
-class LlvmCompiler(CpuCompiler):
+class LlvmCompiler(SegmentedCompiler):
     """Generates LLVM IR, optimizes and JIT-compiles it with llvmlite (cached), calls it through
     ctypes."""
 
@@ -213,15 +155,13 @@ class LlvmCompiler(CpuCompiler):
 
     def __init__(self, workers: int | None = None) -> None:
         """``workers``: threads a parallel loop is split across (default: the CPU count)."""
+        super().__init__(workers)
         self.target = host_target()
         self.generator = LlvmGen(
             self.target.cpu, self.target.features, native_half="+f16c" in self.target.features
         )
         self.cache = CompileCache()
-        self.workers = workers or settings.num_threads()
         self._lock = threading.Lock()
-        self.crew = Crew(self.workers - 1)
-        self.scratch_account = ScratchAccount()
 
     def _key(self, ir: str) -> str:
         return cache_key(
@@ -234,7 +174,7 @@ class LlvmCompiler(CpuCompiler):
             device=f"{self.target.triple} {self.target.cpu} {self.target.features}",
         )
 
-    def compile(self, optimized: Optimized) -> LlvmCode:
+    def compile(self, optimized: Optimized) -> SegmentedCode:
         fn_name = kernel_name(optimized.name)
         with self._lock:
             kernel = self.generator.generate(optimized, fn_name)
@@ -254,88 +194,23 @@ class LlvmCompiler(CpuCompiler):
                 lambda: compile_object(kernel.ir, fn_name, self.target),
                 load,
             )
-        common = native_argtypes(kernel.params, extra_pointers=len(kernel.scratch))
-        i64, ptr = ctypes.c_int64, ctypes.c_void_p
 
-        def function(name: str, *extra: Any) -> Any:
-            return ctypes.CFUNCTYPE(None, *common, *extra)(engine.get_function_address(name))
+        def function(name: str, argtypes: list[Any]) -> Any:
+            return ctypes.CFUNCTYPE(None, *argtypes)(engine.get_function_address(name))
 
-        functions = []
-        for seg in kernel.segments:
-            if seg.matmul is not None:
-                functions.append((function(seg.name, i64, i64, ptr), None))
-            elif seg.reduction is not None:
-                fn = function(seg.name, i64, i64, ptr, i64)
-                functions.append((fn, function(seg.combine_name, ptr, i64)))
-            else:
-                functions.append((function(seg.name, *([i64, i64] * seg.parallel)), None))
-        code = LlvmCode(optimized.name, kernel, engine, tuple(functions), is_short(optimized))
+        functions = bind_segments(kernel.segments, kernel.params, kernel.scratch, function)
+        code = SegmentedCode(
+            optimized.name,
+            kernel.params,
+            kernel.scratch,
+            kernel.segments,
+            functions,
+            is_short(optimized),
+            engine,
+            kernel.ir,
+        )
         weakref.finalize(code, _close_engine, engine)
         return code
-
-    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
-        c: LlvmCode = code
-        scratch: list[np.ndarray] = [
-            np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.kernel.scratch
-        ]
-        args = NativeArgs(c.kernel.params, buffers, merge_buffer, [a.ctypes.data for a in scratch])
-        # Per segment: the function, the extra arguments of each of its calls (None: one call
-        # with none), and for a reduction its combining function with its extra arguments.
-        steps: list[tuple[Any, list[tuple[Any, ...]] | None, Any, tuple[Any, ...]]] = []
-        for (fn, combine), seg in zip(c.functions, c.kernel.segments, strict=True):
-            if not seg.parallel:
-                steps.append((fn, None, None, ()))
-                continue
-            ranges = chunks(seg, self.workers)
-            if seg.matmul is not None:  # each chunk packs into a buffer of its own
-                size = sum(buffer_bytes(seg.matmul))
-                packing: list[tuple[Any, ...]] = []
-                for start, stop in ranges:
-                    buf = np.zeros(size + 64, np.uint8)
-                    scratch.append(buf)
-                    packing.append((start, stop, buf.ctypes.data + (-buf.ctypes.data) % 64))
-                steps.append((fn, packing, None, ()))
-                continue
-            if seg.reduction is None:
-                steps.append((fn, ranges, None, ()))
-                continue
-            partials = np.zeros(len(ranges), np.uint64)
-            scratch.append(partials)
-            at = partials.ctypes.data
-            calls = [(start, stop, at, k) for k, (start, stop) in enumerate(ranges)]
-            steps.append((fn, calls, combine, (at, len(ranges))))
-        keep_alive = (list(buffers.values()), scratch, c)
-
-        if args.fixed is not None and len(steps) == 1 and steps[0][1] is None:
-            fn, fixed = steps[0][0], args.fixed
-
-            def run(bindings: Mapping[StaticSymbol, int]) -> None:
-                fn(*fixed)
-
-        else:
-            parallel = self.crew.run
-
-            def run(bindings: Mapping[StaticSymbol, int]) -> None:
-                values = args(bindings)
-                for fn, calls, combine, fold in steps:
-                    if calls is None:
-                        fn(*values)
-                    else:
-                        parallel(fn, values, calls, thread_share())
-                    if combine is not None:
-                        combine(*values, *fold)
-
-        run.keep_alive = keep_alive  # type: ignore[attr-defined]
-        run.short = c.short  # type: ignore[attr-defined]
-        self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run
-        return run
-
-    def scratch_bytes(self) -> int:
-        return self.scratch_account.bytes(0)
-
-    def finalize(self) -> None:
-        """Stop the helper threads (the backend is finalized: nothing runs any more)."""
-        self.crew.stop()
 
     def describe(self) -> dict[str, Any]:
         return {

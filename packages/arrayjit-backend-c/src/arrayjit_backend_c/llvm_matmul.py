@@ -6,8 +6,8 @@ vectors and ``llvm.fma.v*`` steps.
 The routine's segment for the matmul takes ``(start, stop, buffer)``: a range of
 :attr:`~arrayjit_backend_c.cpu_matmul.CpuMatmul.units` (row panels or column panels), so the
 backend's chunks split the matmul across threads, and the chunk's packing buffer
-(:func:`buffer_bytes`), which the compiler allocates once per chunk when it links the routine
-(allocating them at each call, as the C kernel does, costs page faults: see the README).
+(:func:`~arrayjit_backend_c.cpu_matmul.buffer_bytes`), which the compiler allocates once per
+chunk when it links the routine.
 """
 
 from __future__ import annotations
@@ -270,24 +270,16 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
     return _micro(mm) + "\n" + _block(mm), decls
 
 
-def buffer_bytes(mm: cm.CpuMatmul) -> tuple[int, int]:
-    """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
-    multiple of 64)."""
-    width = min(mm.n, cm.NC)
-    pa = mm.prec.byte_size * cm.KC * (cm.MC + cm.MR)
-    pb = mm.prec.byte_size * cm.KC * (-(-width // mm.nr) * mm.nr)
-    return -(-pa // 64) * 64, -(-pb // 64) * 64
-
-
 def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
     """The body of the matmul's segment function: units ``[%start, %stop)`` of ``C``, packing
-    into the chunk's buffer ``%mmbuf`` (:func:`buffer_bytes`, 64-byte aligned)."""
+    into the chunk's buffer ``%mmbuf`` (:func:`~arrayjit_backend_c.cpu_matmul.buffer_bytes`,
+    64-byte aligned)."""
     b = _Ir(f, _types(mm)[0])
     size, extent = (cm.MR, mm.m) if mm.split_rows else (mm.nr, mm.n)
     lo = b.mul("%start", size)
     hi = b.min(b.mul("%stop", size), extent)
     r0, r1, c0, c1 = (lo, hi, 0, mm.n) if mm.split_rows else (0, mm.m, lo, hi)
-    pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {buffer_bytes(mm)[0]}")
+    pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {cm.buffer_bytes(mm)[0]}")
     a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
     f.do(
         f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "

@@ -28,7 +28,7 @@ Values, blocks and helpers are numbered per routine, so the same routine generat
 :class:`~arrayjit_backend_c.llvm_scalar.ScalarGen`, types and literals from
 :mod:`~arrayjit_backend_c.llvm_types`, helper functions from
 :mod:`~arrayjit_backend_c.llvm_helpers`, and the segments from
-:mod:`~arrayjit_backend_c.llvm_segments`.
+:mod:`~arrayjit_backend_c.segments`.
 """
 
 from __future__ import annotations
@@ -44,7 +44,6 @@ from arrayjit_backend_c import llvm_matmul
 from arrayjit_backend_c.cpu_matmul import CpuMatmul, cpu_matmul
 from arrayjit_backend_c.llvm_helpers import HELPERS
 from arrayjit_backend_c.llvm_scalar import Fn, ScalarGen
-from arrayjit_backend_c.llvm_segments import Segment, split_segments, touched_nodes
 from arrayjit_backend_c.llvm_types import (
     I64,
     U64,
@@ -55,6 +54,13 @@ from arrayjit_backend_c.llvm_types import (
     fconst,
     iconst,
     ident,
+)
+from arrayjit_backend_c.segments import (
+    Segment,
+    scratch_nodes,
+    split_segments,
+    touched_nodes,
+    zeroes_scratch,
 )
 from arrayjit_backends.kernel_plan import (
     SIMD_LANES,
@@ -71,10 +77,6 @@ from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
-
-STACK_LIMIT_BYTES = 1 << 16
-"""Kernel-local nodes larger than this live in scratch buffers allocated at link, not on the
-stack (worker threads have small stacks)."""
 
 
 @dataclass(frozen=True)
@@ -454,12 +456,7 @@ class LlvmGen(ScalarGen):
             touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups
         ]
         local_nodes = opt.local_nodes
-        scratch = tuple(
-            tn
-            for tn in local_nodes
-            if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES
-            or sum(tn in t for t in touched) > 1
-        )
+        scratch = scratch_nodes(opt, touched)
         args = [f"ptr noalias {self.name(tn)}" for tn in params.buffers]
         if params.merge_node is not None:
             args.append("ptr noalias readonly %merge_buffer")
@@ -478,10 +475,8 @@ class LlvmGen(ScalarGen):
             for tn in local_nodes:
                 if tn in used and tn not in scratch:
                     self._stack_node(tn, opt.traced[tn].zero_initialized_by_code)
-            serial = isinstance(groups[k], list)
             for tn in scratch:
-                first = next(j for j, t in enumerate(touched) if tn in t)
-                if first == k and serial and opt.traced[tn].zero_initialized_by_code:
+                if zeroes_scratch(opt, touched, groups, k, tn):
                     self._memset(self.name(tn), tn.num_elems * tn.prec.byte_size)
             body()
             self._fn.do("ret void")

@@ -54,16 +54,39 @@ def argv(cc: str) -> list[str]:
     return shlex.split(cc)
 
 
+SIMD_PROBE = """
+#pragma omp declare reduction(aj_add : float : omp_out = omp_out + omp_in) \\
+    initializer(omp_priv = -0.0f)
+float f(const float *x, int n) {
+  float s = -0.0f;
+#pragma omp simd reduction(aj_add:s)
+  for (int i = 0; i < n; ++i) s += x[i];
+  return s;
+}
+"""
+"""What the generated code asks of ``-fopenmp-simd``: a declared reduction on a simd loop."""
+
+
 @functools.cache
 def flags(cc: str) -> tuple[str, ...]:
-    """The flags for ``cc``: :data:`FLAGS`, plus ``-fopenmp`` where the compiler can build an
-    OpenMP shared object (clang without libomp cannot; its kernels then run on one core)."""
-    probe = Path(tempfile.mkdtemp(prefix="arrayjit-omp-"))
-    (probe / "p.c").write_text("#include <omp.h>\nint f(void) { return omp_get_max_threads(); }\n")
-    cmd = [*argv(cc), *FLAGS, "-fopenmp", str(probe / "p.c"), "-o", str(probe / "p.so")]
+    """The flags for ``cc``: :data:`FLAGS`, plus ``-fopenmp-simd`` where the compiler takes it
+    (the ``omp simd`` pragmas that vectorize reductions, reassociated; no OpenMP runtime is
+    linked: threads are the crew's, see :mod:`arrayjit_backend_c.segments`). Without it the
+    pragmas are ignored and reductions stay in order."""
+    probe = Path(tempfile.mkdtemp(prefix="arrayjit-simd-"))
+    (probe / "p.c").write_text(SIMD_PROBE)
+    cmd = [
+        *argv(cc),
+        *FLAGS,
+        "-fopenmp-simd",
+        "-Werror",
+        str(probe / "p.c"),
+        "-o",
+        str(probe / "p.so"),
+    ]
     ok = subprocess.run(cmd, capture_output=True, check=False).returncode == 0
     shutil.rmtree(probe, ignore_errors=True)
-    return (*FLAGS, "-fopenmp") if ok else FLAGS
+    return (*FLAGS, "-fopenmp-simd") if ok else FLAGS
 
 
 @functools.cache

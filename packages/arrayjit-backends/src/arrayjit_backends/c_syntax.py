@@ -44,7 +44,6 @@ from arrayjit_backends.kernel_plan import (
     local_sum,
     loop_work,
     scalar_reduction,
-    worth_threads,
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -85,19 +84,15 @@ class CSyntax:
     """Renders optimized IR as a C function. Subclasses override the class attributes and hooks."""
 
     kernel_prefix = ""
-    parallel_pragma = ""
-    """Emitted before a top-level loop whose iterations write disjoint cells (if the work is at
-    least :data:`PARALLEL_MIN_WORK` and worth 2 threads or more: :func:`worth_threads`),
-    formatted with ``threads``, the most threads the loop is worth; e.g.
-    ``#pragma omp parallel for num_threads({threads})``."""
-    reduction_pragma = ""
-    """Emitted before a top-level :class:`ScalarReduction` with enough work, formatted with
-    ``op``, ``var``, ``threads`` (as for :attr:`parallel_pragma`) and ``simd`` (`` simd`` when
-    the nest is one loop, else empty); e.g.
-    ``#pragma omp parallel for{simd} reduction({op}:{var})``."""
     simd_reduction_pragma = ""
     """Emitted before the innermost loop of a :class:`ScalarReduction` (when set, such nests
     accumulate in a register); e.g. ``#pragma omp simd reduction({op}:{var})``."""
+    simd_min_trip = 16
+    """Innermost reduction loops of fewer iterations than this get :attr:`simd_reduction_pragma`
+    only when their count is a multiple of :attr:`simd_width`: a vector loop of one or two
+    iterations plus a scalar remainder and a horizontal sum was measured up to 1.6x slower
+    than the plain loop (gcc 12, AVX2, 4 and 10 iterations), and faster from 16 on."""
+    simd_width = 8
     jam_factor = 0
     """When at least 2: a top-level parallel loop over a perfect nest of three or more loops
     (a matmul) runs that many of its iterations together in the innermost body, so values they
@@ -439,13 +434,11 @@ class CSyntax:
                 for x in stmts:
                     self.stmt(x, out, indent)
             case L.For_loop() if self.simd_reduction_pragma and (red := scalar_reduction(s)):
-                self.reduction(red, out, indent, top=indent == 1)
-            case L.For_loop() if indent == 1 and self._jammable(s):
+                self.reduction(red, out, indent)
+            case L.For_loop() if indent == 1 and self.jammable(s):
                 self.jam(s, out, indent)
             case L.For_loop(body=body):
-                if indent == 1 and is_parallel_loop(s):
-                    self._team(s, out, indent)
-                local = local_sum(s) if self.simd_reduction_pragma else None
+                local = local_sum(s) if self.simd_pays(s) else None
                 if local is not None:  # float sums: lanes start at -0.0 (omp_reduction_op)
                     op, scope = local
                     omp_op = self.omp_reduction_op(op, self.compute_type(scope.prec))
@@ -461,7 +454,7 @@ class CSyntax:
                     f"for (int64_t z = 0; z < {tn.num_elems}; ++z) {self.name(tn)}[z] = {zero};",
                 )
             case L.Set() if self.simd_reduction_pragma and (red := scalar_reduction(s)):
-                self.reduction(red, out, indent, top=indent == 1)  # a float32 accumulator
+                self.reduction(red, out, indent)  # a float32 accumulator
             case L.Set(tn=tn, indices=idx, value=v):
                 pre: list[str] = []
                 val = self.expr(v, tn.prec, pre, indent)
@@ -478,21 +471,15 @@ class CSyntax:
             case _:
                 raise UsageError(f"the C renderer cannot render {type(s).__name__}")
 
-    @staticmethod
-    def team_size(loop: L.For_loop) -> int:
-        """The most threads a top-level loop (or the outer loop of a reduction) may run on: 1
-        (sequential) below :data:`PARALLEL_MIN_WORK` iterations, else what its estimated cost
-        is worth (:func:`worth_threads`)."""
-        return worth_threads(loop) if loop_work(loop) >= PARALLEL_MIN_WORK else 1
+    def simd_pays(self, loop: L.For_loop) -> bool:
+        """Whether an innermost reduction loop gets :attr:`simd_reduction_pragma`."""
+        trip = loop.to_inclusive - loop.from_ + 1
+        return bool(self.simd_reduction_pragma) and (
+            trip >= self.simd_min_trip or trip % self.simd_width == 0
+        )
 
-    def _team(self, loop: L.For_loop, out: Out, indent: int) -> None:
-        """:attr:`parallel_pragma` before a loop whose iterations are independent, where the
-        renderer has one and the loop is worth a team."""
-        threads = self.team_size(loop) if self.parallel_pragma else 1
-        if threads > 1:
-            out.add(indent, self.parallel_pragma.format(threads=threads))
-
-    def _jammable(self, loop: L.For_loop) -> bool:
+    def jammable(self, loop: L.For_loop) -> bool:
+        """Whether a top-level loop runs unroll-and-jammed (:attr:`jam_factor`)."""
         if self.jam_factor < 2 or loop_work(loop) < PARALLEL_MIN_WORK:
             return False
         extent = loop.to_inclusive - loop.from_ + 1
@@ -506,13 +493,15 @@ class CSyntax:
             and is_parallel_loop(loop)
         )
 
-    def jam(self, loop: L.For_loop, out: Out, indent: int) -> None:
+    def jam(
+        self, loop: L.For_loop, out: Out, indent: int, bounds: tuple[str, str] | None = None
+    ) -> None:
         """Unroll-and-jam a parallel loop (see :attr:`jam_factor`): its iterations are
         independent, so running ``jam_factor`` of them side by side in the innermost body is
-        equivalent. (Tiling the innermost loop on top was measured slower on a 1024 matmul.)"""
+        equivalent. (Tiling the innermost loop on top was measured slower on a 1024 matmul.)
+        ``bounds``: as for :meth:`loop_header` (a multiple of the factor apart)."""
         v, step = self.sym(loop.index), self.jam_factor
-        self._team(loop, out, indent)
-        out.add(indent, self.loop_header(loop, step))
+        out.add(indent, self.loop_header(loop, step, bounds))
         depth, body = indent + 1, loop.body
         opened = []
         while isinstance(body, L.For_loop):
@@ -527,28 +516,36 @@ class CSyntax:
             out.add(d, "}")
         out.add(indent, "}")
 
-    def reduction(self, red: ScalarReduction, out: Out, indent: int, top: bool) -> None:
+    def reduction(self, red: ScalarReduction, out: Out, indent: int) -> None:
         """A loop nest accumulating into one cell, with the cell in a register."""
         tn, idx = red.target.tn, red.target.indices
         ct = self.compute_type(tn.prec)
         cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
         acc = self.temp("acc")
-        op = self.omp_reduction_op(red.op, ct)
         out.add(indent, "{")
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
-        single = len(red.loops) == 1
-        threads = self.team_size(red.loops[0]) if top and self.reduction_pragma else 1
-        parallel = threads > 1
+        self.accumulate(red, acc, out, indent + 1)
+        out.add(indent + 1, f"{cell} = {self.store(tn.prec, acc)};")
+        out.add(indent, "}")
+
+    def accumulate(
+        self,
+        red: ScalarReduction,
+        acc: str,
+        out: Out,
+        indent: int,
+        bounds: tuple[str, str] | None = None,
+    ) -> None:
+        """``red``'s loop nest taking each step into the local ``acc`` (its innermost loop
+        vectorized, reassociated, where the renderer has :attr:`simd_reduction_pragma`);
+        ``bounds``: the outer loop's range, as for :meth:`loop_header`."""
+        op = self.omp_reduction_op(red.op, self.compute_type(red.target.tn.prec))
         lanes = not has_loops(red.term)  # the top of a blocked sum: its blocks vectorize
-        if parallel:
-            simd = " simd" if single and lanes else ""
-            pragma = self.reduction_pragma.format(op=op, var=acc, simd=simd, threads=threads)
-            out.add(indent + 1, pragma)
-        depth = indent + 1
+        depth = indent
         for k, lp in enumerate(red.loops):
-            if k == len(red.loops) - 1 and not (parallel and single) and lanes:
+            if k == len(red.loops) - 1 and lanes and self.simd_pays(lp):
                 out.add(depth, self.simd_reduction_pragma.format(op=op, var=acc))
-            out.add(depth, self.loop_header(lp))
+            out.add(depth, self.loop_header(lp, 1, bounds if k == 0 else None))
             depth += 1
         pre: list[str] = []
         step = self.reduction_step(red, acc, pre, depth)
@@ -556,13 +553,18 @@ class CSyntax:
         for _ in red.loops:
             depth -= 1
             out.add(depth, "}")
-        out.add(indent + 1, f"{cell} = {self.store(tn.prec, acc)};")
-        out.add(indent, "}")
 
-    def loop_header(self, loop: L.For_loop, step: int = 1) -> str:
-        """``for (...) {`` over ``loop``'s range, ``step`` iterations at a time."""
-        v, lo, hi = self.sym(loop.index), loop.from_, loop.to_inclusive
+    def loop_header(
+        self, loop: L.For_loop, step: int = 1, bounds: tuple[str, str] | None = None
+    ) -> str:
+        """``for (...) {`` over ``loop``'s range, ``step`` iterations at a time; ``bounds``:
+        over ``[start, stop)`` instead (C expressions, e.g. a segment's parameters)."""
+        v = self.sym(loop.index)
         advance = f"++{v}" if step == 1 else f"{v} += {step}"
+        if bounds is not None:
+            start, stop = bounds
+            return f"for ({self.index_type} {v} = {start}; {v} < {stop}; {advance}) {{"
+        lo, hi = loop.from_, loop.to_inclusive
         return f"for ({self.index_type} {v} = {lo}; {v} <= {hi}; {advance}) {{"
 
     def _emit(self, out: Out, indent: int, pre: list[str], line: str) -> None:
@@ -586,26 +588,36 @@ class CSyntax:
                     f"the {type(self).__name__} renderer does not support"
                 )
 
-    def render(self, opt: Optimized, fn_name: str) -> tuple[str, KernelParams]:
-        """C source of the routine's function, and its parameters in order."""
-        self.check_precisions(opt)
-        self._reset()
-        params = kernel_params(opt)
+    def parameters(self, params: KernelParams, scratch: tuple[Tnode, ...] = ()) -> list[str]:
+        """The kernel's C parameters: the buffers, the merge buffer if read, ``scratch`` (more
+        node buffers), then the static indices."""
         args = [
             f"{self.buffer_prefix}{self.storage_types[tn.prec]} *restrict {self.name(tn)}"
             for tn in params.buffers
         ]
         if params.merge_node is not None:
             args.append(f"{self.buffer_prefix}const void *restrict merge_buffer")
-        args += [f"{self.index_type} {self.sym(s)}" for s in params.static_symbols]
+        args += [f"{self.storage_types[tn.prec]} *restrict {self.name(tn)}" for tn in scratch]
+        return args + [f"{self.index_type} {self.sym(s)}" for s in params.static_symbols]
+
+    def declare_node(self, tn: Tnode, zero: bool, out: Out, indent: int) -> None:
+        """A kernel-local node as an array of the function (zero-filled when ``zero``)."""
+        init = " = {0}" if zero else ""
+        out.add(
+            indent, f"{self.storage_types[tn.prec]} {self.name(tn)}[{max(tn.num_elems, 1)}]{init};"
+        )
+
+    def render(self, opt: Optimized, fn_name: str) -> tuple[str, KernelParams]:
+        """C source of the routine's function, and its parameters in order."""
+        self.check_precisions(opt)
+        self._reset()
+        params = kernel_params(opt)
+        args = self.parameters(params)
         out = Out()
         out.add(0, f"/* routine {opt.name} */")
         out.add(0, f"{self.kernel_prefix}void {fn_name}({', '.join(args) or 'void'}) {{")
         for tn in opt.local_nodes:
-            init = " = {0}" if opt.traced[tn].zero_initialized_by_code else ""
-            out.add(
-                1, f"{self.storage_types[tn.prec]} {self.name(tn)}[{max(tn.num_elems, 1)}]{init};"
-            )
+            self.declare_node(tn, opt.traced[tn].zero_initialized_by_code, out, 1)
         code = opt.code
         if self.simd_reduction_pragma:  # blocks of sums vectorize: wider blocks, same bound
             code = widen_blocks(code, SIMD_LANES)

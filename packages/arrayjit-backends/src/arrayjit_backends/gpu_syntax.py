@@ -598,9 +598,7 @@ class GpuSyntax(CSyntax):
     def _register_reduction(self, red: ScalarReduction, out: Out, indent: int) -> None:
         """A work item's serial reduction into its own cell, the cell held in a register (no
         reassociation: the same steps as the serial code)."""
-        body = Out()
-        self.reduction(red, body, indent, top=False)
-        out.lines.extend(line for line in body.lines if line.strip())  # no pragma here
+        self.reduction(red, out, indent)
 
     def local_tree(
         self, out: Out, lanes: int, combine: Callable[[str, str], str], indent: int = 1

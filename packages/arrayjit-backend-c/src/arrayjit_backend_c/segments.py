@@ -1,0 +1,332 @@
+"""Segments: how both CPU compilers run a routine on several threads.
+
+A routine becomes one native function per *segment* of its top-level statements
+(:func:`split_segments`): a parallel loop (a top-level loop whose iterations write disjoint
+cells, or that reduces into one cell, with enough work), a packed matmul, or a run of the serial
+statements between them. Every segment function takes the same leading parameters: the context
+nodes' buffers (in :func:`~arrayjit_backends.kernel_plan.kernel_params` order), the merge buffer
+if the routine reads it, the scratch buffers (kernel-local nodes too large for the stack or
+touched by several segments: :func:`scratch_nodes`), then the static indices; a parallel
+segment's function takes a range of its loop after them (:class:`Segment`).
+
+At link (:meth:`SegmentedCompiler.link`) each parallel segment is cut into chunks
+(:func:`chunks`), as many as its cost is worth
+(:func:`~arrayjit_backends.kernel_plan.worth_threads`), which the calling thread and the
+compiler's :class:`~arrayjit_backend_c.crew.Crew` of helper threads run, the caller never
+waiting for a helper that has not woken up. The chunks are fixed at link, so a reduction's bits
+do not depend on which thread ran what. (The cc compiler ran its parallel loops as OpenMP
+regions before: on a virtual machine each region cost 80-110 us of thread wake-ups under the
+passive wait policy that the loaded case needs, more than the work of most loops.)
+"""
+
+from __future__ import annotations
+
+import abc
+import ctypes
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from arrayjit_backend_c.cpu_matmul import CpuMatmul, buffer_bytes, cpu_matmul
+from arrayjit_backend_c.crew import Crew
+from arrayjit_backends import settings
+from arrayjit_backends.backend_impl import (
+    CpuCompiler,
+    GetMergeView,
+    NativeArgs,
+    NodeViews,
+    Run,
+    native_argtypes,
+)
+from arrayjit_backends.device_impl import ScratchAccount
+from arrayjit_backends.kernel_plan import (
+    PARALLEL_MIN_WORK,
+    KernelParams,
+    ScalarReduction,
+    is_parallel_loop,
+    loop_work,
+    scalar_reduction,
+    worth_threads,
+)
+from arrayjit_backends.scheduler import thread_share
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Tnode
+
+STACK_LIMIT_BYTES = 1 << 16
+"""Kernel-local nodes larger than this live in scratch buffers allocated at link, not on the
+stack (helper threads have small stacks)."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One generated function: a run of serial top-level statements, a parallel loop, or a
+    parallel reduction."""
+
+    name: str
+    loop: L.For_loop | None = None
+    """The parallel loop; its function takes ``(start, stop)`` after the common parameters."""
+    reduction: ScalarReduction | None = None
+    """For a parallel reduction (then ``loop`` is its outer loop): the function takes
+    ``(start, stop, partials, slot)`` and stores the reduction of its range, from the op's
+    identity, into ``partials[slot]`` (8-byte slots); ``{name}_combine`` takes
+    ``(partials, count)`` and folds the partials into the cell."""
+    matmul: CpuMatmul | None = None
+    """For the packed matmul (then ``loop`` is the nest it replaces): the function takes
+    ``(start, stop, buffer)``, a range of its :attr:`~arrayjit_backend_c.cpu_matmul.CpuMatmul.
+    units` (not of the loop) and the chunk's packing buffer
+    (:func:`~arrayjit_backend_c.cpu_matmul.buffer_bytes`, 64-byte aligned)."""
+    grain: int = 1
+    """Chunks of the loop start at multiples of this many iterations from its start (a loop
+    whose function runs several iterations side by side: the cc renderer's unroll-and-jam)."""
+
+    @property
+    def parallel(self) -> bool:
+        return self.loop is not None
+
+    @property
+    def combine_name(self) -> str:
+        return f"{self.name}_combine"
+
+    def extra_argtypes(self) -> list[Any]:
+        """The ctypes types of the parameters this segment's function takes after the common
+        ones."""
+        i64, ptr = ctypes.c_int64, ctypes.c_void_p
+        if self.matmul is not None:
+            return [i64, i64, ptr]
+        if self.reduction is not None:
+            return [i64, i64, ptr, i64]
+        return [i64, i64] if self.parallel else []
+
+
+COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
+"""The ctypes types of a parallel reduction's combining function's own parameters
+``(partials, count)``."""
+
+
+def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
+    """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
+    top-level loops with at least ``PARALLEL_MIN_WORK`` work, worth two threads or more
+    (:func:`~arrayjit_backends.kernel_plan.worth_threads`), that write disjoint cells or are a
+    :class:`~arrayjit_backends.kernel_plan.ScalarReduction` (as is the store of a float32
+    accumulator into a small-float cell, a ``Set``), and packed matmuls
+    (:func:`~arrayjit_backend_c.cpu_matmul.cpu_matmul`). A loop worth one thread stays in its
+    serial run: one native call for the run instead of a call per loop."""
+    stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
+    groups: list[list[L.Stmt] | L.For_loop | L.Set] = []
+    for s in stmts:
+        if (
+            isinstance(s, L.For_loop | L.Set)
+            and loop_work(s) >= PARALLEL_MIN_WORK
+            and worth_threads(s) > 1
+            and (
+                scalar_reduction(s) is not None
+                or (isinstance(s, L.For_loop) and is_parallel_loop(s))
+            )
+        ) or (isinstance(s, L.For_loop) and cpu_matmul(s) is not None):
+            groups.append(s)
+        elif groups and isinstance(groups[-1], list):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+def touched_nodes(s: L.Stmt, acc: set[Tnode]) -> set[Tnode]:
+    """Every node a statement reads, writes or zeroes (local-scope bodies included)."""
+    match s:
+        case L.Seq(stmts=stmts):
+            for x in stmts:
+                touched_nodes(x, acc)
+        case L.For_loop(body=body):
+            touched_nodes(body, acc)
+        case L.Zero_out(tn=tn):
+            acc.add(tn)
+        case L.Set(tn=tn, value=v):
+            acc.add(tn)
+            _touched_expr(v, acc)
+        case L.Set_local(value=v):
+            _touched_expr(v, acc)
+    return acc
+
+
+def _touched_expr(e: L.Expr, acc: set[Tnode]) -> None:
+    match e:
+        case L.Get(tn=tn):
+            acc.add(tn)
+        case L.Local_scope(body=body):
+            touched_nodes(body, acc)
+        case L.Binop(a=a, b=b):
+            _touched_expr(a, acc)
+            _touched_expr(b, acc)
+        case L.Unop(a=a):
+            _touched_expr(a, acc)
+        case L.Ternop(a=a, b=b, c=c):
+            _touched_expr(a, acc)
+            _touched_expr(b, acc)
+            _touched_expr(c, acc)
+
+
+def scratch_nodes(opt: Optimized, touched: Sequence[set[Tnode]]) -> tuple[Tnode, ...]:
+    """The kernel-local nodes held in scratch buffers (allocated at link, passed to every
+    segment): those larger than :data:`STACK_LIMIT_BYTES` or touched by several segments
+    (``touched``: per segment, :func:`touched_nodes`)."""
+    return tuple(
+        tn
+        for tn in opt.local_nodes
+        if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or sum(tn in t for t in touched) > 1
+    )
+
+
+def zeroes_scratch(
+    opt: Optimized, touched: Sequence[set[Tnode]], groups: Sequence[object], k: int, tn: Tnode
+) -> bool:
+    """Whether segment ``k`` zero-fills scratch node ``tn`` on entry: ``tn`` is zero-initialized
+    by code and ``k`` is the first segment touching it, a serial one."""
+    first = next(j for j, t in enumerate(touched) if tn in t)
+    return first == k and isinstance(groups[k], list) and opt.traced[tn].zero_initialized_by_code
+
+
+CHUNKS_PER_WORKER = 4
+"""A parallel loop is split into up to this many chunks per worker (each still worth a thread,
+:func:`~arrayjit_backends.kernel_plan.worth_threads`): threads take chunks as they come free
+(:class:`~arrayjit_backend_c.crew.Crew`), so one that starts late, or is descheduled by another
+process, leaves less of the loop for the others to wait on."""
+
+
+def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` ranges a parallel segment's loop is split into: as many as the
+    loop is worth (:func:`~arrayjit_backends.kernel_plan.worth_threads`), at most
+    :data:`CHUNKS_PER_WORKER` per worker (one per worker for a matmul, each chunk packing into
+    a buffer of its own), sizes within one :attr:`~Segment.grain`."""
+    assert seg.loop is not None
+    lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
+    most = workers * CHUNKS_PER_WORKER if workers > 1 else 1
+    if seg.matmul is not None:  # chunks of row or column panels
+        lo, trip, most = 0, seg.matmul.units, workers
+    grains = -(-trip // seg.grain)
+    n = max(1, min(most, grains, worth_threads(seg.loop)))
+    bounds = [lo + min(trip, grains * k // n * seg.grain) for k in range(n + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(n)]
+
+
+@dataclass
+class SegmentedCode:
+    """A compiled routine: per segment its native function and, for a parallel reduction, its
+    combining function (ctypes functions with their argument types set)."""
+
+    name: str
+    params: KernelParams
+    scratch: tuple[Tnode, ...]
+    segments: tuple[Segment, ...]
+    functions: tuple[tuple[Any, Any], ...]
+    short: bool
+    """Short enough to run on the scheduling thread (:func:`~arrayjit_backend_c.work.is_short`)."""
+    owner: Any
+    """What keeps the functions' machine code loaded (a library, an execution engine)."""
+    source: str
+    """The generated source."""
+
+
+def bind_segments(
+    segments: Sequence[Segment],
+    params: KernelParams,
+    scratch: Sequence[Tnode],
+    function: Callable[[str, list[Any]], Any],
+) -> tuple[tuple[Any, Any], ...]:
+    """Per segment, its function and combining function (or None), from ``function(name,
+    argtypes)``, which returns the named ctypes function with those argument types."""
+    common = native_argtypes(params, extra_pointers=len(scratch))
+    return tuple(
+        (
+            function(seg.name, common + seg.extra_argtypes()),
+            function(seg.combine_name, common + COMBINE_ARGTYPES)
+            if seg.reduction is not None
+            else None,
+        )
+        for seg in segments
+    )
+
+
+class SegmentedCompiler(CpuCompiler):
+    """A CPU compiler whose routines are segments (see the module docstring): links them with
+    their scratch and runs their parallel segments on its :class:`~arrayjit_backend_c.crew.
+    Crew`."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        """``workers``: threads a parallel loop is split across (default: the CPU count)."""
+        self.workers = workers or settings.num_threads()
+        self.crew = Crew(self.workers - 1, f"arrayjit-{self.name}")
+        self.scratch_account = ScratchAccount()
+
+    @abc.abstractmethod
+    def compile(self, optimized: Optimized) -> SegmentedCode: ...
+
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
+        c: SegmentedCode = code
+        scratch: list[np.ndarray] = [
+            np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.scratch
+        ]
+        args = NativeArgs(c.params, buffers, merge_buffer, [a.ctypes.data for a in scratch])
+        # Per segment: the function, the extra arguments of each of its calls (None: one call
+        # with none), and for a reduction its combining function with its extra arguments.
+        steps: list[tuple[Any, list[tuple[Any, ...]] | None, Any, tuple[Any, ...]]] = []
+        for (fn, combine), seg in zip(c.functions, c.segments, strict=True):
+            if not seg.parallel:
+                steps.append((fn, None, None, ()))
+                continue
+            ranges = chunks(seg, self.workers)
+            if seg.matmul is not None:  # each chunk packs into a buffer of its own
+                size = sum(buffer_bytes(seg.matmul))
+                packing: list[tuple[Any, ...]] = []
+                for start, stop in ranges:
+                    buf = np.zeros(size + 64, np.uint8)
+                    scratch.append(buf)
+                    packing.append((start, stop, buf.ctypes.data + (-buf.ctypes.data) % 64))
+                steps.append((fn, packing, None, ()))
+                continue
+            if seg.reduction is None:
+                steps.append((fn, ranges, None, ()))
+                continue
+            partials = np.zeros(len(ranges), np.uint64)
+            scratch.append(partials)
+            at = partials.ctypes.data
+            calls = [(start, stop, at, k) for k, (start, stop) in enumerate(ranges)]
+            steps.append((fn, calls, combine, (at, len(ranges))))
+        keep_alive = (list(buffers.values()), scratch, c)
+
+        if args.fixed is not None and len(steps) == 1 and steps[0][1] is None:
+            fn, fixed = steps[0][0], args.fixed
+
+            def run(bindings: Mapping[StaticSymbol, int]) -> None:
+                fn(*fixed)
+
+        else:
+            parallel = self.crew.run
+
+            def run(bindings: Mapping[StaticSymbol, int]) -> None:
+                values = args(bindings)
+                for fn, calls, combine, fold in steps:
+                    if calls is None:
+                        fn(*values)
+                    elif len(calls) == 1:  # no thread to share it with
+                        fn(*values, *calls[0])
+                    else:
+                        parallel(fn, values, calls, thread_share())
+                    if combine is not None:
+                        combine(*values, *fold)
+
+        run.keep_alive = keep_alive  # type: ignore[attr-defined]
+        run.short = c.short  # type: ignore[attr-defined]
+        self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run
+        return run
+
+    def scratch_bytes(self) -> int:
+        return self.scratch_account.bytes(0)
+
+    def finalize(self) -> None:
+        """Stop the helper threads (the backend is finalized: nothing runs any more)."""
+        self.crew.stop()

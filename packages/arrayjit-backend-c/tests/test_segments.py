@@ -1,0 +1,240 @@
+"""Segments (arrayjit_backend_c.segments), on both CPU compilers: which statements run in
+parallel, scratch buffers, chunked reductions, concurrent runs, and the memory they hold; each
+result against numpy or the reference interpreter."""
+
+import itertools
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from cpu_helpers import compare, run_direct
+
+from arrayjit_backend_c.cc_compiler import CcCompiler
+from arrayjit_backend_c.cc_renderer import CcSyntax
+from arrayjit_backend_c.segments import Segment, chunks
+from arrayjit_backends import fresh_backend, kernel_plan
+from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
+from arrayjit_ir import ir, lower, optimize
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Tnode
+
+RNG = np.random.default_rng(0)
+
+COMPILERS: dict[str, Any] = {"cc": CcCompiler}
+RANGE_PARAMS = {"cc": "int64_t start, int64_t stop", "llvm": "i64 %start, i64 %stop"}
+try:
+    from arrayjit_backend_c.llvm_compiler import LlvmCompiler
+
+    COMPILERS["llvm"] = LlvmCompiler
+except ImportError:  # llvmlite missing: the cc rows still run
+    pass
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "compiler" in metafunc.fixturenames:
+        metafunc.parametrize("compiler", sorted(COMPILERS))
+
+
+def generate(compiler: str, opt: Optimized) -> Any:
+    """The compiler's generated kernel (segments, scratch and source) of ``opt``."""
+    if compiler == "cc":
+        return CcSyntax().render_segments(opt, "f")
+    from arrayjit_backend_c.llvm_renderer import LlvmGen
+
+    return LlvmGen().generate(opt, "f")
+
+
+def source(kernel: Any) -> str:
+    return str(getattr(kernel, "source", getattr(kernel, "ir", "")))
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("segments-cache")
+        mp.setenv("ARRAYJIT_CACHE_DIR", str(path))
+        yield path
+
+
+def test_parallel_segments_and_scratch(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, compiler: str
+) -> None:
+    from arrayjit_tnode import memory_mode as mm
+
+    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # split even this cheap work
+    n = PARALLEL_MIN_WORK * 2
+    u = Tnode.create((4,), label="u", hosted=True)
+    s = Tnode.create((4,), label="s", memory_mode=(mm.Local(), 1))  # crosses segments
+    x = Tnode.create((4, n), label="x", hosted=True)
+    t = Tnode.create((4, n), label="t", memory_mode=(mm.Local(), 1))  # too big for the stack
+    tot = Tnode.create((4,), label="tot", hosted=True)
+    comp = ir.block(
+        ir.binop(s, "mul", u, u),
+        ir.binop(t, "add", x, s, spec="ij,i->ij"),
+        ir.accum(tot, "add", t, spec="ij->i"),
+    )
+    opt = optimize(lower(comp), name="seg")
+    kernel = generate(compiler, opt)
+    assert [seg.parallel for seg in kernel.segments] == [False, True, False, True]
+    assert set(kernel.scratch) == {s, t}
+    assert RANGE_PARAMS[compiler] in source(kernel)
+    vu, vx = RNG.standard_normal(4), RNG.standard_normal((4, n))
+    lb = COMPILERS[compiler](workers=3)
+    calls: list[int] = []
+    real = lb.crew.run
+
+    def counting(fn: Any, args: Any, parts: Any, threads: int | None = None) -> None:
+        calls.append(len(parts))
+        real(fn, args, parts, threads)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(lb.crew, "run", counting)
+        got, _ = run_direct(lb, comp, {u: vu, x: vx}, tot, reference=False)
+    assert calls == [4, 4]  # one chunk per row: 4 rows, under 3 workers' 12 chunks
+    np.testing.assert_allclose(got, (vx + vu[:, None] ** 2).sum(1), rtol=1e-4)
+
+
+def test_segments_only_for_large_disjoint_loops_and_reductions(
+    monkeypatch: pytest.MonkeyPatch, compiler: str
+) -> None:
+    def segments(comp: Any) -> list[str]:
+        kernel = generate(compiler, optimize(lower(comp), name="r"))
+        kinds = {(False, False): "serial", (True, False): "loop", (True, True): "reduction"}
+        return [kinds[seg.parallel, seg.reduction is not None] for seg in kernel.segments]
+
+    n = PARALLEL_MIN_WORK * 2
+    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
+    # Enough iterations, too little work for a second thread: one serial function.
+    c = Tnode.create((n,), label="c", hosted=True)
+    assert segments(ir.block(ir.binop(b, "mul", a, a), ir.binop(c, "add", b, a))) == ["serial"]
+    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # worth threads from here on
+    assert segments(ir.binop(b, "mul", a, a)) == ["loop"]
+    s, x = Tnode.create((4,), label="s", hosted=True), Tnode.create((4, n), label="x", hosted=True)
+    assert "loop" in segments(ir.accum(s, "add", x, spec="ij->i"))
+    t, u = Tnode.create((8,), label="t", hosted=True), Tnode.create((8,), label="u", hosted=True)
+    assert segments(ir.unop(t, "neg", u)) == ["serial"]
+    # A full reduction writes one cell from every iteration: a parallel reduction when large.
+    tot = Tnode.create((), label="tot", hosted=True)
+    assert segments(ir.accum(tot, "add", a, spec="i->")) == ["serial", "reduction"]
+    assert segments(ir.accum(tot, "max", u, spec="i->")) == ["serial"]
+    # Small floats accumulate in a float32 local, stored once (arrayjit_ir.lower): a parallel
+    # reduction as well.
+    half = Tnode.create((n,), label="half", prec="half", hosted=True)
+    tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
+    assert segments(ir.accum(tot_half, "add", half, spec="i->")) == ["serial", "reduction"]
+
+
+@pytest.mark.parametrize("n", [64, PARALLEL_MIN_WORK * 2 + 3])
+@pytest.mark.parametrize("prec", ["single", "double", "int32", "uint32", "int64", "byte"])
+@pytest.mark.parametrize("op", ["add", "mul", "max", "min"])
+def test_reductions_into_one_cell(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, compiler: str, op: str, prec: str, n: int
+) -> None:
+    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # 3 chunks when large
+    x = Tnode.create((n,), prec=prec, label="x", hosted=True)
+    tot = Tnode.create((), prec=prec, label="tot", hosted=True)
+    dt = x.prec.numpy_dtype
+    vx: np.ndarray
+    if dt.kind == "f":
+        vx = RNG.uniform(0.999, 1.001, n) if op == "mul" else RNG.standard_normal(n)
+    else:
+        vx = RNG.integers(0, 200, n)
+    vx = vx.astype(dt)
+    lb = COMPILERS[compiler](workers=3)
+    got, ref = run_direct(lb, ir.accum(tot, op, x, spec="i->"), {x: vx}, tot, reference=n < 100)
+    with np.errstate(over="ignore"):
+        ufunc = {"add": np.add, "mul": np.multiply, "max": np.maximum, "min": np.minimum}[op]
+        # The accumulation starts from the op's neutral element; integer max and min start
+        # from the precision's bounds.
+        neutral = {"add": 0.0, "mul": 1.0, "max": -np.inf, "min": np.inf}[op]
+        init: Any = neutral
+        if dt.kind != "f" and not np.isfinite(neutral):
+            init = np.iinfo(dt).min if neutral < 0 else np.iinfo(dt).max
+        expected = ufunc.reduce(np.append(vx, np.array(init).astype(dt)), dtype=dt)
+    if n < 100:  # the interpreter is slow on large loops
+        compare(got, ref, "single" if prec == "single" else "double" if dt.kind == "f" else prec)
+    if dt.kind == "f":
+        # Summation error grows with the sum of magnitudes, not with the (cancelling) result.
+        eps = 1e-6 if prec == "single" else 1e-13
+        scale = float(np.abs(vx.astype(np.float64)).sum()) if op == "add" else 0.0
+        np.testing.assert_allclose(got, expected, rtol=100 * eps, atol=eps * scale)
+    else:
+        assert got == expected
+
+
+def test_concurrent_parallel_runs(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, compiler: str
+) -> None:
+
+    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)
+    n = PARALLEL_MIN_WORK * 2
+    a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
+    lb = COMPILERS[compiler](workers=3)
+    code = lb.compile(optimize(lower(ir.unop(b, "sqrt", a)), name="conc"))
+    results, errors = [], []
+
+    def worker(k: int) -> None:
+        try:
+            va, vb = np.full(n, float(k * k), np.float32), np.zeros(n, np.float32)
+            run = lb.link(code, {a: va, b: vb}, lambda: None)
+            for _ in range(20):
+                run({})
+            results.append(bool((vb == k).all()))
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == [] and results == [True] * 4
+    assert lb.crew.size == 2 and len(lb.crew._all) <= 2
+
+
+def test_used_memory_counts_link_scratch(cache_dir: Path, compiler: str) -> None:
+    import gc
+
+    from arrayjit_tnode import memory_mode as mm
+
+    n = PARALLEL_MIN_WORK * 2
+    x = Tnode.create((4, n), label="x", hosted=True)
+    t = Tnode.create((4, n), label="t", memory_mode=(mm.Local(), 1))  # too big for the stack
+    tot = Tnode.create((4,), label="tot", hosted=True)
+    comp = ir.block(ir.unop(t, "exp", x), ir.accum(tot, "add", t, spec="ij->i"))
+    be = fresh_backend(f"sync_{compiler}")
+    try:
+        dev = be.get_device(0)
+        code = be.compile(comp, name="scratchy")
+        assert t in code.native.scratch
+        gc.collect()
+        before = be.get_used_memory(dev)
+        r = be.link(be.make_context(be.new_stream(dev)), code)
+        grown = be.get_used_memory(dev) - before
+        assert grown >= x.size_in_bytes + tot.size_in_bytes + t.size_in_bytes
+        del r
+        gc.collect()
+        assert be.get_used_memory(dev) <= before
+    finally:
+        be.finalize()
+
+
+def test_chunks_start_at_multiples_of_the_grain() -> None:
+    """Chunks cover the loop once, in order, each starting a whole number of grains from the
+    loop's start (an unroll-and-jammed loop's function runs whole groups of iterations)."""
+    from arrayjit_ir import low_level as L
+    from arrayjit_ir.indexing import Symbol
+
+    body = L.Noop()
+    for lo, hi, grain, workers in [(0, 99, 4, 2), (3, 102, 4, 3), (0, 7, 4, 8), (5, 5, 1, 2)]:
+        loop = L.For_loop(Symbol(0), lo, hi, body, trace_it=False)
+        seg = Segment("s", loop, grain=grain)
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(kernel_plan, "TEAM_MIN_COST", 1)
+            ranges = chunks(seg, workers)
+        assert ranges[0][0] == lo and ranges[-1][1] == hi + 1
+        assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
+        assert all(start < stop and (start - lo) % grain == 0 for start, stop in ranges)
