@@ -33,3 +33,13 @@ def backend(
     be.initialize()
     yield be
     be.finalize()
+
+
+@pytest.fixture(scope="module")
+def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A compile cache folder of the test module's own (for tests that drive a CPU compiler
+    directly, without a backend)."""
+    with pytest.MonkeyPatch.context() as mp:
+        path = tmp_path_factory.mktemp("cache")
+        mp.setenv("ARRAYJIT_CACHE_DIR", str(path))
+        yield path

@@ -2,7 +2,6 @@
 
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -99,14 +98,6 @@ SPECIALS = np.array(
      57344, 61440, 3e38, -3e38, 1.0 + 2**-11, 1.0 + 3 * 2**-11, 2**-16, 3 * 2**-17, 1.5 * 2**-16],
     dtype=np.float32,
 )  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("llvm-cache")
-        mp.setenv("ARRAYJIT_CACHE_DIR", str(path))
-        yield path
 
 
 @pytest.mark.parametrize("native_half", [True, False])

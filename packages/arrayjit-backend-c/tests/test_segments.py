@@ -4,7 +4,6 @@ result against numpy or the reference interpreter."""
 
 import itertools
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -49,14 +48,6 @@ def generate(compiler: str, opt: Optimized) -> Any:
 
 def source(kernel: Any) -> str:
     return str(getattr(kernel, "source", getattr(kernel, "ir", "")))
-
-
-@pytest.fixture(scope="module")
-def cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    with pytest.MonkeyPatch.context() as mp:
-        path = tmp_path_factory.mktemp("segments-cache")
-        mp.setenv("ARRAYJIT_CACHE_DIR", str(path))
-        yield path
 
 
 def test_parallel_segments_and_scratch(

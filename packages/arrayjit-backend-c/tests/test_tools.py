@@ -102,6 +102,9 @@ def test_stream_baseline_copies_and_triads() -> None:
     np.testing.assert_array_equal(y, a)
     stream_baseline.kernel("triad", y, a, b, threads=1)()
     np.testing.assert_array_equal(y, a + np.float32(1.5))
+    y[:] = 0
+    stream_baseline.kernel("triad", y, a, b, threads=3)()  # three ranges, whatever the cores
+    np.testing.assert_array_equal(y, a + np.float32(1.5))
     with pytest.raises(ValueError, match=r"unknown kernel 'scale' \(copy or triad\)"):
         stream_baseline.kernel("scale", y, a, b)
     with pytest.raises(ValueError, match="expected contiguous float32 arrays of one size"):

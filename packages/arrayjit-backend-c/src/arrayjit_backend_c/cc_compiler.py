@@ -17,8 +17,7 @@ from typing import Any, ClassVar
 
 from arrayjit_backend_c import toolchain
 from arrayjit_backend_c.cc_renderer import CcSyntax
-from arrayjit_backend_c.segments import SegmentedCode, SegmentedCompiler, bind_segments
-from arrayjit_backend_c.work import is_short
+from arrayjit_backend_c.segments import SegmentedCode, SegmentedCompiler
 from arrayjit_backends.backend_impl import kernel_name
 from arrayjit_backends.c_syntax import CSyntax
 from arrayjit_backends.compile_cache import CompileCache, cache_key
@@ -97,7 +96,7 @@ class CcCompiler(SegmentedCompiler):
             device=toolchain.cpu_identity(),
         )
 
-        def load(data: bytes, from_cache: bool) -> tuple[ctypes.CDLL, tuple[tuple[Any, Any], ...]]:
+        def load(data: bytes, from_cache: bool) -> SegmentedCode:
             lib = load_library(data, key)
 
             def function(name: str, argtypes: list[Any]) -> Any:
@@ -109,24 +108,14 @@ class CcCompiler(SegmentedCompiler):
                 fn.argtypes = argtypes
                 return fn
 
-            return lib, bind_segments(kernel.segments, kernel.params, kernel.scratch, function)
+            return self.code(optimized, kernel, function, lib, kernel.source)
 
-        lib, functions = self.load_or_build(
+        return self.load_or_build(
             self.cache,
             key,
             optimized.name,
             lambda: toolchain.compile_shared_object(self.cc, kernel.source, fn_name),
             load,
-        )
-        return SegmentedCode(
-            optimized.name,
-            kernel.params,
-            kernel.scratch,
-            kernel.segments,
-            functions,
-            is_short(optimized),
-            lib,
-            kernel.source,
         )
 
     def describe(self) -> dict[str, Any]:

@@ -16,25 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from arrayjit_backend_c.cpu_matmul import c_helpers, c_part, cpu_matmul
-from arrayjit_backend_c.segments import (
-    Segment,
-    scratch_nodes,
-    split_segments,
-    touched_nodes,
-    zeroes_scratch,
-)
+from arrayjit_backend_c.segments import Segment, plan_segments
 from arrayjit_backends.c_syntax import CSyntax, Out
-from arrayjit_backends.kernel_plan import (
-    SIMD_LANES,
-    KernelParams,
-    ScalarReduction,
-    kernel_params,
-    scalar_reduction,
-)
+from arrayjit_backends.kernel_plan import KernelParams, ScalarReduction, scalar_reduction
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.optimized import Optimized
-from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Tnode
 
 RANGE = ("start", "stop")
@@ -67,25 +54,19 @@ class CcSyntax(CSyntax):
         """The C source of a routine as segment functions (see the module docstring)."""
         self.check_precisions(opt)
         self._reset()
-        params = kernel_params(opt)
-        # Blocks of sums vectorize (reassociated): wider blocks, same error bound.
-        groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
-        touched = [
-            touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups
-        ]
-        scratch = scratch_nodes(opt, touched)
-        common = self.parameters(params, scratch)
+        plan = plan_segments(opt)
+        groups, scratch = plan.groups, plan.scratch
+        common = self.parameters(plan.params, scratch)
         out, helpers, segments = Out(), dict[str, str](), list[Segment]()
         out.add(0, f"/* routine {opt.name} */")
 
         def function(name: str, extra: list[str], k: int) -> None:
             out.add(0, f"void {name}({', '.join(common + extra) or 'void'}) {{")
             self._declared = set()
-            for tn in opt.local_nodes:
-                if tn in touched[k] and tn not in scratch:
-                    self.declare_node(tn, opt.traced[tn].zero_initialized_by_code, out, 1)
+            for tn in plan.stack_nodes(k):
+                self.declare_node(tn, opt.traced[tn].zero_initialized_by_code, out, 1)
             for tn in scratch:
-                if zeroes_scratch(opt, touched, groups, k, tn):
+                if plan.zeroes(k, tn):
                     self.stmt(L.Zero_out(tn), out, 1)
 
         for k, g in enumerate(groups):
@@ -130,7 +111,7 @@ class CcSyntax(CSyntax):
             self._combine(red, out)
             out.add(0, "}")
         source = self.prelude + "".join(helpers.values()) + "\n".join(out.lines) + "\n"
-        return CcKernel(source, params, scratch, tuple(segments))
+        return CcKernel(source, plan.params, scratch, tuple(segments))
 
     def _partial(self, red: ScalarReduction, out: Out) -> None:
         """The body of a parallel reduction's chunk function."""

@@ -25,8 +25,7 @@ import llvmlite
 import llvmlite.binding as llvm
 
 from arrayjit_backend_c.llvm_renderer import LlvmGen
-from arrayjit_backend_c.segments import SegmentedCode, SegmentedCompiler, bind_segments
-from arrayjit_backend_c.work import is_short
+from arrayjit_backend_c.segments import SegmentedCode, SegmentedCompiler
 from arrayjit_backends.backend_impl import (
     kernel_name,
 )
@@ -198,17 +197,7 @@ class LlvmCompiler(SegmentedCompiler):
         def function(name: str, argtypes: list[Any]) -> Any:
             return ctypes.CFUNCTYPE(None, *argtypes)(engine.get_function_address(name))
 
-        functions = bind_segments(kernel.segments, kernel.params, kernel.scratch, function)
-        code = SegmentedCode(
-            optimized.name,
-            kernel.params,
-            kernel.scratch,
-            kernel.segments,
-            functions,
-            is_short(optimized),
-            engine,
-            kernel.ir,
-        )
+        code = self.code(optimized, kernel, function, engine, kernel.ir)
         weakref.finalize(code, _close_engine, engine)
         return code
 

@@ -55,18 +55,10 @@ from arrayjit_backend_c.llvm_types import (
     iconst,
     ident,
 )
-from arrayjit_backend_c.segments import (
-    Segment,
-    scratch_nodes,
-    split_segments,
-    touched_nodes,
-    zeroes_scratch,
-)
+from arrayjit_backend_c.segments import Segment, plan_segments
 from arrayjit_backends.kernel_plan import (
-    SIMD_LANES,
     KernelParams,
     ScalarReduction,
-    kernel_params,
     local_sum,
     scalar_reduction,
 )
@@ -75,7 +67,6 @@ from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol, Symbol
 from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
-from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 
@@ -449,14 +440,8 @@ class LlvmGen(ScalarGen):
         """The LLVM module of a routine; its functions are ``{fn_name}_{k}``, one a segment."""
         self.check_precisions(opt)
         self._reset()
-        params = kernel_params(opt)
-        # Blocks of sums vectorize (reassociated): wider blocks, same error bound.
-        groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
-        touched = [
-            touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups
-        ]
-        local_nodes = opt.local_nodes
-        scratch = scratch_nodes(opt, touched)
+        plan = plan_segments(opt)
+        params, groups, scratch = plan.params, plan.groups, plan.scratch
         args = [f"ptr noalias {self.name(tn)}" for tn in params.buffers]
         if params.merge_node is not None:
             args.append("ptr noalias readonly %merge_buffer")
@@ -471,12 +456,10 @@ class LlvmGen(ScalarGen):
             self._syms = {s: f"%sym.{s.name}" for s in params.static_symbols}
             self._ptrs = {tn: self.name(tn) for tn in (*params.buffers, *scratch)}
             self._merge = "%merge_buffer" if params.merge_node is not None else "null"
-            used = touched[k]
-            for tn in local_nodes:
-                if tn in used and tn not in scratch:
-                    self._stack_node(tn, opt.traced[tn].zero_initialized_by_code)
+            for tn in plan.stack_nodes(k):
+                self._stack_node(tn, opt.traced[tn].zero_initialized_by_code)
             for tn in scratch:
-                if zeroes_scratch(opt, touched, groups, k, tn):
+                if plan.zeroes(k, tn):
                     self._memset(self.name(tn), tn.num_elems * tn.prec.byte_size)
             body()
             self._fn.do("ret void")

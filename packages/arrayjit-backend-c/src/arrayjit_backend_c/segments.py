@@ -25,12 +25,13 @@ import abc
 import ctypes
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from arrayjit_backend_c.cpu_matmul import CpuMatmul, buffer_bytes, cpu_matmul
 from arrayjit_backend_c.crew import Crew
+from arrayjit_backend_c.work import is_short
 from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import (
     CpuCompiler,
@@ -43,9 +44,11 @@ from arrayjit_backends.backend_impl import (
 from arrayjit_backends.device_impl import ScratchAccount
 from arrayjit_backends.kernel_plan import (
     PARALLEL_MIN_WORK,
+    SIMD_LANES,
     KernelParams,
     ScalarReduction,
     is_parallel_loop,
+    kernel_params,
     loop_work,
     scalar_reduction,
     worth_threads,
@@ -54,11 +57,16 @@ from arrayjit_backends.scheduler import thread_share
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Tnode
 
 STACK_LIMIT_BYTES = 1 << 16
 """Kernel-local nodes larger than this live in scratch buffers allocated at link, not on the
 stack (helper threads have small stacks)."""
+
+
+Group = list[L.Stmt] | L.For_loop | L.Set
+"""A segment's statements: a serial run (a list), a parallel loop, or a reduction's ``Set``."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +115,7 @@ COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
 ``(partials, count)``."""
 
 
-def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
+def split_segments(code: L.Stmt) -> list[Group]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work, worth two threads or more
     (:func:`~arrayjit_backends.kernel_plan.worth_threads`), that write disjoint cells or are a
@@ -116,7 +124,7 @@ def split_segments(code: L.Stmt) -> list[list[L.Stmt] | L.For_loop | L.Set]:
     (:func:`~arrayjit_backend_c.cpu_matmul.cpu_matmul`). A loop worth one thread stays in its
     serial run: one native call for the run instead of a call per loop."""
     stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
-    groups: list[list[L.Stmt] | L.For_loop | L.Set] = []
+    groups: list[Group] = []
     for s in stmts:
         if (
             isinstance(s, L.For_loop | L.Set)
@@ -170,24 +178,47 @@ def _touched_expr(e: L.Expr, acc: set[Tnode]) -> None:
             _touched_expr(c, acc)
 
 
-def scratch_nodes(opt: Optimized, touched: Sequence[set[Tnode]]) -> tuple[Tnode, ...]:
-    """The kernel-local nodes held in scratch buffers (allocated at link, passed to every
-    segment): those larger than :data:`STACK_LIMIT_BYTES` or touched by several segments
-    (``touched``: per segment, :func:`touched_nodes`)."""
-    return tuple(
+@dataclass(frozen=True)
+class SegmentPlan:
+    """How a routine splits into segments, what each touches, and its scratch nodes."""
+
+    opt: Optimized
+    params: KernelParams
+    groups: list[Group]
+    touched: list[set[Tnode]]
+    """Per segment, every node it reads, writes or zeroes (:func:`touched_nodes`)."""
+    scratch: tuple[Tnode, ...]
+    """Kernel-local nodes held in buffers allocated at link and passed to every segment: those
+    larger than :data:`STACK_LIMIT_BYTES` or touched by several segments."""
+
+    def stack_nodes(self, k: int) -> list[Tnode]:
+        """The kernel-local nodes segment ``k`` holds on its own stack."""
+        return [
+            tn for tn in self.opt.local_nodes if tn in self.touched[k] and tn not in self.scratch
+        ]
+
+    def zeroes(self, k: int, tn: Tnode) -> bool:
+        """Whether segment ``k`` zero-fills scratch node ``tn`` on entry: ``tn`` is
+        zero-initialized by code and ``k`` is the first segment touching it, a serial one."""
+        first = next(j for j, t in enumerate(self.touched) if tn in t)
+        return (
+            first == k
+            and isinstance(self.groups[k], list)
+            and self.opt.traced[tn].zero_initialized_by_code
+        )
+
+
+def plan_segments(opt: Optimized) -> SegmentPlan:
+    """The segments of ``opt`` (its blocks of sums widened for vector lanes: reassociated,
+    same error bound) and their scratch nodes."""
+    groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
+    touched = [touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups]
+    scratch = tuple(
         tn
         for tn in opt.local_nodes
         if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or sum(tn in t for t in touched) > 1
     )
-
-
-def zeroes_scratch(
-    opt: Optimized, touched: Sequence[set[Tnode]], groups: Sequence[object], k: int, tn: Tnode
-) -> bool:
-    """Whether segment ``k`` zero-fills scratch node ``tn`` on entry: ``tn`` is zero-initialized
-    by code and ``k`` is the first segment touching it, a serial one."""
-    first = next(j for j, t in enumerate(touched) if tn in t)
-    return first == k and isinstance(groups[k], list) and opt.traced[tn].zero_initialized_by_code
+    return SegmentPlan(opt, kernel_params(opt), groups, touched, scratch)
 
 
 CHUNKS_PER_WORKER = 4
@@ -211,6 +242,17 @@ def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
     n = max(1, min(most, grains, worth_threads(seg.loop)))
     bounds = [lo + min(trip, grains * k // n * seg.grain) for k in range(n + 1)]
     return [(bounds[k], bounds[k + 1]) for k in range(n)]
+
+
+class SegmentedKernel(Protocol):
+    """What a segmented renderer generates (besides its source)."""
+
+    @property
+    def params(self) -> KernelParams: ...
+    @property
+    def scratch(self) -> tuple[Tnode, ...]: ...
+    @property
+    def segments(self) -> tuple[Segment, ...]: ...
 
 
 @dataclass
@@ -264,6 +306,28 @@ class SegmentedCompiler(CpuCompiler):
 
     @abc.abstractmethod
     def compile(self, optimized: Optimized) -> SegmentedCode: ...
+
+    @staticmethod
+    def code(
+        optimized: Optimized,
+        kernel: SegmentedKernel,
+        function: Callable[[str, list[Any]], Any],
+        owner: Any,
+        source: str,
+    ) -> SegmentedCode:
+        """The compiled routine of ``kernel``, its functions bound by ``function`` (see
+        :func:`bind_segments`) from ``owner``, the loaded machine code."""
+        functions = bind_segments(kernel.segments, kernel.params, kernel.scratch, function)
+        return SegmentedCode(
+            optimized.name,
+            kernel.params,
+            kernel.scratch,
+            kernel.segments,
+            functions,
+            is_short(optimized),
+            owner,
+            source,
+        )
 
     def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
         c: SegmentedCode = code

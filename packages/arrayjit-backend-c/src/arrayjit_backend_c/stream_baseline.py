@@ -1,10 +1,11 @@
 """The machine's streaming-bandwidth limit, measured by a hand-written STREAM-style baseline.
 
 Not generated code: two fixed C loops (``copy``: ``y[i] = a[i]``; ``triad``: ``y[i] = a[i] +
-s * b[i]``), compiled with the backend's own toolchain and flags (``-O3 -march=native``,
-OpenMP where the compiler has it, static schedule) and called through ctypes, on all cores or
-on one thread (on a loaded machine, or at cache-resident sizes, one thread can be the faster:
-a team waits for its descheduled member, and starting it costs microseconds). The
+s * b[i]`` over a range of ``i``), compiled with the backend's own toolchain and flags
+(``-O3 -march=native``) and called through ctypes, on all cores (one contiguous range per
+thread, run by a :class:`~arrayjit_backend_c.crew.Crew` as the generated kernels' chunks are)
+or on one thread (on a loaded machine, or at cache-resident sizes, one thread can be the
+faster: starting a helper thread costs microseconds). The
 benchmarks run them next to the generated kernels, on arrays of the same size, so the table can
 show each kernel's bytes per second as a fraction of what a plain loop reaches on the same
 machine in the same run. Bytes are counted as STREAM does: bytes read plus bytes written (no
@@ -16,30 +17,21 @@ from __future__ import annotations
 import ctypes
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from arrayjit_backend_c import cc_compiler, toolchain
+from arrayjit_backend_c.crew import Crew
+from arrayjit_backends import settings
 
 SOURCE = """\
-#ifdef _OPENMP
-#include <omp.h>
-#define TEAM(t) ((t) > 0 ? (t) : omp_get_max_threads())
-#else
-#define TEAM(t) 1
-#endif
-void stream_copy(float *restrict y, const float *restrict a, long n, int threads) {
-  int team = TEAM(threads);
-  (void)team;
-#pragma omp parallel for simd schedule(static) num_threads(team)
-  for (long i = 0; i < n; i++) y[i] = a[i];
+void stream_copy(float *restrict y, const float *restrict a, long start, long stop) {
+  for (long i = start; i < stop; i++) y[i] = a[i];
 }
 void stream_triad(float *restrict y, const float *restrict a, const float *restrict b, float s,
-                  long n, int threads) {
-  int team = TEAM(threads);
-  (void)team;
-#pragma omp parallel for simd schedule(static) num_threads(team)
-  for (long i = 0; i < n; i++) y[i] = a[i] + s * b[i];
+                  long start, long stop) {
+  for (long i = start; i < stop; i++) y[i] = a[i] + s * b[i];
 }
 """
 
@@ -55,12 +47,17 @@ def _library() -> ctypes.CDLL:
     lib = cc_compiler.load_library(
         toolchain.compile_shared_object(cc, SOURCE, "stream_baseline"), "stream_baseline"
     )
-    ptr = ctypes.c_void_p
-    lib.stream_copy.argtypes = [ptr, ptr, ctypes.c_long, ctypes.c_int]
+    ptr, long = ctypes.c_void_p, ctypes.c_long
+    lib.stream_copy.argtypes = [ptr, ptr, long, long]
     lib.stream_copy.restype = None
-    lib.stream_triad.argtypes = [ptr, ptr, ptr, ctypes.c_float, ctypes.c_long, ctypes.c_int]
+    lib.stream_triad.argtypes = [ptr, ptr, ptr, ctypes.c_float, long, long]
     lib.stream_triad.restype = None
     return lib
+
+
+@functools.cache
+def _crew() -> Crew:
+    return Crew(settings.num_threads() - 1, "arrayjit-stream")
 
 
 def _check(*arrays: np.ndarray) -> int:
@@ -76,7 +73,7 @@ def kernel(
 ) -> Callable[[], None]:
     """A no-argument call of the ``copy`` (``y = a``) or ``triad`` (``y = a + 3 * b``)
     baseline on these arrays (contiguous float32, all of one size), on ``threads`` threads
-    (0: the OpenMP runtime's default, all cores).
+    (0: all, :func:`~arrayjit_backends.settings.num_threads`).
 
     Raises:
         ValueError: an unknown name, or arrays that are not contiguous float32 of one size.
@@ -85,11 +82,20 @@ def kernel(
     n = _check(y, a, b)
     lib = _library()
     py, pa, pb = (arr.ctypes.data for arr in (y, a, b))
+    args: tuple[Any, ...]
     if name == "copy":
-        return lambda: lib.stream_copy(py, pa, n, threads)
-    if name == "triad":
-        return lambda: lib.stream_triad(py, pa, pb, 3.0, n, threads)
-    raise ValueError(f"stream baseline: unknown kernel {name!r} (copy or triad)")
+        fn, args = lib.stream_copy, (py, pa)
+    elif name == "triad":
+        fn, args = lib.stream_triad, (py, pa, pb, 3.0)
+    else:
+        raise ValueError(f"stream baseline: unknown kernel {name!r} (copy or triad)")
+    team = max(1, min(threads or settings.num_threads(), n))
+    bounds = [n * k // team for k in range(team + 1)]
+    ranges = [(bounds[k], bounds[k + 1]) for k in range(team)]
+    if team == 1:
+        return lambda: fn(*args, 0, n)
+    crew = _crew()
+    return lambda: crew.run(fn, args, ranges, team)
 
 
 __all__ = ["BYTES_PER_ELEMENT", "SOURCE", "kernel"]
