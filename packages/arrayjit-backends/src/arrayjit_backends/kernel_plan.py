@@ -106,13 +106,11 @@ def _expr_cost(e: L.Expr) -> int:
     return 0
 
 
-TEAM_MIN_COST = 1 << 21
-"""A parallel loop gets at most one thread per this much :func:`loop_cost` (0.06-0.2 ms of
-work on one core: vectorized arithmetic runs faster than the estimate, streaming work slower):
-handing a share of a loop to a sleeping helper thread costs 30-60 us on a virtual machine (its
-wake, and the interpreter lock taken by each native call), so shares of less than about 0.1 ms
-made loops slower than one thread (2^20 per thread before: the arrayjit-backend-c README, "cc
-on the crew")."""
+TEAM_MIN_COST = 1 << 20
+"""A parallel loop gets at most one thread per this much :func:`loop_cost` (about 0.1 ms of
+work on one core): starting a thread's share of a loop costs from a few microseconds (a
+spinning thread) to about 100 (waking a sleeping one on a virtual machine), see the
+arrayjit-backend-c README."""
 
 
 def worth_threads(s: L.Stmt) -> int:
