@@ -16,7 +16,7 @@ from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 from arrayjit_backend_c.llvm_renderer import LlvmGen
 from arrayjit_backends import fresh_backend, settings
-from arrayjit_ir import ir
+from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode
 
@@ -145,6 +145,23 @@ def test_signed_division_corners(cache_dir: Path, prec: str, op: str) -> None:
     r = Tnode.create((10,), prec=prec, label="r", hosted=True)
     got, ref = run_direct(lb, ir.unop(r, "recip", b), {b: vb}, r)
     np.testing.assert_array_equal(got, ref)
+
+
+def test_in_place_selections_store_every_cell(cache_dir: Path) -> None:
+    """``y = relu(y)`` reads the cell it stores: its load is frozen, so that x86 code generation
+    cannot turn the store of the selection into a (slow, on AMD) masked store; an accumulation
+    ``y = y + x`` keeps its plain load. Values: the interpreter's, signed zeros and NaN too."""
+    n = 1000
+    x = Tnode.create((n,), label="x", hosted=True)
+    y = Tnode.create((n,), label="y", hosted=True)
+    relu = ir.unop(y, "relu", y)
+    assert "freeze float" in LlvmGen().generate(optimize(lower(relu), name="r"), "f").ir
+    add = ir.binop(y, "add", y, x)
+    assert "freeze" not in LlvmGen().generate(optimize(lower(add), name="a"), "f").ir
+    vy = np.resize(SPECIALS, n) * np.resize(np.float32([1.0, -1.0, -0.5]), n)
+    got, ref = run_direct(LlvmCompiler(), relu, {y: vy}, y)
+    same_values(got, ref)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(ref))
 
 
 def test_mixed_precisions(cache_dir: Path) -> None:
