@@ -6,7 +6,7 @@ cells, or that reduces into one cell, with enough work), a packed matmul, or a r
 statements between them. Every segment function takes the same leading parameters: the context
 nodes' buffers (in :func:`~arrayjit_backends.kernel_plan.kernel_params` order), the merge buffer
 if the routine reads it, the scratch buffers (kernel-local nodes too large for the stack or
-touched by several segments: :func:`scratch_nodes`), then the static indices; a parallel
+touched by several segments: :func:`plan_segments`), then the static indices; a parallel
 segment's function takes a range of its loop after them (:class:`Segment`).
 
 At link (:meth:`SegmentedCompiler.link`) each parallel segment is cut into chunks
