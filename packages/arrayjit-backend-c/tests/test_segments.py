@@ -46,10 +46,6 @@ def generate(compiler: str, opt: Optimized) -> Any:
     return LlvmGen().generate(opt, "f")
 
 
-def source(kernel: Any) -> str:
-    return str(getattr(kernel, "source", getattr(kernel, "ir", "")))
-
-
 def test_parallel_segments_and_scratch(
     cache_dir: Path, monkeypatch: pytest.MonkeyPatch, compiler: str
 ) -> None:
@@ -71,7 +67,7 @@ def test_parallel_segments_and_scratch(
     kernel = generate(compiler, opt)
     assert [seg.parallel for seg in kernel.segments] == [False, True, False, True]
     assert set(kernel.scratch) == {s, t}
-    assert RANGE_PARAMS[compiler] in source(kernel)
+    assert RANGE_PARAMS[compiler] in kernel.source
     vu, vx = RNG.standard_normal(4), RNG.standard_normal((4, n))
     lb = COMPILERS[compiler](workers=3)
     calls: list[int] = []

@@ -108,7 +108,7 @@ class CcCompiler(SegmentedCompiler):
                 fn.argtypes = argtypes
                 return fn
 
-            return self.code(optimized, kernel, function, lib, kernel.source)
+            return self.code(optimized, kernel, function, lib)
 
         return self.load_or_build(
             self.cache,

@@ -13,31 +13,16 @@ runtime).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from arrayjit_backend_c.cpu_matmul import c_helpers, c_part, cpu_matmul
-from arrayjit_backend_c.segments import Segment, plan_segments
+from arrayjit_backend_c.segments import Segment, SegmentedKernel, plan_segments
 from arrayjit_backends.c_syntax import CSyntax, Out
-from arrayjit_backends.kernel_plan import KernelParams, ScalarReduction, scalar_reduction
+from arrayjit_backends.kernel_plan import ScalarReduction, scalar_reduction
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.optimized import Optimized
-from arrayjit_tnode import Tnode
 
 RANGE = ("start", "stop")
 """The parameters of a parallel segment's range."""
-
-
-@dataclass(frozen=True)
-class CcKernel:
-    """The generated C of one routine: its functions are ``{fn_name}_{k}``, one a segment."""
-
-    source: str
-    params: KernelParams
-    scratch: tuple[Tnode, ...]
-    """Kernel-local nodes held in buffers allocated at link; their pointers follow the merge
-    buffer in every function's parameters."""
-    segments: tuple[Segment, ...]
 
 
 class CcSyntax(CSyntax):
@@ -50,7 +35,7 @@ class CcSyntax(CSyntax):
         super()._reset()
         self._taken |= {*RANGE, "partials", "slot", "count", "mmbuf", "pa", "pb"}
 
-    def render_segments(self, opt: Optimized, fn_name: str) -> CcKernel:
+    def render_segments(self, opt: Optimized, fn_name: str) -> SegmentedKernel:
         """The C source of a routine as segment functions (see the module docstring)."""
         self.check_precisions(opt)
         self._reset()
@@ -111,7 +96,7 @@ class CcSyntax(CSyntax):
             self._combine(red, out)
             out.add(0, "}")
         source = self.prelude + "".join(helpers.values()) + "\n".join(out.lines) + "\n"
-        return CcKernel(source, plan.params, scratch, tuple(segments))
+        return SegmentedKernel(source, plan.params, scratch, tuple(segments))
 
     def _partial(self, red: ScalarReduction, out: Out) -> None:
         """The body of a parallel reduction's chunk function."""

@@ -177,7 +177,7 @@ class LlvmCompiler(SegmentedCompiler):
         fn_name = kernel_name(optimized.name)
         with self._lock:
             kernel = self.generator.generate(optimized, fn_name)
-        key = self._key(kernel.ir)
+        key = self._key(kernel.source)
 
         def load(data: bytes, from_cache: bool) -> llvm.ExecutionEngine:
             try:
@@ -190,14 +190,14 @@ class LlvmCompiler(SegmentedCompiler):
                 self.cache,
                 key,
                 optimized.name,
-                lambda: compile_object(kernel.ir, fn_name, self.target),
+                lambda: compile_object(kernel.source, fn_name, self.target),
                 load,
             )
 
         def function(name: str, argtypes: list[Any]) -> Any:
             return ctypes.CFUNCTYPE(None, *argtypes)(engine.get_function_address(name))
 
-        code = self.code(optimized, kernel, function, engine, kernel.ir)
+        code = self.code(optimized, kernel, function, engine)
         weakref.finalize(code, _close_engine, engine)
         return code
 

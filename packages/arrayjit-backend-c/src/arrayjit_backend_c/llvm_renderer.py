@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import ClassVar
 
 import numpy as np
@@ -55,9 +54,8 @@ from arrayjit_backend_c.llvm_types import (
     iconst,
     ident,
 )
-from arrayjit_backend_c.segments import Segment, plan_segments
+from arrayjit_backend_c.segments import Segment, SegmentedKernel, plan_segments
 from arrayjit_backends.kernel_plan import (
-    KernelParams,
     ScalarReduction,
     accumulation_step,
     local_sum,
@@ -69,18 +67,6 @@ from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticS
 from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode, UsageError
-
-
-@dataclass(frozen=True)
-class LlvmKernel:
-    """The generated module of one routine."""
-
-    ir: str
-    params: KernelParams
-    scratch: tuple[Tnode, ...]
-    """Kernel-local nodes held in buffers allocated at link; their pointers follow the merge
-    buffer in every segment's parameters."""
-    segments: tuple[Segment, ...]
 
 
 class LlvmGen(ScalarGen):
@@ -451,7 +437,7 @@ class LlvmGen(ScalarGen):
                     "the LLVM generator does not support"
                 )
 
-    def generate(self, opt: Optimized, fn_name: str) -> LlvmKernel:
+    def generate(self, opt: Optimized, fn_name: str) -> SegmentedKernel:
         """The LLVM module of a routine; its functions are ``{fn_name}_{k}``, one a segment."""
         self.check_precisions(opt)
         self._reset()
@@ -526,7 +512,7 @@ class LlvmGen(ScalarGen):
                 "",
             ]
         )
-        return LlvmKernel(ir, params, scratch, tuple(segments))
+        return SegmentedKernel(ir, params, scratch, tuple(segments))
 
     def _serial(self, stmts: list[L.Stmt]) -> None:
         for x in stmts:

@@ -25,7 +25,7 @@ import abc
 import ctypes
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
@@ -244,15 +244,17 @@ def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
     return [(bounds[k], bounds[k + 1]) for k in range(n)]
 
 
-class SegmentedKernel(Protocol):
-    """What a segmented renderer generates (besides its source)."""
+@dataclass(frozen=True)
+class SegmentedKernel:
+    """The generated code of one routine: its functions are ``{fn_name}_{k}``, one a segment."""
 
-    @property
-    def params(self) -> KernelParams: ...
-    @property
-    def scratch(self) -> tuple[Tnode, ...]: ...
-    @property
-    def segments(self) -> tuple[Segment, ...]: ...
+    source: str
+    """C source (cc) or LLVM IR (llvm)."""
+    params: KernelParams
+    scratch: tuple[Tnode, ...]
+    """Kernel-local nodes held in buffers allocated at link; their pointers follow the merge
+    buffer in every function's parameters."""
+    segments: tuple[Segment, ...]
 
 
 @dataclass
@@ -313,7 +315,6 @@ class SegmentedCompiler(CpuCompiler):
         kernel: SegmentedKernel,
         function: Callable[[str, list[Any]], Any],
         owner: Any,
-        source: str,
     ) -> SegmentedCode:
         """The compiled routine of ``kernel``, its functions bound by ``function`` (see
         :func:`bind_segments`) from ``owner``, the loaded machine code."""
@@ -326,7 +327,7 @@ class SegmentedCompiler(CpuCompiler):
             functions,
             is_short(optimized),
             owner,
-            source,
+            kernel.source,
         )
 
     def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
