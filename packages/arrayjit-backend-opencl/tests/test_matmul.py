@@ -1,5 +1,9 @@
-"""Tiled matmul kernels on PoCL: which contractions take the tiled path, and that its results are
-the bits of the serial fma chain (the interpreter's exact fma, k in order) at edge sizes."""
+"""Matmul kernels on PoCL: which contractions take a matmul shape, and that its results are the
+bits of the serial fma chain (the interpreter's exact fma, k in order) at edge sizes.
+
+This module's backend takes 64 lanes per reduced cell (``ARRAYJIT_GPU_CELL_LANES``), so its
+matmuls take the tiled shape GPUs get; ``test_matmul_register.py`` runs the same tests with
+PoCL's default, the register shape of CPU devices (``gpu_matmul.render_register_matmul``)."""
 
 from __future__ import annotations
 
@@ -15,14 +19,31 @@ from arrayjit_tnode import Tnode
 
 RNG = np.random.default_rng(19)
 
+GPU_CELL_LANES = 64
+
 
 def _program(code: Any) -> GpuProgram:
     program: GpuProgram = code.native.rendered
     return program
 
 
-def _tiled(program: GpuProgram) -> bool:
-    return "__local float aj_ta[" in program.source or "__local double aj_ta[" in program.source
+def _shape(program: GpuProgram) -> str | None:
+    """The matmul shape of the program's kernels: tiled, register, or None (the naive nest)."""
+    if "__local float aj_ta[" in program.source or "__local double aj_ta[" in program.source:
+        return "tiled"
+    return "register" if "aj_c0 = fma(" in program.source else None
+
+
+def _expected(backend: Any) -> str:
+    return "tiled" if backend.runtime.renderer.cell_lanes > 1 else "register"
+
+
+def _matmul_shape(backend: Any, program: GpuProgram) -> bool:
+    """Whether the program's matmul took the shape this backend's device gets (tiled groups of
+    256 work items, or register work items with no group size)."""
+    shape = _expected(backend)
+    local = 256 if shape == "tiled" else None
+    return _shape(program) == shape and program.kernels[-1].local_size == local
 
 
 @pytest.mark.parametrize(
@@ -38,16 +59,14 @@ def _tiled(program: GpuProgram) -> bool:
         (2, 40, 300, "double"),
     ],
 )
-def test_matmul_is_tiled_and_bit_exact(backend: Any, m: int, k: int, n: int, prec: str) -> None:
+def test_matmul_takes_its_shape_and_is_bit_exact(backend: Any, m: int, k: int, n: int, prec: str) -> None:
     require_prec(backend, prec)
     x, w, h = node((m, k), "x", prec), node((k, n), "w", prec), node((m, n), "h", prec)
     vx, vw = RNG.standard_normal((m, k)), RNG.standard_normal((k, n))
     comp = ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij")
     [(got, ref)] = run_batch(backend, comp, {x: vx, w: vw}, [h], name=f"mm_{m}_{k}_{n}")
     code = backend.compile(comp, name=f"mm_{m}_{k}_{n}")
-    program = _program(code)
-    assert _tiled(program)
-    assert program.kernels[-1].local_size == 256
+    assert _matmul_shape(backend, _program(code))
     # The same bits as the fma chain in k order (the interpreter's exact fma)...
     np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
     # ...which is numpy's product up to rounding.
@@ -73,7 +92,7 @@ def test_transposed_operand_and_signed_zero_start(backend: Any) -> None:
     for tn, v in ((x, vx), (wt, vw), (h, vh)):
         tn.set_values(v)
     code = backend.compile(comp, name="mm_t")
-    assert _tiled(_program(code))
+    assert _matmul_shape(backend, _program(code))
     r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
     r()
     backend.to_host(r.context, h)
@@ -92,7 +111,7 @@ def test_transposed_operand_and_signed_zero_start(backend: Any) -> None:
     "spec,wdims",
     [("bik,bkj->bij", (3, 37, 70)), ("bik,kj->bij", (37, 70)), ("bik,bjk->bij", (3, 70, 37))],
 )
-def test_batched_matmul_is_tiled_and_bit_exact(
+def test_batched_matmul_takes_its_shape_and_is_bit_exact(
     backend: Any, spec: str, wdims: tuple[int, ...]
 ) -> None:
     """A batch axis (both operands batched, or one shared): a group per block of one matrix."""
@@ -102,7 +121,7 @@ def test_batched_matmul_is_tiled_and_bit_exact(
     comp = ir.accum(h, "add", x, w, op="mul", spec=spec)
     name = "mm_b" + spec.replace(",", "_").replace("->", "_")
     [(got, ref)] = run_batch(backend, comp, {x: vx, w: vw}, [h], name=name)
-    assert _tiled(_program(backend.compile(comp, name=name)))
+    assert _matmul_shape(backend, _program(backend.compile(comp, name=name)))
     np.testing.assert_array_equal(got.view(np.uint32), ref.view(np.uint32))
     exact = np.einsum(spec, vx.astype(np.float32), vw.astype(np.float32))
     np.testing.assert_allclose(got, exact, rtol=1e-5, atol=1e-4)
@@ -122,6 +141,6 @@ def test_other_contractions_keep_the_naive_nest(backend: Any) -> None:
     )
     vals = {t: RNG.standard_normal(t.dims) for t in (x, w, v, xh, wh)}
     results = run_batch(backend, comp, vals, [h, hh], name="mm_naive")
-    assert not _tiled(_program(backend.compile(comp, name="mm_naive")))
+    assert _shape(_program(backend.compile(comp, name="mm_naive"))) is None
     for got, ref in results:
         np.testing.assert_array_equal(got, ref)

@@ -1,0 +1,13 @@
+"""The matmul tests of ``test_matmul.py`` with PoCL's default lanes: the register shape of CPU
+devices (``gpu_matmul.render_register_matmul``: no local memory, no barriers, rows of vector
+cells per work item), its bits equal to the interpreter's at edge sizes, transposed, batched
+and accumulating operands."""
+
+from test_matmul import (  # noqa: F401 (collected here, with this module's backend)
+    test_batched_matmul_takes_its_shape_and_is_bit_exact,
+    test_matmul_takes_its_shape_and_is_bit_exact,
+    test_other_contractions_keep_the_naive_nest,
+    test_transposed_operand_and_signed_zero_start,
+)
+
+GPU_CELL_LANES = 1
