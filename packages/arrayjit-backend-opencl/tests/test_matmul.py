@@ -59,7 +59,9 @@ def _matmul_shape(backend: Any, program: GpuProgram) -> bool:
         (2, 40, 300, "double"),
     ],
 )
-def test_matmul_takes_its_shape_and_is_bit_exact(backend: Any, m: int, k: int, n: int, prec: str) -> None:
+def test_matmul_takes_its_shape_and_is_bit_exact(
+    backend: Any, m: int, k: int, n: int, prec: str
+) -> None:
     require_prec(backend, prec)
     x, w, h = node((m, k), "x", prec), node((k, n), "w", prec), node((m, n), "h", prec)
     vx, vw = RNG.standard_normal((m, k)), RNG.standard_normal((k, n))
