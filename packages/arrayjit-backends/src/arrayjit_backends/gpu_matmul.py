@@ -190,6 +190,30 @@ def _address(g: L.Get, values: dict[Symbol, str]) -> str:
     return text
 
 
+def _origins(plan: MatmulPlan) -> tuple[tuple[int, int, int], tuple[Symbol, Symbol, Symbol]]:
+    """The first index of the row, column and ``k`` loops, and their symbols (a missing loop, a
+    size-1 axis: 0 and a symbol no index uses)."""
+    loops = (plan.rows, plan.cols, plan.k)
+    r0, c0, k0 = (0 if lp is None else lp.from_ for lp in loops)
+    ri, ci, ki = (Symbol(-1) if lp is None else lp.index for lp in loops)
+    return (r0, c0, k0), (ri, ci, ki)
+
+
+def _batch_cell(
+    plan: MatmulPlan, out: Out, it: str, block: str, per_matrix: int
+) -> dict[Symbol, str]:
+    """Decode the batch cell of block number ``block`` (a C expression; the outer batch loop
+    varies slowest) into ``aj_bt<e>``; returns each batch loop's value."""
+    batch: dict[Symbol, str] = {}
+    if plan.batch:
+        out.add(1, f"{it} aj_q = {block} / {per_matrix};")
+    for e, lp in reversed(list(enumerate(plan.batch))):
+        extent = lp.to_inclusive - lp.from_ + 1
+        out.add(1, f"const {it} aj_bt{e} = {lp.from_} + aj_q % {extent}; aj_q /= {extent};")
+        batch[lp.index] = f"aj_bt{e}"
+    return batch
+
+
 REGISTER_ROWS = 8
 """Rows of cells a work item of the CPU-device shape computes (:func:`render_register_matmul`).
 On PoCL (AMD EPYC, AVX2), 512x512 float32: 2 rows 8.6 GFLOP/s, 4 rows 10.3, 6 rows 12.6, 8 rows
@@ -217,17 +241,11 @@ def render_register_matmul(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tup
     per_matrix = blocks_m * blocks_n
     extents = [lp.to_inclusive - lp.from_ + 1 for lp in plan.batch]
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
-    r0, c0, k0 = (0 if lp is None else lp.from_ for lp in (plan.rows, plan.cols, plan.k))
-    ri, ci, ki = (Symbol(-1) if lp is None else lp.index for lp in (plan.rows, plan.cols, plan.k))
+    (r0, c0, k0), (ri, ci, ki) = _origins(plan)
     vt = f"{ct}{lanes}"
     out.add(1, f"const {it} aj_gid = ({it}){syntax.global_id};")
     out.add(1, f"const {it} aj_blk = aj_gid % {per_matrix};")
-    batch: dict[Symbol, str] = {}
-    if plan.batch:
-        out.add(1, f"{it} aj_q = aj_gid / {per_matrix};")
-    for e, lp in reversed(list(enumerate(plan.batch))):
-        out.add(1, f"const {it} aj_bt{e} = {lp.from_} + aj_q % {extents[e]}; aj_q /= {extents[e]};")
-        batch[lp.index] = f"aj_bt{e}"
+    batch = _batch_cell(plan, out, it, "aj_gid", per_matrix)
     out.add(1, f"const {it} aj_bi = (aj_blk / {blocks_n}) * {rows};")
     out.add(1, f"const {it} aj_bj = (aj_blk % {blocks_n}) * {lanes};")
     for r in range(rows):  # clamped: a row past the matrix computes a cell never stored
@@ -289,9 +307,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     extents = [lp.to_inclusive - lp.from_ + 1 for lp in plan.batch]
     groups = per_matrix * math.prod(extents)
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
-    # A missing loop (a size-1 axis) gets a symbol no index uses.
-    r0, c0, k0 = (0 if lp is None else lp.from_ for lp in (plan.rows, plan.cols, plan.k))
-    ri, ci, ki = (Symbol(-1) if lp is None else lp.index for lp in (plan.rows, plan.cols, plan.k))
+    (r0, c0, k0), (ri, ci, ki) = _origins(plan)
     c_name = syntax.name(plan.target.tn)
 
     # Where the dialect has vector types with an elementwise fma (OpenCL C), a work item's row
@@ -305,13 +321,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id} % {per_matrix};")
     out.add(1, f"const {it} aj_bi = (aj_grp / {groups_n}) * {t.bm};")
     out.add(1, f"const {it} aj_bj = (aj_grp % {groups_n}) * {t.bn};")
-    # The batch cell of the group (its matrix): the outer loop varies slowest.
-    batch: dict[Symbol, str] = {}
-    if plan.batch:
-        out.add(1, f"{it} aj_q = ({it}){syntax.group_id} / {per_matrix};")
-    for e, lp in reversed(list(enumerate(plan.batch))):
-        out.add(1, f"const {it} aj_bt{e} = {lp.from_} + aj_q % {extents[e]}; aj_q /= {extents[e]};")
-        batch[lp.index] = f"aj_bt{e}"
+    batch = _batch_cell(plan, out, it, f"({it}){syntax.group_id}", per_matrix)  # its matrix
     out.add(1, f"const int aj_ty = aj_lid / {cth}, aj_tx = aj_lid % {cth};")
     # The A tile is stored k-major (a row of it is what one k step reads); one column of
     # padding keeps the transposing stores off a single bank.
