@@ -35,12 +35,10 @@ from arrayjit_backends.c_prelude import C_PRELUDE, INT_CTYPES, int_literal
 from arrayjit_backends.kernel_plan import (
     PARALLEL_MIN_WORK,
     REDUCTION_OPS,
-    SIMD_LANES,
     KernelParams,
     ScalarReduction,
     has_loops,
     is_parallel_loop,
-    kernel_params,
     local_sum,
     loop_work,
     scalar_reduction,
@@ -50,7 +48,6 @@ from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, StaticSymbol, Symbol, format_index
 from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
-from arrayjit_ir.summation import widen_blocks
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 _WRAPPING = {ops.Binop.add: "+", ops.Binop.sub: "-", ops.Binop.mul: "*"}
@@ -81,7 +78,9 @@ class Out:
 
 
 class CSyntax:
-    """Renders optimized IR as a C function. Subclasses override the class attributes and hooks."""
+    """Renders optimized IR as C statements and expressions. Subclasses override the class
+    attributes and hooks, and assemble the functions (the cc renderer's
+    ``CcSyntax.render_segments``, the GPU renderer's ``GpuSyntax.render_program``)."""
 
     kernel_prefix = ""
     simd_reduction_pragma = ""
@@ -606,21 +605,3 @@ class CSyntax:
         out.add(
             indent, f"{self.storage_types[tn.prec]} {self.name(tn)}[{max(tn.num_elems, 1)}]{init};"
         )
-
-    def render(self, opt: Optimized, fn_name: str) -> tuple[str, KernelParams]:
-        """C source of the routine's function, and its parameters in order."""
-        self.check_precisions(opt)
-        self._reset()
-        params = kernel_params(opt)
-        args = self.parameters(params)
-        out = Out()
-        out.add(0, f"/* routine {opt.name} */")
-        out.add(0, f"{self.kernel_prefix}void {fn_name}({', '.join(args) or 'void'}) {{")
-        for tn in opt.local_nodes:
-            self.declare_node(tn, opt.traced[tn].zero_initialized_by_code, out, 1)
-        code = opt.code
-        if self.simd_reduction_pragma:  # blocks of sums vectorize: wider blocks, same bound
-            code = widen_blocks(code, SIMD_LANES)
-        self.stmt(code, out, 1)
-        out.add(0, "}")
-        return self.prelude + "\n".join(out.lines) + "\n", params
