@@ -30,6 +30,7 @@ from arrayjit_conformance.benchmarking import (
     SUM_SIZES,
     TRANSFER_SIZES,
     cl_queue,
+    elementwise_rounds,
     handwritten,
     measure,
     runner,
@@ -63,7 +64,8 @@ def test_fused_relu(benchmark: Any, backend: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     comp, (_, _, _, y), vals = _fused(1 << k)
     routine = backend.link(new_context(backend), backend.compile(comp, name="fused"))
-    measure(benchmark, runner(backend, routine), backend.name, nbytes=FUSED_BYTES << k)
+    rounds = elementwise_rounds(k)
+    measure(benchmark, runner(backend, routine), backend.name, rounds, FUSED_BYTES << k)
     backend.to_host(routine.context, y)
     np.testing.assert_allclose(
         y.get_values(), np.maximum(vals[0] * vals[1] + vals[2], 0), rtol=1e-5, atol=1e-5
@@ -74,7 +76,8 @@ def test_fused_relu(benchmark: Any, backend: Any, k: int) -> None:
 def test_fused_relu_numpy(benchmark: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
-    measure(benchmark, lambda: np.maximum(a * b + c, 0), "numpy", nbytes=FUSED_BYTES << k)
+    fused = (lambda: np.maximum(a * b + c, 0), "numpy", elementwise_rounds(k), FUSED_BYTES << k)
+    measure(benchmark, *fused)
 
 
 def _numba_fused() -> Any:
@@ -96,7 +99,8 @@ def test_fused_relu_numba(benchmark: Any, k: int) -> None:
     benchmark.group = f"fused relu(a*b+c) 2^{k} f32"
     a, b, c = (RNG.standard_normal(1 << k).astype(np.float32) for _ in range(3))
     y = np.empty_like(a)
-    measure(benchmark, lambda: kernel(a, b, c, y), "numba prange", nbytes=FUSED_BYTES << k)
+    rounds = elementwise_rounds(k)
+    measure(benchmark, lambda: kernel(a, b, c, y), "numba prange", rounds, FUSED_BYTES << k)
 
 
 HAVE_CC = importlib.util.find_spec("arrayjit_backend_c") is not None
@@ -123,7 +127,8 @@ def test_stream_baseline(benchmark: Any, k: int, kind: str, threads: int) -> Non
         benchmark,
         stream_baseline.kernel(kind, y, a, b, threads),
         f"C STREAM {kind}{', 1 thread' if threads else ''} (bandwidth)",
-        nbytes=nbytes,
+        elementwise_rounds(k),
+        nbytes,
     )
     np.testing.assert_array_equal(y, a if kind == "copy" else a + np.float32(3) * b)
 

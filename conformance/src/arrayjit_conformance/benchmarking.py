@@ -25,6 +25,14 @@ FUSED_BYTES = 16
 """Bytes one element of the fused kernel reads and writes: three float32 inputs, one output."""
 
 
+def elementwise_rounds(k: int) -> int:
+    """Rounds for an elementwise group of 2^k elements: 10 at 2^24, more at smaller sizes (at
+    most 200), so that each row is timed over tens of milliseconds, not over the few milliseconds
+    in which thread pools of the previous test (numba's, numpy's BLAS) may still spin on the
+    cores and slow whichever row runs first."""
+    return max(10, min(200, (10 << 24) >> k >> 2))
+
+
 def measure(
     benchmark: Any, fn: Callable[[], Any], impl: str, rounds: int = 10, nbytes: int = 0
 ) -> None:

@@ -1,7 +1,5 @@
 """The llvm backend against the reference interpreter and numpy."""
 
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +10,6 @@ from cpu_helpers import compare, results_with_threads, run_both, run_direct
 pytest.importorskip("llvmlite")
 
 from arrayjit_backend_c import llvm_compiler
-from arrayjit_backend_c.crew import Crew
 from arrayjit_backend_c.llvm_compiler import LlvmCompiler
 from arrayjit_backend_c.llvm_renderer import LlvmGen
 from arrayjit_backends import fresh_backend, settings
@@ -202,22 +199,6 @@ def test_large_parallel_kernel_is_correct(backend: Any) -> None:
     np.testing.assert_array_equal(got, vd[1].astype(np.float32))
 
 
-def test_crew_reraises_and_recovers() -> None:
-    crew = Crew(2)
-    seen: list[int] = []
-
-    def fn(k: int) -> None:
-        if k == 2:
-            raise ValueError("chunk 2 failed")
-        seen.append(k)
-
-    with pytest.raises(ValueError, match="chunk 2"):
-        crew.run(fn, (), [(0,), (1,), (2,)])
-    assert sorted(seen) == [0, 1]
-    crew.run(fn, (), [(3,), (4,), (5,)])
-    assert sorted(seen) == [0, 1, 3, 4, 5]
-
-
 def test_debug_dir_gets_the_llvm_ir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ARRAYJIT_DEBUG_DIR", str(tmp_path / "debug"))
     monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "cache"))
@@ -239,49 +220,3 @@ def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch)
     assert (cores1, coresn) == (1, settings.available_cores())
     np.testing.assert_array_equal(y1, yn)
     np.testing.assert_allclose(s1, sn, rtol=1e-5)
-
-
-def test_crew_run_keeps_to_its_thread_limit() -> None:
-    crew = Crew(3)
-    threads: list[str] = []
-    lock = threading.Lock()
-    running, most = [0], [0]
-
-    def record(k: int) -> None:
-        with lock:
-            threads.append(threading.current_thread().name)
-            running[0] += 1
-            most[0] = max(most[0], running[0])
-        time.sleep(0.002)
-        with lock:
-            running[0] -= 1
-
-    crew.run(record, (), [(k,) for k in range(4)], threads=1)
-    assert threads == [threading.current_thread().name] * 4  # a share of one: no helper
-    threads.clear()
-    crew.run(record, (), [(k,) for k in range(12)], threads=2)
-    assert len(threads) == 12 and len(set(threads)) <= 2 and most[0] <= 2
-    crew.stop()
-
-
-def test_crew_helpers_take_chunks_as_they_come() -> None:
-    crew = Crew(1)
-    second = threading.Event()
-    ran: dict[int, str] = {}
-
-    def meet(k: int) -> None:
-        ran[k] = threading.current_thread().name
-        if k == 0:  # only returns once another thread has run chunk 1
-            assert second.wait(timeout=10), "no helper took a chunk"
-        else:
-            second.set()
-
-    crew.run(meet, (), [(0,), (1,)], threads=2)
-    assert ran[0] != ran[1]
-    # Many short calls: each runs exactly once, whichever thread takes it.
-    seen: list[int] = []
-    for _ in range(20):
-        seen.clear()
-        crew.run(seen.append, (), [(k,) for k in range(50)], threads=2)
-        assert sorted(seen) == list(range(50))
-    crew.stop()

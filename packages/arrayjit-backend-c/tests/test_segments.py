@@ -73,9 +73,9 @@ def test_parallel_segments_and_scratch(
     calls: list[int] = []
     real = lb.crew.run
 
-    def counting(fn: Any, args: Any, parts: Any, threads: int | None = None) -> None:
-        calls.append(len(parts))
-        real(fn, args, parts, threads)
+    def counting(task: int, common: int, extra: int, n: int, threads: int | None = None) -> None:
+        calls.append(n)
+        real(task, common, extra, n, threads)
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(lb.crew, "run", counting)
@@ -179,7 +179,7 @@ def test_concurrent_parallel_runs(
     for t in threads:
         t.join()
     assert errors == [] and results == [True] * 4
-    assert lb.crew.size == 2 and len(lb.crew._all) <= 2
+    assert lb.crew.size == 2 and lb.crew.started <= 2
 
 
 def test_used_memory_counts_link_scratch(cache_dir: Path, compiler: str) -> None:

@@ -14,7 +14,13 @@ runtime).
 from __future__ import annotations
 
 from arrayjit_backend_c.cpu_matmul import c_helpers, c_part, cpu_matmul
-from arrayjit_backend_c.segments import Segment, SegmentedKernel, plan_segments
+from arrayjit_backend_c.segments import (
+    Arg,
+    Segment,
+    SegmentedKernel,
+    plan_segments,
+    task_arguments,
+)
 from arrayjit_backends.c_syntax import CSyntax, Out
 from arrayjit_backends.kernel_plan import ScalarReduction, scalar_reduction
 from arrayjit_ir import low_level as L
@@ -95,8 +101,25 @@ class CcSyntax(CSyntax):
             function(f"{name}_combine", ["const void *restrict partials", "int64_t count"], k)
             self._combine(red, out)
             out.add(0, "}")
+        for seg in segments:
+            if seg.parallel:
+                self._task(seg, task_arguments(seg, plan.params, scratch), out)
         source = self.prelude + "".join(helpers.values()) + "\n".join(out.lines) + "\n"
         return SegmentedKernel(source, plan.params, scratch, tuple(segments))
+
+    @staticmethod
+    def _task(seg: Segment, args: list[Arg], out: Out) -> None:
+        """A parallel segment's task: its function called with one chunk's arguments."""
+        width = len(seg.extra_pointers())
+        out.add(0, f"void {seg.task_name}(const int64_t *restrict common,")
+        out.add(0, "    const int64_t *restrict extra, int64_t chunk) {")
+        values = [
+            f"{'(void *)(intptr_t)' if a.pointer else ''}"
+            f"{a.block}[{a.index if a.block == 'common' else f'chunk * {width} + {a.index}'}]"
+            for a in args
+        ]
+        out.add(1, f"{seg.name}({', '.join(values)});")
+        out.add(0, "}")
 
     def _partial(self, red: ScalarReduction, out: Out) -> None:
         """The body of a parallel reduction's chunk function."""

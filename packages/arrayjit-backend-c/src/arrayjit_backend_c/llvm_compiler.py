@@ -133,6 +133,19 @@ def compile_object(ir: str, name: str, target: HostTarget) -> bytes:
     return bytes(machine.emit_object(module))
 
 
+def object_key(ir: str, target: HostTarget, backend: str = "llvm") -> str:
+    """The compile-cache key of the object code of ``ir`` for ``target``."""
+    return cache_key(
+        source=ir,
+        backend=backend,
+        renderer="llvm-ir",
+        compiler=f"llvmlite {llvmlite.__version__}",
+        compiler_version=f"LLVM {llvm_version()}",
+        options={"opt": OPT_LEVEL, "reloc": RELOC, "codemodel": CODE_MODEL},
+        device=f"{target.triple} {target.cpu} {target.features}",
+    )
+
+
 def load_object(data: bytes, target: HostTarget) -> llvm.ExecutionEngine:
     """An execution engine holding the object code ``data``, relocated and ready to run. The
     caller holds :data:`_LLVM_LOCK`."""
@@ -162,22 +175,11 @@ class LlvmCompiler(SegmentedCompiler):
         self.cache = CompileCache()
         self._lock = threading.Lock()
 
-    def _key(self, ir: str) -> str:
-        return cache_key(
-            source=ir,
-            backend="llvm",
-            renderer="llvm-ir",
-            compiler=f"llvmlite {llvmlite.__version__}",
-            compiler_version=f"LLVM {llvm_version()}",
-            options={"opt": OPT_LEVEL, "reloc": RELOC, "codemodel": CODE_MODEL},
-            device=f"{self.target.triple} {self.target.cpu} {self.target.features}",
-        )
-
     def compile(self, optimized: Optimized) -> SegmentedCode:
         fn_name = kernel_name(optimized.name)
         with self._lock:
             kernel = self.generator.generate(optimized, fn_name)
-        key = self._key(kernel.source)
+        key = object_key(kernel.source, self.target)
 
         def load(data: bytes, from_cache: bool) -> llvm.ExecutionEngine:
             try:

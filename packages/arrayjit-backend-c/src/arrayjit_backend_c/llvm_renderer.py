@@ -54,7 +54,13 @@ from arrayjit_backend_c.llvm_types import (
     iconst,
     ident,
 )
-from arrayjit_backend_c.segments import Segment, SegmentedKernel, plan_segments
+from arrayjit_backend_c.segments import (
+    Arg,
+    Segment,
+    SegmentedKernel,
+    plan_segments,
+    task_arguments,
+)
 from arrayjit_backends.kernel_plan import (
     ScalarReduction,
     accumulation_step,
@@ -499,6 +505,11 @@ class LlvmGen(ScalarGen):
                 function(name, chunk, k, functools.partial(self._partial_reduction, red))
                 combine = ["ptr noalias readonly %partials", "i64 %count"]
                 function(seg.combine_name, combine, k, functools.partial(self._combine, red))
+        functions += [
+            task_function(seg, task_arguments(seg, params, scratch))
+            for seg in segments
+            if seg.parallel
+        ]
         attrs = f'"target-cpu"="{self.target_cpu}" "target-features"="{self.target_features}"'
         ir = "\n".join(
             [
@@ -538,3 +549,25 @@ class LlvmGen(ScalarGen):
     def _memset(self, ptr: str, size: int) -> None:
         self._decls["declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)"] = None
         self._fn.do(f"call void @llvm.memset.p0.i64(ptr {ptr}, i8 0, i64 {size}, i1 0)")
+
+
+def task_function(seg: Segment, args: list[Arg]) -> str:
+    """A parallel segment's task: its function called with one chunk's arguments."""
+    lines = [
+        f"define void @{seg.task_name}(ptr %common, ptr %extra, i64 %chunk) #0 {{",
+        "entry:",
+        f"  %base = mul i64 %chunk, {len(seg.extra_pointers())}",
+    ]
+    values = []
+    for k, a in enumerate(args):
+        at = str(a.index)
+        if a.block == "extra":
+            lines.append(f"  %a{k}.at = add i64 %base, {a.index}")
+            at = f"%a{k}.at"
+        lines.append(f"  %a{k}.p = getelementptr i64, ptr %{a.block}, i64 {at}")
+        lines.append(f"  %a{k}.v = load i64, ptr %a{k}.p")
+        if a.pointer:
+            lines.append(f"  %a{k} = inttoptr i64 %a{k}.v to ptr")
+        values.append(f"ptr %a{k}" if a.pointer else f"i64 %a{k}.v")
+    lines += [f"  call void @{seg.name}({', '.join(values)})", "  ret void", "}"]
+    return "\n".join(lines)

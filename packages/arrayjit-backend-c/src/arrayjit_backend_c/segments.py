@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from arrayjit_backend_c.cpu_matmul import CpuMatmul, buffer_bytes, cpu_matmul
-from arrayjit_backend_c.crew import Crew
+from arrayjit_backend_c.crew import TASK_ARGTYPES, Crew, FutexBell, has_helpers
 from arrayjit_backend_c.work import is_short
 from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import (
@@ -53,7 +53,7 @@ from arrayjit_backends.kernel_plan import (
     scalar_reduction,
     worth_threads,
 )
-from arrayjit_backends.scheduler import thread_share
+from arrayjit_backends.scheduler import Bell, thread_share
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.optimized import Optimized
@@ -99,15 +99,47 @@ class Segment:
     def combine_name(self) -> str:
         return f"{self.name}_combine"
 
+    @property
+    def task_name(self) -> str:
+        """A parallel segment's task: its function called with the arguments of one chunk,
+        ``void task(const int64_t *common, const int64_t *extra, int64_t chunk)`` (the type
+        the :class:`~arrayjit_backend_c.crew.Crew` runs; see :func:`task_arguments`)."""
+        return f"{self.name}_task"
+
+    def extra_pointers(self) -> list[bool]:
+        """Per parameter this segment's function takes after the common ones, whether it is a
+        pointer (else an ``int64``)."""
+        if self.matmul is not None:
+            return [False, False, True]
+        if self.reduction is not None:
+            return [False, False, True, False]
+        return [False, False] if self.parallel else []
+
     def extra_argtypes(self) -> list[Any]:
         """The ctypes types of the parameters this segment's function takes after the common
         ones."""
-        i64, ptr = ctypes.c_int64, ctypes.c_void_p
-        if self.matmul is not None:
-            return [i64, i64, ptr]
-        if self.reduction is not None:
-            return [i64, i64, ptr, i64]
-        return [i64, i64] if self.parallel else []
+        return [ctypes.c_void_p if p else ctypes.c_int64 for p in self.extra_pointers()]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a task's call (:func:`task_arguments`)."""
+
+    block: str
+    index: int
+    pointer: bool
+
+
+def task_arguments(seg: Segment, params: KernelParams, scratch: Sequence[Tnode]) -> list[Arg]:
+    """How a parallel segment's task (:attr:`Segment.task_name`) calls its function: per
+    argument, the block it is read from (``"common"``: the routine's parameters, one ``int64``
+    each, in :func:`~arrayjit_backends.backend_impl.native_argtypes` order; ``"extra"``: the
+    chunk's own, ``len(extra_pointers())`` ``int64`` per chunk from ``chunk *`` that many), its
+    index there (for ``"extra"``, the offset within the chunk's run), and whether it is a
+    pointer."""
+    pointers = len(params.buffers) + (params.merge_node is not None) + len(scratch)
+    common = [Arg("common", k, k < pointers) for k in range(pointers + len(params.static_symbols))]
+    return common + [Arg("extra", k, p) for k, p in enumerate(seg.extra_pointers())]
 
 
 COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
@@ -266,7 +298,9 @@ class SegmentedCode:
     params: KernelParams
     scratch: tuple[Tnode, ...]
     segments: tuple[Segment, ...]
-    functions: tuple[tuple[Any, Any], ...]
+    functions: tuple[tuple[Any, Any, int | None], ...]
+    """Per segment: its function, its combining function (None but for a reduction) and its
+    task's address (None but for a parallel segment)."""
     short: bool
     """Short enough to run on the scheduling thread (:func:`~arrayjit_backend_c.work.is_short`)."""
     owner: Any
@@ -280,16 +314,25 @@ def bind_segments(
     params: KernelParams,
     scratch: Sequence[Tnode],
     function: Callable[[str, list[Any]], Any],
-) -> tuple[tuple[Any, Any], ...]:
-    """Per segment, its function and combining function (or None), from ``function(name,
-    argtypes)``, which returns the named ctypes function with those argument types."""
+) -> tuple[tuple[Any, Any, int | None], ...]:
+    """Per segment, its function, combining function (or None) and task address (or None),
+    from ``function(name, argtypes)``, which returns the named ctypes function with those
+    argument types."""
     common = native_argtypes(params, extra_pointers=len(scratch))
+
+    def address(seg: Segment) -> int | None:
+        if not seg.parallel:
+            return None
+        task = function(seg.task_name, TASK_ARGTYPES)
+        return ctypes.cast(task, ctypes.c_void_p).value
+
     return tuple(
         (
             function(seg.name, common + seg.extra_argtypes()),
             function(seg.combine_name, common + COMBINE_ARGTYPES)
             if seg.reduction is not None
             else None,
+            address(seg),
         )
         for seg in segments
     )
@@ -336,58 +379,80 @@ class SegmentedCompiler(CpuCompiler):
             np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.scratch
         ]
         args = NativeArgs(c.params, buffers, merge_buffer, [a.ctypes.data for a in scratch])
-        # Per segment: the function, the extra arguments of each of its calls (None: one call
-        # with none), and for a reduction its combining function with its extra arguments.
-        steps: list[tuple[Any, list[tuple[Any, ...]] | None, Any, tuple[Any, ...]]] = []
-        for (fn, combine), seg in zip(c.functions, c.segments, strict=True):
+        # Per segment: its function with the extra arguments of its one call, or (for a
+        # parallel segment of several chunks) its task, the address of the chunks' arguments
+        # (int64 each, see task_arguments) and their count; for a reduction its combining
+        # function with its extra arguments.
+        steps: list[tuple[Any, tuple[int, ...], tuple[int, int, int] | None, Any, tuple[int, ...]]]
+        steps = []
+        for (fn, combine, task), seg in zip(c.functions, c.segments, strict=True):
             if not seg.parallel:
-                steps.append((fn, None, None, ()))
+                steps.append((fn, (), None, None, ()))
                 continue
             ranges = chunks(seg, self.workers)
+            fold: tuple[int, ...] = ()
+            calls: list[tuple[int, ...]]
             if seg.matmul is not None:  # each chunk packs into a buffer of its own
                 size = sum(buffer_bytes(seg.matmul))
-                packing: list[tuple[Any, ...]] = []
+                calls = []
                 for start, stop in ranges:
                     buf = np.zeros(size + 64, np.uint8)
                     scratch.append(buf)
-                    packing.append((start, stop, buf.ctypes.data + (-buf.ctypes.data) % 64))
-                steps.append((fn, packing, None, ()))
+                    calls.append((start, stop, buf.ctypes.data + (-buf.ctypes.data) % 64))
+            elif seg.reduction is not None:
+                partials = np.zeros(len(ranges), np.uint64)
+                scratch.append(partials)
+                at = partials.ctypes.data
+                calls = [(start, stop, at, k) for k, (start, stop) in enumerate(ranges)]
+                fold = (at, len(ranges))
+            else:
+                calls = list(ranges)
+            if len(calls) == 1 or task is None:  # no thread to share it with
+                steps.append((fn, calls[0], None, combine, fold))
                 continue
-            if seg.reduction is None:
-                steps.append((fn, ranges, None, ()))
-                continue
-            partials = np.zeros(len(ranges), np.uint64)
-            scratch.append(partials)
-            at = partials.ctypes.data
-            calls = [(start, stop, at, k) for k, (start, stop) in enumerate(ranges)]
-            steps.append((fn, calls, combine, (at, len(ranges))))
+            extra = np.array(calls, np.int64).reshape(-1)
+            scratch.append(extra)
+            steps.append((fn, (), (task, extra.ctypes.data, len(calls)), combine, fold))
         keep_alive = (list(buffers.values()), scratch, c)
 
-        if args.fixed is not None and len(steps) == 1 and steps[0][1] is None:
-            fn, fixed = steps[0][0], args.fixed
+        if args.fixed is not None and len(steps) == 1 and steps[0][2] is None:
+            fn, fixed = steps[0][0], (*args.fixed, *steps[0][1])
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
                 fn(*fixed)
 
         else:
+            # The routine's parameters as the tasks read them: fixed, or a block per run.
+            fixed_block = None if args.fixed is None else np.array(args.fixed, np.int64)
+            if fixed_block is not None:
+                scratch.append(fixed_block)
+            fixed_at = None if fixed_block is None else fixed_block.ctypes.data
             parallel = self.crew.run
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
                 values = args(bindings)
-                for fn, calls, combine, fold in steps:
-                    if calls is None:
-                        fn(*values)
-                    elif len(calls) == 1:  # no thread to share it with
-                        fn(*values, *calls[0])
+                common, block = fixed_at, None
+                for fn, one, job, combine, fold in steps:
+                    if job is None:
+                        fn(*values, *one)
                     else:
-                        parallel(fn, values, calls, thread_share())
+                        if common is None:
+                            block = np.array([v or 0 for v in values], np.int64)
+                            common = block.ctypes.data
+                        parallel(job[0], common, job[1], job[2], thread_share())
                     if combine is not None:
                         combine(*values, *fold)
+                del block  # held until every task has run
 
         run.keep_alive = keep_alive  # type: ignore[attr-defined]
         run.short = c.short  # type: ignore[attr-defined]
         self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run
         return run
+
+    def new_bell(self) -> Bell | None:
+        """A futex bell (:class:`~arrayjit_backend_c.crew.FutexBell`) where the crew has
+        helpers (Linux with a known futex call)."""
+        return FutexBell() if has_helpers() else None
 
     def scratch_bytes(self) -> int:
         return self.scratch_account.bytes(0)

@@ -26,12 +26,24 @@ from arrayjit_backend_c.crew import Crew
 from arrayjit_backends import settings
 
 SOURCE = """\
+#include <stdint.h>
 void stream_copy(float *restrict y, const float *restrict a, long start, long stop) {
   for (long i = start; i < stop; i++) y[i] = a[i];
 }
 void stream_triad(float *restrict y, const float *restrict a, const float *restrict b, float s,
                   long start, long stop) {
   for (long i = start; i < stop; i++) y[i] = a[i] + s * b[i];
+}
+/* Crew tasks: common = {y, a, b, n, parts}; chunk c of the parts runs its contiguous range. */
+void stream_copy_task(const int64_t *common, const int64_t *extra, int64_t c) {
+  int64_t n = common[3], parts = common[4];
+  stream_copy((float *)(intptr_t)common[0], (const float *)(intptr_t)common[1], n * c / parts,
+              n * (c + 1) / parts);
+}
+void stream_triad_task(const int64_t *common, const int64_t *extra, int64_t c) {
+  int64_t n = common[3], parts = common[4];
+  stream_triad((float *)(intptr_t)common[0], (const float *)(intptr_t)common[1],
+               (const float *)(intptr_t)common[2], 3.0f, n * c / parts, n * (c + 1) / parts);
 }
 """
 
@@ -90,12 +102,18 @@ def kernel(
     else:
         raise ValueError(f"stream baseline: unknown kernel {name!r} (copy or triad)")
     team = max(1, min(threads or settings.num_threads(), n))
-    bounds = [n * k // team for k in range(team + 1)]
-    ranges = [(bounds[k], bounds[k + 1]) for k in range(team)]
     if team == 1:
         return lambda: fn(*args, 0, n)
-    crew = _crew()
-    return lambda: crew.run(fn, args, ranges, team)
+    task = ctypes.cast(getattr(lib, f"stream_{name}_task"), ctypes.c_void_p).value
+    assert task is not None
+    common = np.array([py, pa, pb, n, team], np.int64)
+    crew, at = _crew(), common.ctypes.data
+
+    def run() -> None:
+        crew.run(task, at, 0, team, team)
+
+    run.common = common  # type: ignore[attr-defined]  # kept with the call
+    return run
 
 
 __all__ = ["BYTES_PER_ELEMENT", "SOURCE", "kernel"]

@@ -3,19 +3,18 @@ that schedules them (both CPU compilers mark their runs with it)."""
 
 from __future__ import annotations
 
-from arrayjit_backends.kernel_plan import TEAM_MIN_COST, loop_cost, loop_work
+from arrayjit_backends.kernel_plan import loop_cost, loop_work
 from arrayjit_ir.optimized import Optimized
 
 SHORT_WORK = 1 << 16
 """Routines doing more innermost iterations than this (zeroed cells counted: see
 :func:`~arrayjit_backends.kernel_plan.loop_work`) are never short."""
-SHORT_COST = TEAM_MIN_COST // 2
+SHORT_COST = 1 << 19
 """Routines of at most this estimated cost (:func:`~arrayjit_backends.kernel_plan.loop_cost`,
 about 50 us on one core) and :data:`SHORT_WORK` iterations count as short: handing them to a
 stream's worker thread costs about as much as running them (a thread wake is 15-35 us on a
 virtual machine, and the caller pays for it even when it then runs the task itself; see
-:meth:`~arrayjit_backends.scheduler.StreamQueue.schedule_short`). No loop of theirs is worth a
-second thread (:func:`~arrayjit_backends.kernel_plan.worth_threads`)."""
+:meth:`~arrayjit_backends.scheduler.StreamQueue.schedule_short`)."""
 
 
 def is_short(optimized: Optimized) -> bool:

@@ -31,6 +31,7 @@ from arrayjit_tnode import CompileError, Prec, precision
 if TYPE_CHECKING:
     from arrayjit_backends.compile_cache import CompileCache
     from arrayjit_backends.kernel_plan import KernelParams
+    from arrayjit_backends.scheduler import Bell
     from arrayjit_ir.indexing import StaticSymbol
     from arrayjit_ir.optimized import Optimized
     from arrayjit_tnode import Tnode
@@ -99,6 +100,12 @@ class CpuCompiler(abc.ABC):
             CompileError: the generated code failed to compile (with the compiler's output and
                 the path of the kept source).
         """
+
+    def new_bell(self) -> Bell | None:
+        """How the worker thread of a ``multicore_`` stream of this compiler's backend sleeps
+        (:class:`~arrayjit_backends.scheduler.Bell`); None: the scheduler's default, a
+        :class:`~arrayjit_backends.scheduler.LockBell`."""
+        return None
 
     def compile_batch(self, optimized: Sequence[Optimized]) -> list[Any]:
         """Compile several routines, possibly into one artifact; one code object each.

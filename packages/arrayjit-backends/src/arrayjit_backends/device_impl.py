@@ -26,7 +26,13 @@ import numpy as np
 
 from arrayjit_backends import settings
 from arrayjit_backends.backend_impl import CpuCompiler, Run
-from arrayjit_backends.scheduler import SCHEDULERS, Event, StreamQueue, ThreadBudget
+from arrayjit_backends.scheduler import (
+    SCHEDULERS,
+    Event,
+    StreamQueue,
+    ThreadBudget,
+    ThreadQueue,
+)
 from arrayjit_backends.slab import aligned_bytes, typed_view
 from arrayjit_tnode import Prec, StreamError, UsageError
 
@@ -400,6 +406,8 @@ class CpuDevices(DeviceBackend):
         )
 
     def new_queue(self, ordinal: int, name: str) -> StreamQueue:
+        if SCHEDULERS[self.scheduler] is ThreadQueue:
+            return ThreadQueue(name, self.budget, self.compiler.new_bell())
         return SCHEDULERS[self.scheduler](name, self.budget)
 
     def alloc(self, ordinal: int, nbytes: int) -> np.ndarray:

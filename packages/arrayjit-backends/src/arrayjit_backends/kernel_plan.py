@@ -106,11 +106,11 @@ def _expr_cost(e: L.Expr) -> int:
     return 0
 
 
-TEAM_MIN_COST = 1 << 20
-"""A parallel loop gets at most one thread per this much :func:`loop_cost` (about 0.1 ms of
-work on one core): starting a thread's share of a loop costs from a few microseconds (a
-spinning thread) to about 100 (waking a sleeping one on a virtual machine), see the
-arrayjit-backend-c README."""
+TEAM_MIN_COST = 1 << 18
+"""A parallel loop gets at most one thread per this much :func:`loop_cost` (about 25 us of
+work on one core): handing a chunk to a helper thread that spins costs a microsecond or two;
+a sleeping one is not waited for (the calling thread takes the chunks a helper has not), see
+the arrayjit-backend-c README."""
 
 
 def worth_threads(s: L.Stmt) -> int:

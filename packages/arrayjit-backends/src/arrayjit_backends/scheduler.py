@@ -236,24 +236,73 @@ class SyncQueue(StreamQueue):
         return True
 
 
+class Bell(abc.ABC):
+    """How a stream's worker thread sleeps until it has a task it may take (a level, not a
+    count: raised while the queue holds a task and none runs, or the stream stops).
+    :meth:`raise_`, :meth:`lower` and :meth:`prepare` are called under the stream's lock,
+    :meth:`wait` outside it."""
+
+    @abc.abstractmethod
+    def raise_(self) -> None:
+        """The worker may take a task: wake it if it sleeps."""
+
+    @abc.abstractmethod
+    def lower(self) -> None:
+        """The worker may not (a caller took the task, or one runs): a worker woken for it
+        that has not acted yet should sleep on."""
+
+    @abc.abstractmethod
+    def prepare(self) -> None:
+        """The worker found nothing to take and is about to :meth:`wait`."""
+
+    @abc.abstractmethod
+    def wait(self) -> None:
+        """Block until the bell is raised (the worker then looks at the queue again)."""
+
+
+class LockBell(Bell):
+    """A :class:`Bell` of a bare lock held as a binary signal (not ``threading.Condition``:
+    a condition allocates a lock per wait and wakes every waiter, which made a routine's
+    run-and-wait on a stream cost three times a lock ping-pong). A wake the worker has not
+    acted on yet is taken back by :meth:`lower`, but the woken thread still runs, and returns
+    to Python (taking the interpreter lock) when the wake was not taken back in time: native
+    bells (:meth:`~arrayjit_backends.backend_impl.CpuCompiler.new_bell`) avoid both."""
+
+    def __init__(self) -> None:
+        self._wake = threading.Lock()
+        self._wake.acquire()  # released once per sleep of the worker
+        self._sleeping = False
+
+    def raise_(self) -> None:
+        if self._sleeping:
+            self._sleeping = False
+            self._wake.release()
+
+    def lower(self) -> None:
+        if not self._sleeping and self._wake.acquire(blocking=False):
+            self._sleeping = True
+
+    def prepare(self) -> None:
+        self._sleeping = True
+
+    def wait(self) -> None:
+        self._wake.acquire()
+
+
 class _WorkerState:
     """What a stream's worker shares with its callers, under ``lock``. Tasks are numbered in
     schedule order and ``finished`` counts those that have run, so an event is just a number.
 
-    Hand-offs use bare locks held as binary signals (``wake`` for the worker, one per blocked
-    caller), not ``threading.Condition``: a condition allocates a lock per wait and wakes every
-    waiter, which made a routine's run-and-wait on a stream cost three times a lock ping-pong.
-    """
+    The worker sleeps on ``bell``; a blocked caller on a bare lock of its own, held as a
+    binary signal."""
 
-    def __init__(self, name: str, budget: ThreadBudget | None) -> None:
+    def __init__(self, name: str, budget: ThreadBudget | None, bell: Bell | None = None) -> None:
         self.name = name
         self.budget = budget
         self.busy = False
         """Whether this stream counts as busy in ``budget`` (a task is queued or running)."""
         self.lock = threading.Lock()
-        self.wake = threading.Lock()
-        self.wake.acquire()  # released once per sleep of the worker
-        self.sleeping = False
+        self.bell = bell or LockBell()
         self.running = False
         """Whether a task runs (on the worker, or on a caller: :meth:`run_now`)."""
         self.tasks: collections.deque[Task] = collections.deque()
@@ -274,24 +323,21 @@ class _WorkerState:
             if not self.busy and self.budget is not None:
                 self.busy = True
                 self.budget.enter()
-            self._wake_worker()
+            self._ring()
 
     def halt(self) -> None:
         with self.lock:
             self.stop = True
-            self._wake_worker()
+            self._ring()
 
-    def _wake_worker(self) -> None:  # under ``lock``
-        if self.sleeping:
-            self.sleeping = False
-            self.wake.release()
-
-    def _unwake_worker(self) -> None:  # under ``lock``
-        """Take back a wake the worker has not acted on yet (a caller took the task it was
-        woken for): it sleeps on, instead of contending for the GIL with the caller only to
-        find the queue empty."""
-        if not self.sleeping and not self.stop and self.wake.acquire(blocking=False):
-            self.sleeping = True
+    def _ring(self) -> None:  # under ``lock``
+        """Raise the bell while the worker may take a task (or must stop), else lower it: a
+        caller that takes the task the worker was woken for leaves it asleep, instead of
+        contending for the GIL (and a core) with the caller only to find the queue empty."""
+        if not self.running and (self.tasks or self.stop):
+            self.bell.raise_()
+        else:
+            self.bell.lower()
 
     def take_next(self) -> bool:
         """Take the next task into ``current``, blocking while there is none; False once
@@ -301,11 +347,12 @@ class _WorkerState:
                 if self.tasks and not self.running:  # not while a caller runs one
                     self.running = True
                     self.current = self.tasks.popleft()
+                    self.bell.lower()
                     return True
                 if self.stop and not self.tasks:
                     return False
-                self.sleeping = True
-            self.wake.acquire()
+                self.bell.prepare()
+            self.bell.wait()
 
     def task_done(self) -> None:
         with self.lock:
@@ -314,8 +361,7 @@ class _WorkerState:
                 self.busy = False
                 self.budget.leave()  # type: ignore[union-attr]
             self.finished += 1
-            if self.tasks:  # queued while a caller ran this one (run_now): the worker's now
-                self._wake_worker()
+            self._ring()  # tasks queued while a caller ran this one are the worker's now
             if not self.waiters:
                 return
             ready = [w for w in self.waiters if w[0] <= self.finished]
@@ -381,8 +427,7 @@ class _WorkerState:
                     break
                 self.running = True
                 self.current = self.tasks.popleft()
-                if not self.tasks:
-                    self._unwake_worker()
+                self._ring()
             outer = getattr(_running, "budget", None)
             _running.budget = self.budget
             try:
@@ -454,9 +499,12 @@ class ThreadQueue(StreamQueue):
     (no marker tasks); a task that fails makes the worker skip the rest, which still count as
     run, so no event stays pending forever."""
 
-    def __init__(self, name: str, budget: ThreadBudget | None = None) -> None:
+    def __init__(
+        self, name: str, budget: ThreadBudget | None = None, bell: Bell | None = None
+    ) -> None:
+        """``bell``: how the worker sleeps (default: a :class:`LockBell`)."""
         super().__init__(name, budget)
-        self._state = _WorkerState(name, budget)
+        self._state = _WorkerState(name, budget, bell)
         self._thread = threading.Thread(
             target=_worker, args=(self._state,), name=f"arrayjit-{name}", daemon=True
         )
