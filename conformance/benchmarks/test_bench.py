@@ -259,6 +259,16 @@ def test_sum_numpy(benchmark: Any, k: int) -> None:
 # ---- matmul ----
 
 
+def matmul_rounds(n: int) -> int:
+    """5 rounds of a 1024 matmul (tens of milliseconds each), 50 of smaller ones."""
+    return 5 if n >= 1024 else 50
+
+
+MLP_ROUNDS = 30
+"""Rounds of an MLP training step (1-3 ms on the CPU backends): 5 left the order of the rows
+to chance on a shared machine."""
+
+
 @pytest.mark.parametrize("n", MATMUL_SIZES)
 def test_matmul(benchmark: Any, backend: Any, n: int) -> None:
     benchmark.group = f"matmul {n}x{n} f32"
@@ -269,7 +279,7 @@ def test_matmul(benchmark: Any, backend: Any, n: int) -> None:
     comp = ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij")
     routine = backend.link(new_context(backend), backend.compile(comp, name="matmul"))
     benchmark.extra_info["flops"] = 2 * n**3
-    measure(benchmark, runner(backend, routine), backend.name, rounds=5)
+    measure(benchmark, runner(backend, routine), backend.name, matmul_rounds(n))
     backend.to_host(routine.context, h)
     np.testing.assert_allclose(h.get_values(), vx @ vw, rtol=1e-3, atol=1e-3)
 
@@ -279,7 +289,7 @@ def test_matmul_numpy(benchmark: Any, n: int) -> None:
     benchmark.group = f"matmul {n}x{n} f32"
     x, w = (RNG.standard_normal((n, n)).astype(np.float32) for _ in range(2))
     benchmark.extra_info["flops"] = 2 * n**3
-    measure(benchmark, lambda: x @ w, "numpy", rounds=5)
+    measure(benchmark, lambda: x @ w, "numpy", matmul_rounds(n))
 
 
 # ---- whole programs: row centring, one-routine MLP training step ----
@@ -329,7 +339,7 @@ def test_mlp_training_step(benchmark: Any, backend: Any) -> None:
         np.testing.assert_allclose(
             built.tns[name].get_values(), want[name], rtol=2e-3, atol=2e-4, err_msg=name
         )
-    measure(benchmark, run, backend.name, rounds=5)
+    measure(benchmark, run, backend.name, MLP_ROUNDS)
 
 
 def test_mlp_training_step_numpy(benchmark: Any) -> None:
@@ -355,7 +365,7 @@ def test_mlp_training_step_numpy(benchmark: Any) -> None:
         np.subtract(w1, lr * (x.T @ dz), out=w1)
         np.subtract(b1, lr * dz.sum(0), out=b1)
 
-    measure(benchmark, step, "numpy", rounds=5)
+    measure(benchmark, step, "numpy", MLP_ROUNDS)
 
 
 # ---- transfers ----

@@ -32,6 +32,7 @@ import ctypes
 import functools
 import platform
 import threading
+import time
 import weakref
 from typing import Any
 
@@ -64,9 +65,9 @@ TASK = ctypes.CFUNCTYPE(None, *TASK_ARGTYPES)
 CREW_IR = """\
 ; A crew: 64 bytes of idle mask (bit i: helper i is idle), then one 64-byte slot per helper:
 ; [0] the job posted to it (null: none; inttoptr 1: stop), [8] i32 bell (a futex word bumped to
-; wake it), [12] i32 asleep. A job lives on its caller's stack: [0] task, [8] common block,
-; [16] extra block, [24] i64 chunks, [32] i64 next chunk, [40] i32 helpers still on it (bit 31:
-; the caller sleeps on this word).
+; wake it), [12] i32 asleep, [16] i32 started (set once it is idle the first time).
+; A job lives on its caller's stack: [0] task, [8] common block, [16] extra block, [24] i64
+; chunks, [32] i64 next chunk, [40] i32 helpers still on it (bit 31: the caller sleeps on it).
 %job = type {{ ptr, ptr, ptr, i64, i64, i32 }}
 
 declare i64 @syscall(i64, ...)
@@ -108,28 +109,41 @@ define internal void @futex_wake(ptr %word) {{
   ret void
 }}
 
+; One step of a spin that started at %t0: a pause, and every 64th step a look at the clock.
+; Returns the next step's number, or -1 once %spin_ns have passed.
+define internal i64 @spin_step(i64 %k, i64 %t0, i64 %spin_ns) alwaysinline {{
+entry:
+  {pause}
+  %k1 = add i64 %k, 1
+  %check = icmp eq i64 %k1, 64
+  br i1 %check, label %clock, label %out
+clock:
+  %t = call i64 @now()
+  %dt = sub i64 %t, %t0
+  %over = icmp sge i64 %dt, %spin_ns
+  %next = select i1 %over, i64 -1, i64 0
+  br label %out
+out:
+  %r = phi i64 [ %k1, %entry ], [ %next, %clock ]
+  ret i64 %r
+}}
+
 ; Spins until *%at (a pointer) is not null, for at most %spin_ns; returns it (null: timed out).
 define internal ptr @spin_for_ptr(ptr %at, i64 %spin_ns) {{
 entry:
   %t0 = call i64 @now()
   br label %look
 look:
-  %k = phi i64 [ 0, %entry ], [ %k1, %pause ], [ 0, %clock ]
+  %k = phi i64 [ 0, %entry ], [ %k1, %pause ]
   %v = load atomic ptr, ptr %at acquire, align 8
   %has = icmp ne ptr %v, null
   br i1 %has, label %out, label %pause
 pause:
-  {pause}
-  %k1 = add i64 %k, 1
-  %check = icmp eq i64 %k1, 64
-  br i1 %check, label %clock, label %look
-clock:
-  %t = call i64 @now()
-  %dt = sub i64 %t, %t0
-  %over = icmp sge i64 %dt, %spin_ns
+  %k1 = call i64 @spin_step(i64 %k, i64 %t0, i64 %spin_ns)
+  %over = icmp slt i64 %k1, 0
   br i1 %over, label %out, label %look
 out:
-  %r = phi ptr [ %v, %look ], [ null, %clock ]
+  %r = phi ptr [ %v, %look ], [ null, %pause ]
   ret ptr %r
 }}
 
@@ -139,23 +153,17 @@ entry:
   %t0 = call i64 @now()
   br label %look
 look:
-  %k = phi i64 [ 0, %entry ], [ %k1, %pause ], [ 0, %clock ]
+  %k = phi i64 [ 0, %entry ], [ %k1, %pause ]
   %v = load atomic i32, ptr %at acquire, align 4
   %low = and i32 %v, 2147483647
   %zero = icmp eq i32 %low, 0
   br i1 %zero, label %out, label %pause
 pause:
-  {pause}
-  %k1 = add i64 %k, 1
-  %check = icmp eq i64 %k1, 64
-  br i1 %check, label %clock, label %look
-clock:
-  %t = call i64 @now()
-  %dt = sub i64 %t, %t0
-  %over = icmp sge i64 %dt, %spin_ns
+  %k1 = call i64 @spin_step(i64 %k, i64 %t0, i64 %spin_ns)
+  %over = icmp slt i64 %k1, 0
   br i1 %over, label %out, label %look
 out:
-  %r = phi i1 [ true, %look ], [ false, %clock ]
+  %r = phi i1 [ true, %look ], [ false, %pause ]
   ret i1 %r
 }}
 
@@ -211,6 +219,8 @@ entry:
   %asleep = getelementptr i8, ptr %slot, i64 12
   %bit = shl i64 1, %i
   atomicrmw or ptr %crew, i64 %bit seq_cst
+  %started = getelementptr i8, ptr %slot, i64 16
+  store atomic i32 1, ptr %started seq_cst, align 4
   br label %idle
 idle:
   %spun = call ptr @spin_for_ptr(ptr %slot, i64 %spin_ns)
@@ -466,8 +476,12 @@ class Crew:
     def _start(self, count: int) -> None:
         native = _native()
         with self._lock:
+            flags = []
             while len(self._threads) < count:
                 i = len(self._threads)
+                flag = ctypes.c_int32.from_address(self.address + 64 * (i + 1) + 16)
+                flag.value = 0
+                flags.append(flag)
                 thread = threading.Thread(
                     target=native.serve,
                     args=(self.address, i, SPIN_NS),
@@ -476,6 +490,12 @@ class Crew:
                 )
                 thread.start()
                 self._threads.append(thread)
+            # A helper can be claimed once it has marked itself idle: wait for the new ones, so
+            # that the run that started them gets them (a thread starts in tens of microseconds).
+            deadline = time.monotonic() + 1.0
+            for flag in flags:
+                while not flag.value and time.monotonic() < deadline:
+                    time.sleep(0)
 
     def run(
         self, task: int, common: int, extra: int, chunks: int, threads: int | None = None
