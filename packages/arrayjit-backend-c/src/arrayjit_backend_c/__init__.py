@@ -3,9 +3,10 @@
 
 Each is a :class:`~arrayjit_backends.backend_impl.CpuCompiler` that the shared layer runs under
 its ``sync_`` and ``multicore_`` schedulers. Both: ``segments.py`` (a routine as one native
-function per segment; linking and running them), ``crew.py`` (the helper threads of parallel
-loops), ``cpu_matmul.py`` (the packed matmul). ``cc``: ``cc_renderer.py`` (the C dialect),
-``toolchain.py`` (finding and running the system C compiler), ``cc_compiler.py`` (compile).
+function per segment; linking and running them), ``crew.py`` (the native helper threads of
+parallel loops, and the futex bell of ``multicore_`` workers), ``cpu_matmul.py`` (the packed
+matmul). ``cc``: ``cc_renderer.py`` (the C dialect), ``toolchain.py`` (finding and running the
+system C compiler), ``cc_compiler.py`` (compile).
 ``llvm``: ``llvm_renderer.py`` (the IR generator, over ``llvm_types.py``, ``llvm_scalar.py`` and
 ``llvm_helpers.py``), ``llvm_compiler.py`` (compile). This module holds the two entry points.
 """

@@ -7,14 +7,16 @@ statements between them. Every segment function takes the same leading parameter
 nodes' buffers (in :func:`~arrayjit_backends.kernel_plan.kernel_params` order), the merge buffer
 if the routine reads it, the scratch buffers (kernel-local nodes too large for the stack or
 touched by several segments: :func:`plan_segments`), then the static indices; a parallel
-segment's function takes a range of its loop after them (:class:`Segment`).
+segment's function takes a range of its loop after them (:class:`Segment`), and has a *task*
+(:attr:`Segment.task_name`) that calls it with one chunk's arguments read from blocks of int64
+(:func:`task_arguments`).
 
 At link (:meth:`SegmentedCompiler.link`) each parallel segment is cut into chunks
 (:func:`chunks`), as many as its cost is worth
 (:func:`~arrayjit_backends.kernel_plan.worth_threads`), which the calling thread and the
-compiler's :class:`~arrayjit_backend_c.crew.Crew` of helper threads run, the caller never
-waiting for a helper that has not woken up. The chunks are fixed at link, so a reduction's bits
-do not depend on which thread ran what. (The cc compiler ran its parallel loops as OpenMP
+compiler's native :class:`~arrayjit_backend_c.crew.Crew` of helper threads run in one ctypes
+call, the caller never waiting for a helper that has not woken up. The chunks are fixed at
+link, so a reduction's bits do not depend on which thread ran what. (The cc compiler ran its parallel loops as OpenMP
 regions before: on a virtual machine each region cost 80-110 us of thread wake-ups under the
 passive wait policy that the loaded case needs, more than the work of most loops.)
 """
