@@ -16,9 +16,10 @@ At link (:meth:`SegmentedCompiler.link`) each parallel segment is cut into chunk
 (:func:`~arrayjit_backends.kernel_plan.worth_threads`), which the calling thread and the
 compiler's native :class:`~arrayjit_backend_c.crew.Crew` of helper threads run in one ctypes
 call, the caller never waiting for a helper that has not woken up. The chunks are fixed at
-link, so a reduction's bits do not depend on which thread ran what. (The cc compiler ran its parallel loops as OpenMP
-regions before: on a virtual machine each region cost 80-110 us of thread wake-ups under the
-passive wait policy that the loaded case needs, more than the work of most loops.)
+link, so a reduction's bits do not depend on which thread ran what. (The cc compiler ran its
+parallel loops as OpenMP regions before: on a virtual machine each region cost 80-110 us of
+thread wake-ups under the passive wait policy that the loaded case needs, more than the work of
+most loops.)
 """
 
 from __future__ import annotations
