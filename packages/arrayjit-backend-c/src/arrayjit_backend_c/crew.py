@@ -409,7 +409,8 @@ _PAUSE = {
 
 
 class _Native:
-    """The crew module, compiled and loaded: its three entry points as ctypes functions."""
+    """The crew module, compiled and loaded: its entry points (the crew's serve, run and stop,
+    the bell's wait and raise) as ctypes functions."""
 
     def __init__(self) -> None:
         from arrayjit_backend_c import llvm_compiler as lc
