@@ -232,6 +232,52 @@ def test_launch_overhead_raw_pyopencl(benchmark: Any) -> None:
     benchmark.pedantic(run, rounds=2000, iterations=1, warmup_rounds=100)
 
 
+# ---- two streams of one device against one stream ----
+
+TWO_STREAM_SIZES = [18, 20]
+
+
+@pytest.mark.parametrize("streams", [1, 2])
+@pytest.mark.parametrize("k", TWO_STREAM_SIZES)
+def test_two_streams(benchmark: Any, backend: Any, k: int, streams: int) -> None:
+    """Two routines (each its own fused relu(a*b+c) on arrays of its own) run many times
+    without waiting, on two streams of one device or both on one stream. The one-stream row is
+    the two-stream row's baseline: its ``vs hand`` column is one stream's time over two
+    streams', the throughput gained by the second stream."""
+    if not backend.name.startswith("multicore_"):
+        pytest.skip(f"{backend.name}: no worker thread per stream to run two at once")
+    runs = max(4, (1 << 22) >> k)
+    benchmark.group = (
+        f"two streams vs one: fused relu(a*b+c) 2^{k} f32, {runs} runs of each of two routines"
+        " (vs hand: one stream's time / two streams')"
+    )
+    device = backend.get_device(0)
+    shared = backend.new_stream(device)
+    outputs, routines = [], []
+    for _ in range(2):
+        comp, (_, _, _, y), vals = _fused(1 << k)
+        stream = shared if streams == 1 else backend.new_stream(device)
+        routine = backend.link(backend.make_context(stream), backend.compile(comp, name="fused"))
+        routines.append(routine)
+        outputs.append((routine.context, y, np.maximum(vals[0] * vals[1] + vals[2], 0)))
+    waits = [shared] if streams == 1 else [r.context.stream for r in routines]
+
+    def run() -> None:
+        for _ in range(runs):
+            for routine in routines:
+                routine()
+        for stream in waits:
+            backend.await_stream(stream)
+
+    if streams == 1:
+        handwritten(benchmark, backend.name)
+    impl = f"{backend.name}, one stream" if streams == 1 else backend.name
+    measure(benchmark, run, impl, rounds=20)
+    for context, y, want in outputs:
+        assert backend.to_host(context, y)
+        np.testing.assert_allclose(y.get_values(), want, rtol=1e-5, atol=1e-5)
+
+
 # ---- reductions ----
 
 
