@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -204,3 +205,35 @@ def test_a_futex_bell_wakes_its_worker_unless_lowered_in_time() -> None:
     bell.raise_()
     thread.join(timeout=10)
     assert not thread.is_alive()
+
+
+def test_a_forked_child_starts_helpers_of_its_own() -> None:
+    """A child made by ``fork`` has none of its parent's helper threads: its runs must not post
+    jobs to them (and wait forever), but start helpers of their own."""
+    crew = Crew(1)
+    task = Task()
+    crew.run(task.address, 0, 0, 4, 2)
+    assert crew.started == 1
+    pid = os.fork()
+    if pid == 0:  # the child: exits 0 only if two runs complete, with a helper of its own
+        code = 1
+        try:
+            child_task = Task()
+            crew.run(child_task.address, 0, 0, 8, 2)
+            crew.run(child_task.address, 0, 0, 8, 2)
+            code = 0 if child_task.chunks() == sorted(list(range(8)) * 2) else 2
+        finally:
+            os._exit(code)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.01)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the forked child's crew run hung")
+    assert os.waitstatus_to_exitcode(status) == 0
+    crew.run(task.address, 0, 0, 4, 2)  # the parent's helpers are unaffected
+    crew.stop()

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import os
 import platform
 import threading
 import time
@@ -468,6 +469,14 @@ class Crew:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
         self._stopper = weakref.finalize(self, _stop, self.address, words, self._threads)
+        _CREWS.add(self)
+
+    def _forget_helpers(self) -> None:
+        """In a child process made by ``fork``: the helper threads were not copied, so none is
+        idle (a run would post them jobs and wait forever); later runs start new ones."""
+        self._memory[:] = 0
+        self._threads.clear()
+        self._lock = threading.Lock()
 
     @property
     def started(self) -> int:
@@ -516,6 +525,18 @@ class Crew:
         start new ones."""
         with self._lock:
             _stop(self.address, self._memory, self._threads)
+
+
+_CREWS: weakref.WeakSet[Crew] = weakref.WeakSet()
+"""Every live crew, for :func:`_after_fork`."""
+
+
+def _after_fork() -> None:
+    for crew in list(_CREWS):
+        crew._forget_helpers()
+
+
+os.register_at_fork(after_in_child=_after_fork)
 
 
 def _stop(address: int, memory: Any, threads: list[threading.Thread]) -> None:
