@@ -84,6 +84,22 @@ def test_parallel_segments_and_scratch(
     np.testing.assert_allclose(got, (vx + vu[:, None] ** 2).sum(1), rtol=1e-4)
 
 
+def test_a_lone_reduction_of_one_chunk_is_folded(cache_dir: Path, compiler: str) -> None:
+    """A routine that is only a parallel reduction (accumulating into the cell's value, no
+    zeroing segment before it), split into one chunk (one worker): its partial must still be
+    folded into the cell (a one-call shortcut once skipped the fold: the cell stayed 0)."""
+    n = PARALLEL_MIN_WORK * 64
+    x = Tnode.create((n,), label="x", hosted=True)
+    s = Tnode.create((), label="s", hosted=True)
+    comp = ir.accum(s, "add", x, spec="i->", initialize_neutral=False)
+    kernel = generate(compiler, optimize(lower(comp), name="r"))
+    assert [seg.reduction is not None for seg in kernel.segments] == [True]
+    vx = RNG.standard_normal(n).astype(np.float32)
+    for workers in (1, 3):
+        got, _ = run_direct(COMPILERS[compiler](workers=workers), comp, {x: vx}, s, False)
+        np.testing.assert_allclose(got, vx.sum(dtype=np.float64), rtol=1e-5, atol=1e-3)
+
+
 def test_segments_only_for_large_disjoint_loops_and_reductions(
     monkeypatch: pytest.MonkeyPatch, compiler: str
 ) -> None:

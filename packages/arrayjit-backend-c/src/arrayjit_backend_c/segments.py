@@ -418,7 +418,8 @@ class SegmentedCompiler(CpuCompiler):
             steps.append((fn, (), (task, extra.ctypes.data, len(calls)), combine, fold))
         keep_alive = (list(buffers.values()), scratch, c)
 
-        if args.fixed is not None and len(steps) == 1 and steps[0][2] is None:
+        if args.fixed is not None and len(steps) == 1 and steps[0][2:4] == (None, None):
+            # One native call with fixed arguments (no crew job, no partials to fold).
             fn, fixed = steps[0][0], (*args.fixed, *steps[0][1])
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
