@@ -176,6 +176,18 @@ def test_stop_ends_the_helpers_and_a_later_run_starts_new_ones() -> None:
     assert not {"t-stop-0", "t-stop-1"} & {t.name for t in threading.enumerate()}
 
 
+def test_no_chunks_run_nothing_and_a_bad_task_is_refused() -> None:
+    crew = Crew(2, "t-bad")
+    task = Task()
+    for chunks in (0, -3):
+        crew.run(task.address, 0, 0, chunks, 2)
+    assert task.ran == [] and crew.started == 0
+    for bad in ("x", None, 0, 1.5):
+        with pytest.raises(TypeError, match="crew t-bad: task must be a function's address"):
+            crew.run(bad, 0, 0, 1)  # type: ignore[arg-type]
+    crew.stop()
+
+
 def test_size_is_capped() -> None:
     assert Crew(1000).size == crew_module.MAX_HELPERS
     assert Crew(0).size == 0 and Crew(-1).size == 0

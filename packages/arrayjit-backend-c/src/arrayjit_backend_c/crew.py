@@ -514,7 +514,14 @@ class Crew:
         on the calling thread and idle helpers; returns when all are done. ``task``: the
         address of a native function of type :data:`TASK`; ``threads``: the most threads to
         use, the caller's included (its stream's share of the cores, see
-        :class:`~arrayjit_backends.scheduler.ThreadBudget`; None: no limit)."""
+        :class:`~arrayjit_backends.scheduler.ThreadBudget`; None: no limit).
+
+        Raises:
+            TypeError: ``task`` is not a non-null address (an ``int``): ctypes would take a
+                string or ``None`` for a pointer and the call would crash the process.
+        """
+        if type(task) is not int or task == 0:
+            raise TypeError(f"crew {self.name}: task must be a function's address, got {task!r}")
         most = min(chunks if threads is None else min(chunks, threads), self.size + 1) - 1
         if most > len(self._threads):
             self._start(most)
