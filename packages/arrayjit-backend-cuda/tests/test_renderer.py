@@ -147,11 +147,14 @@ def test_catalogue_renders_parallel_kernels() -> None:
     assert "__syncthreads();" in programs["full_sum_large"].source
     assert "__float2half_rn(" in programs["unop_exp_half"].source
     assert 'extern "C" __global__ void aj_matmul_large_k' in programs["matmul_large"].source
-    # A matmul: zeroing (a thread per cell), then one tiled block of 256 threads per 64 x 64
-    # cells, its tiles in shared memory.
+    # A matmul: one tiled block of 256 threads per 64 x 64 cells, its tiles in shared memory
+    # (aligned rows: each step's 4 values of each tile are one float4 load); the zeroing
+    # before it folded in (cells start from 0, no launch of its own).
     mm = programs["matmul_large"]
-    assert [(k.global_size, k.local_size) for k in mm.kernels] == [(64 * 64, None), (256, 256)]
-    assert "__shared__ float aj_ta[16][65];" in mm.source and "fmaf(aj_a3, aj_b3," in mm.source
+    assert [(k.global_size, k.local_size) for k in mm.kernels] == [(256, 256)]
+    assert "__shared__ __align__(16) float aj_ta[16][68];" in mm.source
+    assert "fmaf(aj_a3, aj_b3," in mm.source and mm.source.count("(*(const float4*)&") == 2
+    assert "= (aj_i0 < 64 && aj_j0 < 64) ? (((float)0.0)) : 0;" in mm.source
     # Independent statements of one size share a kernel.
     assert len(programs["ternops_single"].kernels) == 1
 

@@ -15,6 +15,7 @@ from opencl_helpers import node, require_prec, run_batch
 
 from arrayjit_backends.gpu_syntax import GpuProgram
 from arrayjit_ir import interpret, ir
+from arrayjit_ir.assignments import Constant
 from arrayjit_tnode import Tnode
 
 RNG = np.random.default_rng(19)
@@ -107,6 +108,34 @@ def test_transposed_operand_and_signed_zero_start(backend: Any) -> None:
     np.testing.assert_allclose(
         got, vh + vx.astype(np.float32) @ vw.astype(np.float32).T, 1e-5, 1e-5
     )
+
+
+def test_a_fill_before_the_matmul_is_its_start(backend: Any) -> None:
+    """``h = 1.5`` then ``h += x @ w``: the tiled kernel's cells start from the fill's constant
+    (the fill's launch goes); the bits of the serial fma chain from 1.5, against the
+    interpreter over the unoptimized code, and numpy up to rounding."""
+    m, k, n = 70, 37, 66
+    x, w, h = node((m, k), "x"), node((k, n), "w"), node((m, n), "h")
+    vx, vw = RNG.standard_normal((m, k)), RNG.standard_normal((k, n))
+    comp = ir.block(
+        ir.fetch(h, Constant(1.5)),
+        ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij", initialize_neutral=False),
+    )
+    for tn, v in ((x, vx), (w, vw), (h, -np.ones((m, n)))):
+        tn.set_values(v)
+    code = backend.compile(comp, name="mm_fill")
+    program = _program(code)
+    assert _matmul_shape(backend, program)
+    if _expected(backend) == "tiled":
+        assert len(program.kernels) == 1 and "(((float)1.5))" in program.source
+    r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
+    r()
+    backend.to_host(r.context, h)
+    bufs = {x: vx.astype(np.float32), w: vw.astype(np.float32), h: np.zeros((m, n), np.float32)}
+    interpret(code.optimized.unoptimized, bufs, {})
+    got = h.get_values()
+    np.testing.assert_array_equal(got.view(np.uint32), bufs[h].view(np.uint32))
+    np.testing.assert_allclose(got, 1.5 + bufs[x] @ bufs[w], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize(

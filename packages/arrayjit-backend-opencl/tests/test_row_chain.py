@@ -291,3 +291,77 @@ def test_softmax_rows_refuses_other_shapes() -> None:
         softmax_rows(x, y)
     with pytest.raises(UsageError, match="2-D"):
         softmax_rows(hosted((5,), "v"), hosted((5,), "w"))
+
+
+def _row_arrays(src: str) -> list[str]:
+    return [line.split()[-1] for line in src.splitlines() if "__local" in line and "row_" in line]
+
+
+def test_a_row_the_chain_reads_back_is_held_in_local_memory(backend: Any) -> None:
+    """Softmax with ``e`` hosted: the chain keeps each work group's row of ``e`` in local
+    memory (its reads come from there), and its stores still reach ``e``'s buffer, which the
+    host reads afterwards; ``m`` and ``se`` live in this kernel alone and are never stored."""
+    rows, cols = 300, 500
+    x, y, e = hosted((rows, cols), "x"), hosted((rows, cols), "y"), hosted((rows, cols), "e")
+    m, se = Tnode.create((rows,), label="m"), Tnode.create((rows,), label="se")
+    comp = ir.block(
+        ir.accum(m, "max", x, spec="rc->r"),
+        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="rc->r"),
+        ir.binop(y, "div", e, se, spec="rc,r->rc"),
+    )
+    program, shapes = _shapes(backend, comp)
+    assert shapes == [(rows * 32, 32)]  # 500 terms a row: 32 lanes
+    src = program.source
+    arrays = _row_arrays(src)
+    assert [a.split("[")[1] for a in arrays] == [f"{cols}];", "1];", "1];"], arrays
+    e_row = arrays[0].split("[")[0]
+    # Every store of e goes to the row and the buffer; every read of e is of the row.
+    e_buf = e_row.removeprefix("row_")
+    # e's buffer only as the target of its two stores (``row_e[c] = e[r, c] = ...``)
+    assert src.count(f"{e_buf}[") - src.count(f"{e_row}[") == src.count(f"= {e_buf}[") == 2
+    assert "= m_" not in src and "= se_" not in src
+    vx = RNG.uniform(-4, 4, (rows, cols)).astype(np.float32)
+    got_y, got_e = run_once(backend, comp, {x: vx}, [y, e])
+    ve = np.exp(vx.astype(np.float64) - vx.max(1, keepdims=True))
+    np.testing.assert_allclose(got_e, ve, rtol=1e-5)
+    np.testing.assert_allclose(got_y, ve / ve.sum(1, keepdims=True), rtol=1e-5, atol=1e-9)
+
+
+def test_a_row_whose_first_touch_reads_it_stays_in_its_buffer(backend: Any) -> None:
+    """``t = 0.5 * t + x`` reads ``t``'s value from before the kernel: a local row array would
+    not hold it, so ``t`` keeps its buffer; two runs carry ``t`` over, against numpy and the
+    interpreter."""
+    rows, cols = 300, 400
+    x, y, t = hosted((rows, cols), "x"), hosted((rows, cols), "y"), hosted((rows, cols), "t")
+    h, s = Tnode.create((rows, cols), label="h"), Tnode.create((rows,), label="s")
+    half = hosted((), "half")
+    comp = ir.block(
+        ir.binop(h, "mul", t, half, spec="rc,->rc"),
+        ir.binop(t, "add", h, x),
+        ir.accum(s, "add", t, spec="rc->r"),
+        ir.binop(y, "div", t, s, spec="rc,r->rc"),
+    )
+    program, _ = _shapes(backend, comp)
+    assert [k for k in program.kernels if k.local_size == 32], program.source  # the chain
+    assert not any("row_t_" in a for a in _row_arrays(program.source))
+    vx = RNG.uniform(1, 2, (rows, cols))
+    vt = RNG.uniform(1, 2, (rows, cols))
+
+    def step(state: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        t2 = 0.5 * state["t"] + state["x"]
+        return {**state, "t": t2, "y": t2 / t2.sum(1, keepdims=True)}
+
+    check_runs(
+        backend,
+        comp,
+        {"x": x, "y": y, "t": t, "half": half},
+        {"x": vx, "y": np.zeros((rows, cols)), "t": vt, "half": np.array(0.5)},
+        step,
+        runs=2,
+        prec="single",
+        observed=("t", "y"),
+        numpy_rtol=1e-5,
+        interpreters=False,
+    )

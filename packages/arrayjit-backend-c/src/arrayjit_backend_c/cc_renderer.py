@@ -135,7 +135,7 @@ class CcSyntax(CSyntax):
         partial in slot order."""
         tn, idx = red.target.tn, red.target.indices
         ct = self.compute_type(tn.prec)
-        cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
+        cell = self.cell(tn, idx)
         acc, k = self.temp("acc"), self.fresh_name("part")
         out.add(1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         out.add(1, f"for (int64_t {k} = 0; {k} < count; ++{k}) {{")

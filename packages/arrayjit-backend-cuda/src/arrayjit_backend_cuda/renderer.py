@@ -35,6 +35,13 @@ class CudaSyntax(GpuSyntax):
     def buffer_prologue(self, name: str, ctype: str) -> str:
         return ""
 
+    def local_array(self, ct: str, name: str, dims: tuple[int, ...]) -> str:
+        shape = "".join(f"[{d}]" for d in dims)
+        return f"__shared__ __align__(16) {ct} {name}{shape};"
+
+    def local_vector(self, ct: str, width: int, lvalue: str) -> str:
+        return f"(*(const {ct}{width}*)&{lvalue})"  # aligned: see local_array
+
     def load(self, prec: Prec, text: str) -> str:
         if prec is Prec.half:
             return f"__half2float({text})"

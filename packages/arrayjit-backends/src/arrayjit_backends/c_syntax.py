@@ -254,6 +254,14 @@ class CSyntax:
             text = part if k == 0 else f"({text}) * {dims[k]} + {part}"
         return text or "0"
 
+    def cell(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
+        """The cell ``tn[idx]`` as an lvalue: an element of the node's buffer."""
+        return f"{self.name(tn)}[{self.offset(tn, idx)}]"
+
+    def assign(self, tn: Tnode, idx: tuple[AxisIndex, ...], value: str) -> str:
+        """The statement storing ``value`` (already in the storage type) into ``tn[idx]``."""
+        return f"{self.cell(tn, idx)} = {value};"
+
     # ---- expressions ----
 
     def const(self, v: float, ctype: str) -> str:
@@ -278,7 +286,7 @@ class CSyntax:
             return f"aj_u4_of({self.expr(e, Prec.uint64, pre, indent)})"
         match e:
             case L.Get(tn=tn, indices=idx):
-                cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
+                cell = self.cell(tn, idx)
                 return self.convert(self.load(tn.prec, cell), tn.prec, prec)
             case L.Get_merge_buffer(tn=tn, indices=idx):
                 ptr = f"(({self.buffer_prefix}{self.storage_types[tn.prec]}*)merge_buffer)"
@@ -457,7 +465,7 @@ class CSyntax:
             case L.Set(tn=tn, indices=idx, value=v):
                 pre: list[str] = []
                 val = self.expr(v, tn.prec, pre, indent)
-                line = f"{self.name(tn)}[{self.offset(tn, idx)}] = {self.store(tn.prec, val)};"
+                line = self.assign(tn, idx, self.store(tn.prec, val))
                 self._emit(out, indent, pre, line)
             case L.Set_local(scope=sc, value=v):
                 if sc not in self._declared:  # a local hoisted out of its scope by CSE
@@ -519,12 +527,12 @@ class CSyntax:
         """A loop nest accumulating into one cell, with the cell in a register."""
         tn, idx = red.target.tn, red.target.indices
         ct = self.compute_type(tn.prec)
-        cell = f"{self.name(tn)}[{self.offset(tn, idx)}]"
+        cell = self.cell(tn, idx)
         acc = self.temp("acc")
         out.add(indent, "{")
         out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, cell)});")
         self.accumulate(red, acc, out, indent + 1)
-        out.add(indent + 1, f"{cell} = {self.store(tn.prec, acc)};")
+        out.add(indent + 1, self.assign(tn, idx, self.store(tn.prec, acc)))
         out.add(indent, "}")
 
     def accumulate(

@@ -249,14 +249,14 @@ def render_cell_body(
     syn._decode(list(nest), out, syn.group_id, indent)
     render_lanes(syn, cr, lanes, out, indent)
     ct = syn.compute_type(tn.prec)
-    cell = f"{syn.name(tn)}[{syn.offset(tn, idx)}]"
+    cell = syn.cell(tn, idx)
     old = (
         f"(({ct}){syn.load(tn.prec, cell)})"
         if cr.init is None
         else syn.stored_const(tn.prec, cr.init)
     )
     final = syn.binop(cr.op, old, "aj_sh[0]", ct, ct not in ("float", "double"))
-    out.add(indent, f"if (aj_lid == 0) {cell} = {syn.store(tn.prec, final)};")
+    out.add(indent, f"if (aj_lid == 0) {syn.assign(tn, idx, syn.store(tn.prec, final))}")
 
 
 def render_lanes(syn: GpuSyntax, cr: CellReduction, lanes: int, out: Out, indent: int) -> None:

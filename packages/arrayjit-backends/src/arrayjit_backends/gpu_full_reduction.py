@@ -84,7 +84,7 @@ def _cell_before(syn: GpuSyntax, red: ScalarReduction, init: float | None) -> st
 def _cell(syn: GpuSyntax, red: ScalarReduction) -> str:
     """The reduction's cell, as an lvalue of its node's buffer."""
     tn = red.target.tn
-    return f"{syn.name(tn)}[{syn.offset(tn, red.target.indices)}]"
+    return syn.cell(tn, red.target.indices)
 
 
 def _accumulator(syn: GpuSyntax, red: ScalarReduction, before: str) -> tuple[str, bool, str]:

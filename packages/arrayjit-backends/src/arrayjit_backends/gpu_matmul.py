@@ -13,7 +13,8 @@ barriers only cost (the runtime runs a group as loops around its code, split at 
 there each work item computes rows of a vector of cells straight from the operands
 (:func:`render_register_matmul`), 3.7x the tiled shape's speed on PoCL.
 
-Exactness: each cell starts from its stored value (as the naive kernel does) and takes
+Exactness: each cell starts from its stored value (as the naive kernel does), or from the
+constant of the fill just before it where that was folded in, and takes
 ``acc = fma(a, b, acc)`` for ``k`` in increasing order, one rounding per step, the operands in
 their original order: the bits of the serial code. Steps past the end of ``k`` are not taken
 (the last tile's loop is bounded by what is left), so a zero-padded step never runs
@@ -88,6 +89,10 @@ class MatmulPlan:
     w: L.Get
     x_is_a: bool
     batch: tuple[L.For_loop, ...] = ()
+    init: float | None = None
+    """The value every cell was filled with just before, folded in (the fill's launch dropped;
+    :func:`~arrayjit_backends.gpu_syntax._fold_fills`): cells start from it instead of their
+    stored values."""
 
     @property
     def extents(self) -> tuple[int, int, int]:
@@ -290,7 +295,12 @@ def render_register_matmul(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tup
 def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple[int, int | None]:
     """The body of the kernel computing ``plan`` (after the kernel's prologue): the tiled shape,
     or on a CPU device (``cell_lanes == 1``) with vector types the register shape
-    (:func:`render_register_matmul`); returns ``(global size, local size)``."""
+    (:func:`render_register_matmul`); returns ``(global size, local size)``.
+
+    The tiled shape: work item ``(ty, tx)`` owns the block's rows ``ty * tm + r`` and columns
+    ``tx * tn + c`` (contiguous, so a step's values of a tile are vector loads from local
+    memory); the next tiles of ``A`` and ``B`` are loaded into registers while the current
+    ones are used (each work item's share of a tile), then stored to local memory."""
     if syntax.cell_lanes == 1 and syntax.vector_cells:
         return render_register_matmul(syntax, plan, out)
     t = plan.tiling
@@ -298,7 +308,6 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     prec = plan.target.tn.prec
     ct = syntax.compute_type(prec)
     it = syntax.index_type
-    lq = syntax.local_qualifier
     f = "f" if ct == "float" else ""
     rt, cth = t.bm // t.tm, t.bn // t.tn  # work items along rows, along columns
     assert rt * cth == THREADS
@@ -309,6 +318,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
     (r0, c0, k0), (ri, ci, ki) = _origins(plan)
     c_name = syntax.name(plan.target.tn)
+    width = VECTOR_BYTES // prec.byte_size  # values of one vector load from local memory
 
     # Where the dialect has vector types with an elementwise fma (OpenCL C), a work item's row
     # of cells is one vector: one fma call per row and step (the same one rounding per lane).
@@ -317,66 +327,93 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     def cell(r: int, c: int) -> str:
         return f"aj_c{r}.s{c:x}" if vector else f"aj_c{r}_{c}"
 
+    def target_at(r: int, c: int) -> str:
+        vals = {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"}
+        return f"{c_name}[{_address(L.Get(plan.target.tn, plan.target.indices), vals)}]"
+
     out.add(1, f"const int aj_lid = (int){syntax.local_id};")
     out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id} % {per_matrix};")
     out.add(1, f"const {it} aj_bi = (aj_grp / {groups_n}) * {t.bm};")
     out.add(1, f"const {it} aj_bj = (aj_grp % {groups_n}) * {t.bn};")
     batch = _batch_cell(plan, out, it, f"({it}){syntax.group_id}", per_matrix)  # its matrix
     out.add(1, f"const int aj_ty = aj_lid / {cth}, aj_tx = aj_lid % {cth};")
-    # The A tile is stored k-major (a row of it is what one k step reads); one column of
-    # padding keeps the transposing stores off a single bank.
-    out.add(1, f"{lq} {ct} aj_ta[{t.bk}][{t.bm + 1}];")
-    out.add(1, f"{lq} {ct} aj_tb[{t.bk}][{t.bn}];")
-    # Work item (ty, tx) owns rows ty + r * rt and columns tx + c * cth of the block:
-    # neighbouring work items touch neighbouring columns (coalesced stores).
+    # The A tile is stored k-major (a row of it is what one k step reads); a vector's worth of
+    # padding keeps its rows aligned and the transposing stores off a single bank.
+    out.add(1, syntax.local_array(ct, "aj_ta", (t.bk, t.bm + width)))
+    out.add(1, syntax.local_array(ct, "aj_tb", (t.bk, t.bn)))
     for r in range(t.tm):
-        out.add(1, f"const {it} aj_i{r} = aj_bi + aj_ty + {r * rt};")
+        out.add(1, f"const {it} aj_i{r} = aj_bi + aj_ty * {t.tm} + {r};")
     for c in range(t.tn):
-        out.add(1, f"const {it} aj_j{c} = aj_bj + aj_tx + {c * cth};")
+        out.add(1, f"const {it} aj_j{c} = aj_bj + aj_tx * {t.tn} + {c};")
     for r in range(t.tm):
         for c in range(t.tn):
-            addr = _address(
-                L.Get(plan.target.tn, plan.target.indices),
-                {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
-            )
-            load = syntax.load(prec, f"{c_name}[{addr}]")
+            if plan.init is not None:  # the fill before, folded (gpu_syntax._fold_fills)
+                start = syntax.const(plan.init, ct)
+            else:
+                start = f"({ct}){syntax.load(prec, target_at(r, c))}"
             if vector and c == 0:
                 out.add(1, f"{ct}{t.tn} aj_c{r};")
             decl = "" if vector else f"{ct} "
             inside = f"aj_i{r} < {m} && aj_j{c} < {n}"
-            zero = syntax.zero(prec)
-            out.add(1, f"{decl}{cell(r, c)} = ({inside}) ? (({ct}){load}) : {zero};")
-    full, tail = divmod(kk, t.bk)
+            out.add(1, f"{decl}{cell(r, c)} = ({inside}) ? ({start}) : {syntax.zero(prec)};")
 
-    def tile(kt: str, steps: str | int, indent: int) -> None:
-        """Load the tiles at ``k = kt``, then take ``steps`` steps of every cell."""
-        # A tile: element e is (row e / bk, step e % bk), consecutive steps on neighbouring
-        # work items; B tile: (step e / bn, column e % bn).
-        for what, size, inner, g in (("a", t.bm * t.bk, t.bk, a), ("b", t.bk * t.bn, t.bn, b)):
-            out.add(indent, f"for (int aj_e = aj_lid; aj_e < {size}; aj_e += {THREADS}) {{")
-            out.add(indent + 1, f"const int aj_u = aj_e / {inner}, aj_v = aj_e % {inner};")
+    # A work item's share of each tile: element e = lid + q * THREADS of the A tile is (row
+    # e / bk, step e % bk), consecutive steps on neighbouring work items; of the B tile (step e
+    # / bn, column e % bn). Its values wait in registers aj_pa<q>, aj_pb<q>.
+    shares = []
+    for what, size, inner, g in (("a", t.bm * t.bk, t.bk, a), ("b", t.bk * t.bn, t.bn, b)):
+        for q in range(-(-size // THREADS)):
+            e = f"aj_lid + {q * THREADS}"
+            guard = f"{e} < {size}" if (q + 1) * THREADS > size else None
+            u, v = f"aj_{what}u{q}", f"aj_{what}v{q}"
+            out.add(1, f"const int {u} = ({e}) / {inner}, {v} = ({e}) % {inner};")
+            out.add(1, f"{ct} aj_p{what}{q} = {syntax.zero(prec)};")
+            shares.append((what, q, guard, g))
+
+    def fetch(kt: str, indent: int) -> None:
+        """Load this work item's share of the tiles at ``k = kt`` into its registers (zeros
+        outside the operands)."""
+        for what, q, guard, g in shares:
+            u, v = f"aj_{what}u{q}", f"aj_{what}v{q}"
             if what == "a":
-                i, s, cond = "aj_bi + aj_u", f"{kt} + aj_v", f"aj_bi + aj_u < {m}"
-                vals = {**batch, ri: f"{r0} + {i}", ki: f"{k0} + {s}"}
-                dest = "aj_ta[aj_v][aj_u]"
-                cond_k = f"{s} < {kk}"
+                s, cond = f"{kt} + {v}", f"aj_bi + {u} < {m}"
+                vals = {**batch, ri: f"{r0} + aj_bi + {u}", ki: f"{k0} + {s}"}
             else:
-                j, s, cond = "aj_bj + aj_v", f"{kt} + aj_u", f"aj_bj + aj_v < {n}"
-                vals = {**batch, ki: f"{k0} + {s}", ci: f"{c0} + {j}"}
-                dest = "aj_tb[aj_u][aj_v]"
-                cond_k = f"{s} < {kk}"
+                s, cond = f"{kt} + {u}", f"aj_bj + {v} < {n}"
+                vals = {**batch, ki: f"{k0} + {s}", ci: f"{c0} + aj_bj + {v}"}
+            if guard is not None:
+                cond = f"{guard} && {cond}"
             load = syntax.load(prec, f"{syntax.name(g.tn)}[{_address(g, vals)}]")
-            out.add(
-                indent + 1,
-                f"{dest} = ({cond} && {cond_k}) ? (({ct}){load}) : {syntax.zero(prec)};",
-            )
-            out.add(indent, "}")
-        out.add(indent, syntax.barrier)
-        out.add(indent, f"for (int aj_s = 0; aj_s < {steps}; ++aj_s) {{")
-        for r in range(t.tm):
-            out.add(indent + 1, f"const {ct} aj_a{r} = aj_ta[aj_s][aj_ty + {r * rt}];")
-        for c in range(t.tn):
-            out.add(indent + 1, f"const {ct} aj_b{c} = aj_tb[aj_s][aj_tx + {c * cth}];")
+            value = f"({cond} && {s} < {kk}) ? (({ct}){load}) : {syntax.zero(prec)}"
+            out.add(indent, f"aj_p{what}{q} = {value};")
+
+    def stash(indent: int) -> None:
+        """Store the registers' share into the local tiles."""
+        for what, q, guard, _ in shares:
+            u, v = f"aj_{what}u{q}", f"aj_{what}v{q}"
+            dest = f"aj_ta[{v}][{u}]" if what == "a" else f"aj_tb[{u}][{v}]"
+            line = f"{dest} = aj_p{what}{q};"
+            out.add(indent, f"if ({guard}) {line}" if guard is not None else line)
+
+    def values(name: str, tile: str, base: str, count: int, indent: int) -> None:
+        """``aj_<name><r>`` for ``r < count``: the step's ``count`` values of a local tile row
+        from ``base`` on (vector loads where they divide evenly)."""
+        if count % width or width == 1:
+            for r in range(count):
+                out.add(indent, f"const {ct} aj_{name}{r} = {tile}[aj_s][{base} + {r}];")
+            return
+        for v in range(count // width):
+            vec = syntax.local_vector(ct, width, f"{tile}[aj_s][{base} + {v * width}]")
+            out.add(indent, f"const {ct}{width} aj_vec_{name}{v} = {vec};")
+            for w in range(width):
+                part = f"aj_vec_{name}{v}.{'xyzw'[w]}"
+                out.add(indent, f"const {ct} aj_{name}{v * width + w} = {part};")
+
+    def steps(count: str | int, indent: int) -> None:
+        """Take ``count`` steps of every cell from the local tiles."""
+        out.add(indent, f"for (int aj_s = 0; aj_s < {count}; ++aj_s) {{")
+        values("a", "aj_ta", f"aj_ty * {t.tm}", t.tm, indent + 1)
+        values("b", "aj_tb", f"aj_tx * {t.tn}", t.tn, indent + 1)
         for r in range(t.tm):
             if vector:
                 av = f"(({ct}{t.tn})(aj_a{r}))"
@@ -388,25 +425,38 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
                 x, w = (f"aj_a{r}", f"aj_b{c}") if plan.x_is_a else (f"aj_b{c}", f"aj_a{r}")
                 out.add(indent + 1, f"{cell(r, c)} = fma{f}({x}, {w}, {cell(r, c)});")
         out.add(indent, "}")
-        out.add(indent, syntax.barrier)  # the next tile overwrites what this one read
 
+    # Steps past the end of k are never taken (the last tile's loop is bounded by what is
+    # left): a zero-padded step would turn a -0.0 cell into +0.0.
+    full, tail = divmod(kk, t.bk)
+    last = (full + (1 if tail else 0)) * t.bk  # where the tiles end
+    fetch("0", 1)
+    stash(1)
+    out.add(1, syntax.barrier)
     if full:
         out.add(1, f"for (int aj_kt = 0; aj_kt < {full * t.bk}; aj_kt += {t.bk}) {{")
-        tile("aj_kt", t.bk, 2)
+        out.add(2, f"const int aj_more = aj_kt + {t.bk} < {last};")
+        out.add(2, "if (aj_more) {")
+        fetch(f"(aj_kt + {t.bk})", 3)
+        out.add(2, "}")
+        steps(t.bk, 2)
+        out.add(2, syntax.barrier)  # every work item is done with the tiles
+        out.add(2, "if (aj_more) {")
+        stash(3)
+        out.add(2, "}")
+        out.add(2, syntax.barrier)
         out.add(1, "}")
     if tail:
-        out.add(1, "{")
-        tile(str(full * t.bk), tail, 2)
-        out.add(1, "}")
+        steps(tail, 1)
     for r in range(t.tm):
         for c in range(t.tn):
-            addr = _address(
-                L.Get(plan.target.tn, plan.target.indices),
-                {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"},
-            )
             store = syntax.store(prec, cell(r, c))
-            out.add(1, f"if (aj_i{r} < {m} && aj_j{c} < {n}) {c_name}[{addr}] = {store};")
+            out.add(1, f"if (aj_i{r} < {m} && aj_j{c} < {n}) {target_at(r, c)} = {store};")
     return groups * THREADS, THREADS
+
+
+VECTOR_BYTES = 16
+"""Bytes of one vector load from a local tile (``float4``, ``double2``)."""
 
 
 __all__ = ["MatmulPlan", "Tiling", "matmul_plan", "render_matmul_kernel", "render_register_matmul"]

@@ -24,8 +24,12 @@ what any of them writes, they run as one kernel with one work group per row:
 Why this is exact: the statements' rows are independent (:func:`independent`: every store is
 to the row's own cells, every read of a written node is of the row's own cells), so running
 them row by row, in statement order within each row, is running them statement by statement.
-Temporaries such as ``e`` stay in their global buffers: one row of them is a few KB, read back
-from cache.
+A node the chain reads after writing it (softmax's ``e``, ``m``, ``se``) may keep its row in a
+local array of the work group (:func:`row_resident`): its reads come from there, and its stores
+also reach its buffer unless no other kernel of the routine touches it and it is kernel-local
+(``Local``: ``m`` and ``se`` are then never stored). This is exact because the first step
+touching such a node stores its whole row, so the array never stands for a value from before
+the kernel.
 
 Chains need many rows (:data:`CHAIN_MIN_ROWS`) or short rows: a few long rows would leave the
 pointwise steps a few work groups where their own kernels get a work item per cell.
@@ -34,7 +38,8 @@ pointwise steps a few work groups where their own kernels get a work item per ce
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -42,12 +47,14 @@ from arrayjit_backends.c_syntax import Out
 from arrayjit_backends.gpu_cell_reduction import (
     CellReduction,
     cell_lanes,
+    covers,
     render_cell_body,
     render_lanes,
 )
 from arrayjit_backends.kernel_plan import (
     ScalarReduction,
     accumulation_step,
+    gets_of,
     scalar_reduction,
     sets_of,
 )
@@ -67,6 +74,12 @@ cache and the whole computation is small)."""
 
 MAX_STEPS = 32
 """Statements in one chain at most."""
+
+RESIDENT_BYTES = 24 * 1024
+"""Local memory a chain's work group may hold rows of kernel-local nodes in
+(:func:`row_resident`): OpenCL guarantees 32 KiB per group, CUDA 48 KiB of static shared
+memory; 24 KiB leaves room for the reduction tree and, on an H100, eight groups per
+multiprocessor."""
 
 
 @dataclass(frozen=True)
@@ -333,19 +346,128 @@ def _phases(steps: Sequence[RowStep]) -> list[list[RowStep]]:
     return phases
 
 
+def _row_axes(chain: RowChain, tn: Tnode) -> bool:
+    """Whether every access to ``tn`` in ``chain`` indexes its leading axes by the step's row
+    loops (so one work group's accesses are one row's cells)."""
+    for st in chain.steps:
+        rows = tuple(Iterator(lp.index) for lp in st.rows)
+        accesses = [x.indices for x in sets_of(st.stmt) if x.tn is tn]
+        accesses += [g.indices for g in gets_of(st.stmt) if g.tn is tn]
+        if any(tuple(idx[: len(rows)]) != rows for idx in accesses):
+            return False
+        if any(isinstance(g, L.Get_merge_buffer) and g.tn is tn for g in L.reads(st.stmt)):
+            return False
+    return True
+
+
+def _rendered_reads(st: RowStep) -> set[Tnode]:
+    """The nodes the rendered step reads: a cell reduction starting from a folded fill reads
+    its terms, not its cell."""
+    cr = st.cell
+    if cr is None or cr.init is None:
+        return {g.tn for g in gets_of(st.stmt)}
+    return {g.tn for r in cr.parts for g in L.sub_exprs(r.term) if isinstance(g, L.Get)}
+
+
+def _writes_row_first(st: RowStep, tn: Tnode) -> bool:
+    """Whether step ``st`` stores every cell of ``tn`` of its row before any read of it: a
+    cell reduction into ``tn`` starting from a folded fill, a fill of its own cells, or a store
+    covering the row that reads none of ``tn``."""
+    cr = st.cell
+    if cr is not None:
+        return (
+            cr.target.tn is tn
+            and cr.init is not None
+            and covers(st.rows, tn, cr.target.indices)
+            and tn not in _rendered_reads(st)
+        )
+    if st.fill is not None and st.fill.tn is tn:
+        return True
+    loops = (*st.rows, *st.inner)
+    stores = [x for x in sets_of(st.rest) if x.tn is tn]
+    return (
+        bool(stores)
+        and all(covers(loops, tn, x.indices) for x in stores)
+        and all(g.tn is not tn for g in gets_of(st.stmt))
+    )
+
+
+def row_resident(chain: RowChain, only_here: AbstractSet[Tnode]) -> dict[Tnode, bool]:
+    """The nodes ``chain`` reads after writing them that it may hold a row of in local memory
+    per work group, each with whether its stores must also reach its buffer (all but the
+    kernel-local nodes of ``only_here``, which no other kernel touches): softmax's ``e`` is
+    then read back from local memory, not from the cache hierarchy, and a kernel-local ``e``
+    is never stored to memory at all. Each node's every access in the chain indexes its
+    leading axes by the row; the first step touching it stores the whole row before reading
+    it (so the row array never stands for a value from before the kernel); the rows fit
+    :data:`RESIDENT_BYTES` together (largest first)."""
+    chosen: dict[Tnode, bool] = {}
+    room = RESIDENT_BYTES
+    written = {x.tn for st in chain.steps for x in sets_of(st.stmt)}
+    read = {tn for st in chain.steps for tn in _rendered_reads(st)}
+    order = list(dict.fromkeys(tn for st in chain.steps for tn in _touched_in_order(st.stmt)))
+    for tn in sorted((t for t in order if t in written and t in read), key=_neg_size):
+        first = next(st for st in chain.steps if tn in _touched(st.stmt))
+        if not _row_axes(chain, tn) or not _writes_row_first(first, tn):
+            continue
+        size = _row_bytes(chain, tn)
+        if size <= room:
+            chosen[tn] = tn not in only_here
+            room -= size
+    return chosen
+
+
+def _touched(s: L.Stmt) -> set[Tnode]:
+    return set(_touched_in_order(s))
+
+
+def _touched_in_order(s: L.Stmt) -> list[Tnode]:
+    return [*(x.tn for x in sets_of(s)), *(g.tn for g in gets_of(s))]
+
+
+def _neg_size(tn: Tnode) -> int:
+    return -tn.size_in_bytes
+
+
+def _row_bytes(chain: RowChain, tn: Tnode) -> int:
+    k = len(chain.steps[0].rows)
+    return max(math.prod(tn.dims[k:]), 1) * tn.prec.byte_size
+
+
 def render_row_kernel(
-    syn: GpuSyntax, chain: RowChain, out: Out, header: str, prologue: list[str]
+    syn: GpuSyntax,
+    chain: RowChain,
+    out: Out,
+    header: str,
+    prologue: list[str],
+    resident: Mapping[Tnode, bool] | None = None,
 ) -> None:
     """The kernel of a row chain: work group ``g`` runs every step for row ``g`` (each step
     decodes its own row loops from the group id); launch it with ``chain.rows * chain.lanes``
-    work items in groups of ``chain.lanes``."""
+    work items in groups of ``chain.lanes``. The nodes of ``resident`` (:func:`row_resident`)
+    have a row in a local array, their stores also reaching their buffers where marked."""
     lanes = chain.lanes
     ct = next(syn.compute_type(c.target.tn.prec) for st in chain.steps for c in st.cooperative)
-    it = syn.index_type
     out.add(0, f"{header} {{")
     for line in prologue:
         out.add(1, line)
     out.add(1, f"{syn.local_qualifier} {ct} aj_sh[{lanes}];")
+    k = len(chain.steps[0].rows)
+    for tn, through in (resident or {}).items():
+        name = syn.fresh_name(f"row_{syn.name(tn)}")
+        cells = _row_bytes(chain, tn) // tn.prec.byte_size
+        out.add(1, f"{syn.local_qualifier} {syn.storage_types[tn.prec]} {name}[{cells}];")
+        syn._resident[tn] = (name, k, through)
+    try:
+        _render_phases(syn, chain, out)
+    finally:
+        syn._resident.clear()
+    out.add(0, "}")
+
+
+def _render_phases(syn: GpuSyntax, chain: RowChain, out: Out) -> None:
+    lanes = chain.lanes
+    it = syn.index_type
     out.add(1, f"const int aj_lid = (int){syn.local_id};")
     for k, phase in enumerate(_phases(chain.steps)):
         if k:
@@ -384,7 +506,6 @@ def render_row_kernel(
                 out.add(3, "}")
             out.add(2, "}")
         out.add(1, "}")
-    out.add(0, "}")
 
 
 def _local_values(syn: GpuSyntax, st: RowStep, lanes: int, out: Out) -> L.Stmt:
@@ -434,4 +555,5 @@ __all__ = [
     "fuse_rows",
     "independent",
     "render_row_kernel",
+    "row_resident",
 ]

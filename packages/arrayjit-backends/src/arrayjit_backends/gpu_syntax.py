@@ -53,7 +53,7 @@ from arrayjit_backends.gpu_cell_reduction import (
 )
 from arrayjit_backends.gpu_full_reduction import MAX_GROUPS, render_full_reduction
 from arrayjit_backends.gpu_matmul import THREADS, MatmulPlan, matmul_plan, render_matmul_kernel
-from arrayjit_backends.gpu_row_chain import RowChain, fuse_rows, render_row_kernel
+from arrayjit_backends.gpu_row_chain import RowChain, fuse_rows, render_row_kernel, row_resident
 from arrayjit_backends.kernel_plan import (
     KernelParams,
     ScalarReduction,
@@ -206,11 +206,24 @@ def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
             else:
                 result.append(p)
             continue
+        if fill is not None and (mp := p.matmul) is not None:
+            # The tiled kernel's cells start from the fill's constant instead of reading it.
+            tn = mp.target.tn
+            if (
+                fill[0] is tn
+                and mp.init is None
+                and covers(p.nest, tn, mp.target.indices)
+                and all(g.tn is not tn for g in (mp.x, mp.w))
+            ):
+                result[-1] = replace(p, matmul=replace(mp, init=fill[1]))
+            else:
+                result.append(p)
+            continue
         if (
             fill is None
             or p.fill is not None
             or p.reduction is not None
-            or p.matmul is not None  # the tiled kernel starts from the cells' stored values
+            or p.matmul is not None
             or not p.nest
             or any(isinstance(g, L.Get_merge_buffer) and g.tn is fill[0] for g in L.reads(p.rest))
         ):  # (a merge buffer may be the node's own buffer: its other cells must be filled)
@@ -236,7 +249,7 @@ def _own_cell(p: _Piece, tn: Tnode) -> tuple[AxisIndex, ...] | None:
     when the work items' cells are every cell of ``tn``, each once (so filling its own cell
     first is filling the node first). Only for rows (:func:`~arrayjit_backends.
     gpu_cell_reduction.reads_across`): a matmul-shaped nest may be rendered by a path of its
-    own, which keeps its zeroing launch."""
+    own (a tiled matmul folds the fill as its cells' start instead)."""
     if reads_across(p.nest, p.rest):
         return None
     sets = [st for st in sets_of(p.rest) if st.tn is tn]
@@ -352,6 +365,43 @@ class GpuSyntax(CSyntax):
         # (exact for results below 2**24).
         self.int_math_type = "double" if fp64 else "float"
 
+    def local_array(self, ct: str, name: str, dims: tuple[int, ...]) -> str:
+        """The declaration of a work group's local array, aligned for vector loads."""
+        shape = "".join(f"[{d}]" for d in dims)
+        return f"{self.local_qualifier} {ct} {name}{shape} __attribute__((aligned(16)));"
+
+    def local_vector(self, ct: str, width: int, lvalue: str) -> str:
+        """A vector of ``width`` values of local memory from ``lvalue`` on."""
+        return f"vload{width}(0, &{lvalue})"
+
+    def _reset(self) -> None:
+        super()._reset()
+        self._resident: dict[Tnode, tuple[str, int, bool]] = {}
+        """Nodes the row chain being rendered holds a row of in local memory: the array's
+        name, how many leading axes are the row's, and whether stores also go to the node's
+        buffer (:func:`~arrayjit_backends.gpu_row_chain.row_resident`)."""
+
+    def cell(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
+        """An element of the node's buffer, or for a node the row chain being rendered holds
+        in local memory, of the row's array (the row axes dropped from the offset)."""
+        resident = self._resident.get(tn)
+        if resident is None:
+            return super().cell(tn, idx)
+        name, k, _ = resident
+        dims, text = tn.dims, ""
+        for a in range(k, len(idx)):
+            part = self.index(idx[a])
+            text = part if a == k else f"({text}) * {dims[a]} + {part}"
+        return f"{name}[{text or '0'}]"
+
+    def assign(self, tn: Tnode, idx: tuple[AxisIndex, ...], value: str) -> str:
+        """A store; into a row held in local memory, and also into the buffer unless the
+        node lives only in this kernel."""
+        resident = self._resident.get(tn)
+        if resident is None or not resident[2]:
+            return super().assign(tn, idx, value)
+        return f"{self.cell(tn, idx)} = {super().cell(tn, idx)} = {value};"
+
     # ---- the program ----
 
     def buffer_params(self, name: str, ctype: str) -> list[str]:
@@ -414,11 +464,15 @@ class GpuSyntax(CSyntax):
         out.add(0, f"/* routine {opt.name} */")
         red_index = 0
         pieces = _fold_fills(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements)
-        for group in _group(fuse_rows(self, pieces)):
+        fused = fuse_rows(self, pieces)
+        for group in _group(fused):
             if (chain := group[0].chain) is not None:
                 name = f"{prefix}_k{len(kernels)}"
                 header = f"{self.kernel_prefix} {name}({signature})"
-                render_row_kernel(self, chain, out, header, prologue)
+                elsewhere = {tn for p in fused if p is not group[0] for tn in p.writes | p.reads}
+                only_here = {tn for tn in opt.local_nodes if tn not in elsewhere}
+                resident = row_resident(chain, only_here)
+                render_row_kernel(self, chain, out, header, prologue, resident)
                 kernels.append(GpuKernel(name, chain.rows * chain.lanes, chain.lanes))
                 continue
             if group[0].cell is not None:
