@@ -133,15 +133,20 @@ def test_row_sum_cupy(benchmark: Any) -> None:
 # ---- softmax over rows ----
 
 
-def test_softmax(benchmark: Any, backend: Any) -> None:
-    """Max, exp, sum and divide over each row, as users write it (five assignments)."""
+@pytest.mark.parametrize("kernel_local", [False, True], ids=["e persisted", "e kernel-local"])
+def test_softmax(benchmark: Any, backend: Any, kernel_local: bool) -> None:
+    """Max, exp, sum and divide over each row, as users write it (five assignments). As
+    written, ``e`` is persisted (``On_device``), so the kernel also writes it: three passes of
+    memory where the group counts two. The second row declares the temporaries kernel-local
+    (``softmax_rows(kernel_local=True)``): one read of ``x``, one write of ``y``."""
     benchmark.group = SOFTMAX_GROUP
     vx = _rows()
     x, y = hosted(vx.shape, "x"), hosted(vx.shape, "y")
     x.set_values(vx)
-    comp = softmax_rows(x, y)
+    comp = softmax_rows(x, y, kernel_local=kernel_local)
     routine = backend.link(new_context(backend), backend.compile(comp, name="softmax"))
-    measure(benchmark, runner(backend, routine), backend.name, nbytes=2 * vx.nbytes)
+    impl = f"{backend.name}, e kernel-local" if kernel_local else backend.name
+    measure(benchmark, runner(backend, routine), impl, nbytes=2 * vx.nbytes)
     backend.to_host(routine.context, y)
     np.testing.assert_allclose(y.get_values(), _softmax_np(vx), rtol=1e-4, atol=1e-7)
 

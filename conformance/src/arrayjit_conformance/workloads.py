@@ -19,6 +19,7 @@ import numpy as np
 from arrayjit_ir import ir
 from arrayjit_ir.assignments import Assignment
 from arrayjit_tnode import Tnode, UsageError
+from arrayjit_tnode import memory_mode as mm
 
 State = dict[str, np.ndarray]
 
@@ -270,10 +271,15 @@ def _softmax_rows(
     return _softmax_steps(x, out, m, e, n.tmp(f"{tag}se", (rows,)))
 
 
-def softmax_rows(x: Tnode, y: Tnode) -> Assignment:
+def softmax_rows(x: Tnode, y: Tnode, kernel_local: bool = False) -> Assignment:
     """Softmax over each row of the 2-D node ``x`` into ``y`` as users write it: five
     assignments (row max ``m``, ``e = x - m``, ``e = exp(e)``, row sum ``se``, ``y = e / se``)
     with fresh temporaries of ``x``'s precision. The GPU renderer runs it as one row chain.
+
+    The optimizer persists a temporary larger than the 16 KiB stack threshold (``On_device``:
+    another routine may read it), so ``e`` is stored; ``kernel_local`` declares the
+    temporaries ``Local`` instead, as a caller that never reads them may: the row chain then
+    keeps ``e`` in local memory only.
 
     Raises:
         UsageError: ``x`` is not 2-D, or ``y``'s shape is not ``x``'s."""
@@ -283,8 +289,11 @@ def softmax_rows(x: Tnode, y: Tnode) -> Assignment:
             f"got {tuple(x.dims)} and {tuple(y.dims)}"
         )
     rows, cols = x.dims
-    m, se = (Tnode.create((rows,), prec=x.prec, label=name) for name in ("m", "se"))
-    e = Tnode.create((rows, cols), prec=x.prec, label="e")
+    mode = mm.Local() if kernel_local else None
+    m, se = (
+        Tnode.create((rows,), prec=x.prec, label=name, memory_mode=mode) for name in ("m", "se")
+    )
+    e = Tnode.create((rows, cols), prec=x.prec, label="e", memory_mode=mode)
     return ir.block(*_softmax_steps(x, y, m, e, se))
 
 

@@ -365,3 +365,26 @@ def test_a_row_whose_first_touch_reads_it_stays_in_its_buffer(backend: Any) -> N
         numpy_rtol=1e-5,
         interpreters=False,
     )
+
+
+def test_kernel_local_temporaries_are_never_stored(backend: Any) -> None:
+    """``softmax_rows(kernel_local=True)``: ``m``, ``e`` and ``se`` are ``Local`` and only the
+    chain touches them, so they live in its local arrays alone: no store to their buffers (each
+    a one-byte stand-in), one read of ``x`` per row, one write of ``y``."""
+    rows, cols = 300, 1000
+    x, y = hosted((rows, cols), "x"), hosted((rows, cols), "y")
+    comp = softmax_rows(x, y, kernel_local=True)
+    program, shapes = _shapes(backend, comp)
+    assert shapes == [(rows * 64, 64)]
+    src = program.source
+    assert len(_row_arrays(src)) == 3
+    assert sorted(size for tn, size in program.scratch if tn is not None) == [1, 1, 1]
+    body = src[src.index("__kernel") :]
+    stores = [line for line in body.splitlines() if "] = " in line and "aj_sh" not in line]
+    targets = [
+        t.strip().removeprefix("if (aj_lid == 0) ") for s in stores for t in s.split(" = ")[:-1]
+    ]
+    assert targets and all(t.startswith(("row_", "y_")) for t in targets), targets
+    vx = RNG.uniform(-4, 4, (rows, cols)).astype(np.float32)
+    [got] = run_once(backend, comp, {x: vx}, [y])
+    np.testing.assert_allclose(got, _softmax_np(vx.astype(np.float64)), rtol=1e-5, atol=1e-9)

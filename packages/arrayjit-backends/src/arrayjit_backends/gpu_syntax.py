@@ -465,6 +465,7 @@ class GpuSyntax(CSyntax):
         red_index = 0
         pieces = _fold_fills(self._plan(stmt, reductions.get(id(stmt))) for stmt in statements)
         fused = fuse_rows(self, pieces)
+        unstored: set[Tnode] = set()  # kernel-local nodes that live in a row chain's arrays
         for group in _group(fused):
             if (chain := group[0].chain) is not None:
                 name = f"{prefix}_k{len(kernels)}"
@@ -472,6 +473,7 @@ class GpuSyntax(CSyntax):
                 elsewhere = {tn for p in fused if p is not group[0] for tn in p.writes | p.reads}
                 only_here = {tn for tn in opt.local_nodes if tn not in elsewhere}
                 resident = row_resident(chain, only_here)
+                unstored |= {tn for tn, through in resident.items() if not through}
                 render_row_kernel(self, chain, out, header, prologue, resident)
                 kernels.append(GpuKernel(name, chain.rows * chain.lanes, chain.lanes))
                 continue
@@ -516,7 +518,8 @@ class GpuSyntax(CSyntax):
             self.program_prelude() + "\n".join(out.lines) + "\n",
             tuple(kernels),
             params,
-            tuple(scratch),
+            # The buffer of a node that lives in local arrays alone is never touched: one byte.
+            tuple((tn, 1 if tn in unstored else size) for tn, size in scratch),
         )
 
     helper_qualifier: ClassVar[str] = "inline"
