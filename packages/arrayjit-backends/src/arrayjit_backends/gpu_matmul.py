@@ -270,6 +270,9 @@ def render_register_matmul(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tup
         return f"{syntax.name(g.tn)}[{_address(g, vals)}]"
 
     for r in range(rows):
+        if plan.init is not None:  # the fill before, folded (gpu_syntax._fold_fills)
+            out.add(1, f"{vt} aj_c{r} = ({vt})({syntax.const(plan.init, ct)});")
+            continue
         cells = ", ".join(
             f"({ct}){syntax.load(prec, at(target, r, c, None))}" for c in range(lanes)
         )
