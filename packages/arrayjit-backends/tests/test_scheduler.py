@@ -2,12 +2,15 @@
 
 import functools
 import threading
+import time
 
 import pytest
 
 from arrayjit_backends import fresh_backend
 from arrayjit_backends.scheduler import (
+    DEFER_WINDOW_NS,
     DONE,
+    Bell,
     SyncQueue,
     ThreadBudget,
     ThreadQueue,
@@ -284,6 +287,83 @@ def test_a_waiter_runs_the_tasks_the_worker_has_not_taken() -> None:
     with pytest.raises(KeyboardInterrupt):
         state.wait_until(4)
     assert isinstance(state.error, KeyboardInterrupt) and state.failed_at == 3
+
+
+class _LevelBell(Bell):
+    """A bell that only records its level (no worker sleeps on it)."""
+
+    def __init__(self) -> None:
+        self.raised = False
+
+    def raise_(self) -> None:
+        self.raised = True
+
+    def lower(self) -> None:
+        self.raised = False
+
+    def prepare(self) -> None:
+        pass
+
+    def wait(self) -> None:
+        raise AssertionError("no worker here")
+
+
+def test_a_run_and_wait_leaves_the_next_push_unrung_until_watched() -> None:
+    """White box: once a caller took its task right after pushing it, the next push to the
+    idle stream does not raise the bell; a query of the stream's progress does, and a second
+    push does. A caller that took its task late (it did other work first) ends the
+    deferring: the push after raises the bell at once."""
+    bell = _LevelBell()
+    state = _WorkerState("d", None, bell)
+    state.push(lambda: None)
+    assert bell.raised and not state.deferred  # no history yet: the worker is woken
+    state.wait_until(1)  # the caller takes it at once
+    assert state.defer and not bell.raised
+    state.push(lambda: None)
+    assert state.deferred and not bell.raised
+    state.wake_deferred()
+    assert bell.raised and not state.deferred
+    state.wait_until(2)
+    state.push(lambda: None)
+    assert not bell.raised
+    state.push(lambda: None)  # a second push: the worker has work of its own
+    assert bell.raised and not state.deferred
+    state.wait_until(4)
+    state.push(lambda: None)
+    assert not bell.raised
+    time.sleep(2 * DEFER_WINDOW_NS / 1e9)  # the caller's own work, before it waits
+    state.wait_until(5)
+    assert not state.defer
+    state.push(lambda: None)
+    assert bell.raised
+    state.wait_until(6)
+
+
+@pytest.mark.parametrize("query", ["is_idle", "is_done", "succeeded", "wait_for"])
+def test_a_watched_stream_runs_its_task_on_the_worker(query: str) -> None:
+    """After runs and waits, a task scheduled and then watched (polling ``is_idle``, an
+    event's ``is_done`` or ``succeeded``, another stream waiting for it) runs on the worker,
+    without the caller waiting for it."""
+    q, other = ThreadQueue("w"), ThreadQueue("x")
+    for _ in range(3):
+        q.schedule(lambda: None)
+        q.await_idle()
+    ran: list[str] = []
+    q.schedule(lambda: ran.append(threading.current_thread().name))
+    event = q.all_work()
+    watch = {
+        "is_idle": q.is_idle,
+        "is_done": event.is_done,
+        "succeeded": event.succeeded,
+        "wait_for": lambda: (other.wait_for(event), other.is_idle())[1],
+    }[query]
+    deadline = time.monotonic() + 10
+    while not watch():
+        assert time.monotonic() < deadline, "the task never ran"
+        time.sleep(0.001)
+    assert ran and ran[0].startswith("arrayjit-"), ran
+    q.close()
+    other.close()
 
 
 @pytest.mark.parametrize("seconds", [-1, float("nan"), float("inf"), "x", True])
