@@ -76,10 +76,9 @@ MAX_STEPS = 32
 """Statements in one chain at most."""
 
 RESIDENT_BYTES = 24 * 1024
-"""Local memory a chain's work group may hold rows of kernel-local nodes in
-(:func:`row_resident`): OpenCL guarantees 32 KiB per group, CUDA 48 KiB of static shared
-memory; 24 KiB leaves room for the reduction tree and, on an H100, eight groups per
-multiprocessor."""
+"""Local memory a chain's work group may hold rows of nodes in (:func:`row_resident`): OpenCL
+guarantees 32 KiB per group, CUDA 48 KiB of static shared memory; 24 KiB leaves room for the
+reduction tree and, on an H100, eight groups per multiprocessor."""
 
 
 @dataclass(frozen=True)

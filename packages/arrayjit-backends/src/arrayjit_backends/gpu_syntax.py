@@ -207,7 +207,7 @@ def _fold_fills(pieces: Iterable[_Piece]) -> list[_Piece]:
                 result.append(p)
             continue
         if fill is not None and (mp := p.matmul) is not None:
-            # The tiled kernel's cells start from the fill's constant instead of reading it.
+            # The matmul kernel's cells (either shape) start from the fill's constant.
             tn = mp.target.tn
             if (
                 fill[0] is tn

@@ -365,7 +365,7 @@ class _WorkerState:
         """Raise the bell while the worker may take a task (or must stop), else lower it: a
         caller that takes the task the worker was woken for leaves it asleep, instead of
         contending for the GIL (and a core) with the caller only to find the queue empty."""
-        if self.stop or (not self.running and self.tasks and not self.deferred):
+        if not self.running and (self.stop or (self.tasks and not self.deferred)):
             self.bell.raise_()
         else:
             self.bell.lower()
