@@ -245,13 +245,14 @@ class CSyntax:
         text = format_index(i, self.sym, " * ", " + ")
         return f"({text})" if isinstance(i, Affine) else text
 
-    def offset(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
-        """Row-major offset of ``idx`` in ``tn``'s (padded) buffer."""
+    def offset(self, tn: Tnode, idx: tuple[AxisIndex, ...], first: int = 0) -> str:
+        """Row-major offset of ``idx`` in ``tn``'s (padded) buffer; from axis ``first`` on
+        (the offset within the block of cells the axes before it select)."""
         dims = tn.dims
         text = ""
-        for k, i in enumerate(idx):
-            part = self.index(i)
-            text = part if k == 0 else f"({text}) * {dims[k]} + {part}"
+        for k in range(first, len(idx)):
+            part = self.index(idx[k])
+            text = part if k == first else f"({text}) * {dims[k]} + {part}"
         return text or "0"
 
     def cell(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:

@@ -330,15 +330,16 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     def cell(r: int, c: int) -> str:
         return f"aj_c{r}.s{c:x}" if vector else f"aj_c{r}_{c}"
 
-    def target_at(r: int, c: int) -> str:
-        vals = {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"}
-        return f"{c_name}[{_address(L.Get(plan.target.tn, plan.target.indices), vals)}]"
-
     out.add(1, f"const int aj_lid = (int){syntax.local_id};")
     out.add(1, f"const {it} aj_grp = ({it}){syntax.group_id} % {per_matrix};")
     out.add(1, f"const {it} aj_bi = (aj_grp / {groups_n}) * {t.bm};")
     out.add(1, f"const {it} aj_bj = (aj_grp % {groups_n}) * {t.bn};")
     batch = _batch_cell(plan, out, it, f"({it}){syntax.group_id}", per_matrix)  # its matrix
+
+    def target_at(r: int, c: int) -> str:
+        vals = {**batch, ri: f"{r0} + aj_i{r}", ci: f"{c0} + aj_j{c}"}
+        return f"{c_name}[{_address(L.Get(plan.target.tn, plan.target.indices), vals)}]"
+
     out.add(1, f"const int aj_ty = aj_lid / {cth}, aj_tx = aj_lid % {cth};")
     # The A tile is stored k-major (a row of it is what one k step reads); a vector's worth of
     # padding keeps its rows aligned and the transposing stores off a single bank.

@@ -404,28 +404,19 @@ def row_resident(chain: RowChain, only_here: AbstractSet[Tnode]) -> dict[Tnode, 
     room = RESIDENT_BYTES
     written = {x.tn for st in chain.steps for x in sets_of(st.stmt)}
     read = {tn for st in chain.steps for tn in _rendered_reads(st)}
-    order = list(dict.fromkeys(tn for st in chain.steps for tn in _touched_in_order(st.stmt)))
-    for tn in sorted((t for t in order if t in written and t in read), key=_neg_size):
-        first = next(st for st in chain.steps if tn in _touched(st.stmt))
-        if not _row_axes(chain, tn) or not _writes_row_first(first, tn):
+    first: dict[Tnode, RowStep] = {}  # each node's first step, in the order nodes appear
+    for st in chain.steps:
+        for tn in (*(x.tn for x in sets_of(st.stmt)), *(g.tn for g in gets_of(st.stmt))):
+            first.setdefault(tn, st)
+    candidates = [tn for tn in first if tn in written and tn in read]
+    for tn in sorted(candidates, key=lambda t: -t.size_in_bytes):
+        if not _row_axes(chain, tn) or not _writes_row_first(first[tn], tn):
             continue
         size = _row_bytes(chain, tn)
         if size <= room:
             chosen[tn] = tn not in only_here
             room -= size
     return chosen
-
-
-def _touched(s: L.Stmt) -> set[Tnode]:
-    return set(_touched_in_order(s))
-
-
-def _touched_in_order(s: L.Stmt) -> list[Tnode]:
-    return [*(x.tn for x in sets_of(s)), *(g.tn for g in gets_of(s))]
-
-
-def _neg_size(tn: Tnode) -> int:
-    return -tn.size_in_bytes
 
 
 def _row_bytes(chain: RowChain, tn: Tnode) -> int:

@@ -388,11 +388,7 @@ class GpuSyntax(CSyntax):
         if resident is None:
             return super().cell(tn, idx)
         name, k, _ = resident
-        dims, text = tn.dims, ""
-        for a in range(k, len(idx)):
-            part = self.index(idx[a])
-            text = part if a == k else f"({text}) * {dims[a]} + {part}"
-        return f"{name}[{text or '0'}]"
+        return f"{name}[{self.offset(tn, idx, k)}]"
 
     def assign(self, tn: Tnode, idx: tuple[AxisIndex, ...], value: str) -> str:
         """A store; into a row held in local memory, and also into the buffer unless the
