@@ -295,7 +295,7 @@ class _LevelBell(Bell):
     def __init__(self) -> None:
         self.raised = False
 
-    def raise_(self) -> None:
+    def raise_(self, at_once: bool = False) -> None:
         self.raised = True
 
     def lower(self) -> None:

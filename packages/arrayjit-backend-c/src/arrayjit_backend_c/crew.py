@@ -355,8 +355,9 @@ post:
   ret void
 }}
 
-; A bell (a stream worker's sleep, see FutexBell): [0] i32 level (0: lowered), [4] i32 asleep.
-; Returns once the level has stayed raised for %grace_ns.
+; A bell (a stream worker's sleep, see FutexBell): [0] i32 level (0: lowered, 1: raised, 2:
+; raised at once), [4] i32 asleep. Returns once the level has stayed raised for %grace_ns, or at
+; once for level 2.
 define void @arrayjit_bell_wait(ptr %bell, i64 %grace_ns) {{
 entry:
   %asleep = getelementptr i8, ptr %bell, i64 4
@@ -366,6 +367,9 @@ look:
   %up = icmp ne i32 %v, 0
   br i1 %up, label %hold, label %sleep
 hold:
+  %now = icmp ugt i32 %v, 1
+  br i1 %now, label %done, label %grace
+grace:
   call void @futex_wait_for(ptr %bell, i32 %v, i64 %grace_ns)
   %still = load atomic i32, ptr %bell acquire, align 4
   %kept = icmp ne i32 %still, 0
@@ -385,13 +389,16 @@ done:
   ret void
 }}
 
-define void @arrayjit_bell_raise(ptr %bell) {{
+; Raises the bell to %level (1, or 2: no grace; that also ends a grace being waited out).
+define void @arrayjit_bell_raise(ptr %bell, i32 %level) {{
 entry:
   %asleep = getelementptr i8, ptr %bell, i64 4
-  store atomic i32 1, ptr %bell seq_cst, align 4
+  store atomic i32 %level, ptr %bell seq_cst, align 4
   %s = load atomic i32, ptr %asleep seq_cst, align 4
   %sleeps = icmp ne i32 %s, 0
-  br i1 %sleeps, label %wake, label %done
+  %urgent = icmp ugt i32 %level, 1
+  %wakes = or i1 %sleeps, %urgent
+  br i1 %wakes, label %wake, label %done
 wake:
   call void @futex_wake(ptr %bell)
   br label %done
@@ -437,7 +444,9 @@ class _Native:
         self.bell_wait = ctypes.CFUNCTYPE(None, ptr, i64)(address("arrayjit_bell_wait"))
         # Called holding the interpreter lock (a few instructions, or one futex wake): a
         # worker woken by it cannot take the lock from its caller meanwhile.
-        self.bell_raise = ctypes.PYFUNCTYPE(None, ptr)(address("arrayjit_bell_raise"))
+        self.bell_raise = ctypes.PYFUNCTYPE(None, ptr, ctypes.c_int32)(
+            address("arrayjit_bell_raise")
+        )
 
 
 @functools.cache
@@ -576,18 +585,20 @@ class FutexBell(Bell):
     def __init__(self) -> None:
         self._words = np.zeros(2, np.int32)
         self._address = self._words.ctypes.data
-        self._raised = False
+        self._raised = 0
+        """The level last set: 0 lowered, 1 raised, 2 raised at once."""
         native = _native()
         self._raise, self._wait = native.bell_raise, native.bell_wait
 
-    def raise_(self) -> None:
-        if not self._raised:
-            self._raised = True
-            self._raise(self._address)
+    def raise_(self, at_once: bool = False) -> None:
+        level = 2 if at_once else 1
+        if self._raised < level:
+            self._raised = level
+            self._raise(self._address, level)
 
     def lower(self) -> None:
         if self._raised:
-            self._raised = False
+            self._raised = 0
             self._words[0] = 0
 
     def prepare(self) -> None:

@@ -28,10 +28,10 @@ def check_device(backend: Backend, device: Any, what: str = "", *, live: bool = 
     finalized."""
     if live:
         backend.check_live()
-    prefix = f"{what}: " if what else ""
-    if not isinstance(device, Device):
-        raise UsageError(f"{prefix}expected a Device of backend {backend.name}, {_got(device)}")
-    if device.backend is not backend:
+    if not isinstance(device, Device) or device.backend is not backend:
+        prefix = f"{what}: " if what else ""
+        if not isinstance(device, Device):
+            raise UsageError(f"{prefix}expected a Device of backend {backend.name}, {_got(device)}")
         raise UsageError(f"{prefix}device {device!r} does not belong to backend {backend.name}")
 
 
@@ -45,7 +45,8 @@ def check_stream(backend: Backend, stream: Any, what: str, *, live: bool = True)
             f"{what}: stream {stream.name} belongs to backend {stream.device.backend.name}, "
             f"not to this {backend.name} backend"
         )
-    check_device(backend, stream.device, what, live=live)
+    if live:  # (a stream's device is a Device of the stream's backend)
+        backend.check_live()
 
 
 def check_context(backend: Backend, ctx: Any, what: str) -> None:

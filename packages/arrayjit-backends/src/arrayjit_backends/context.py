@@ -321,7 +321,7 @@ class Routine:
             reads = [*reads, view]  # a Streaming merge buffer reads the source's buffer
         for key in reads:
             table.order_read(stream, key)
-        values = {s: self._bindings[s.name] for s in self._symbols}
+        values = {s: self._bindings[s.name] for s in self._symbols} if self._symbols else {}
         run = self._run
         if self._short:  # a few microseconds: an idle multicore stream runs it right here
             queue.schedule_short(lambda: run(values))

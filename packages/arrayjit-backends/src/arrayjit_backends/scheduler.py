@@ -46,33 +46,44 @@ class ThreadBudget:
 
     def __init__(self, cores: int) -> None:
         self.cores = max(1, cores)
-        self.busy = 0
-        self._lock = threading.Lock()
+        self._busy: list[None] = []
+        """One entry per busy stream: a list's ``append`` and ``pop`` are atomic, so streams
+        of several threads count themselves without a lock (a lock pair was 1 us of every
+        run on a ``multicore_`` stream)."""
+
+    @property
+    def busy(self) -> int:
+        """How many streams are busy."""
+        return len(self._busy)
 
     def enter(self) -> None:
         """A stream became busy."""
-        with self._lock:
-            self.busy += 1
+        self._busy.append(None)
 
     def leave(self) -> None:
         """A busy stream became idle."""
-        with self._lock:
-            self.busy -= 1
+        self._busy.pop()
 
     def share(self) -> int:
         """Threads a kernel starting now may use."""
-        return max(1, self.cores // max(1, self.busy))
+        return max(1, self.cores // max(1, len(self._busy)))
 
 
-_running = threading.local()
-"""The budget of the stream whose task runs on this thread (set by the stream's executor)."""
+class _Running(threading.local):
+    owner: SyncQueue | _WorkerState | None = None
+    """The executor of the stream whose task runs on this thread: its ``budget`` is the
+    kernel's, and a task waiting for its own stream's later work is refused."""
+
+
+_running = _Running()
 
 
 def thread_share() -> int:
     """Threads the native kernel about to run on this thread may use: its stream's share of
     its device's :class:`ThreadBudget`; on a thread that runs no stream's tasks, the whole
     budget (:func:`settings.num_threads`)."""
-    budget: ThreadBudget | None = getattr(_running, "budget", None)
+    owner = _running.owner
+    budget = owner.budget if owner is not None else None
     if budget is None:
         return settings.num_threads()
     return budget.share()
@@ -210,12 +221,14 @@ class SyncQueue(StreamQueue):
 
     def schedule(self, task: Task) -> None:
         self._check()
-        _running.budget = self.budget  # one stream at a time runs on the caller's thread
+        outer, _running.owner = _running.owner, self
         try:
             task()
         except BaseException as exc:
             self.error = exc
             raise StreamError(self.name, f"task failed: {exc!r}") from exc
+        finally:
+            _running.owner = outer
 
     def all_work(self) -> Event:
         self._check()
@@ -243,8 +256,10 @@ class Bell(abc.ABC):
     :meth:`wait` outside it."""
 
     @abc.abstractmethod
-    def raise_(self) -> None:
-        """The worker may take a task: wake it if it sleeps."""
+    def raise_(self, at_once: bool = False) -> None:
+        """The worker may take a task: wake it if it sleeps. ``at_once``: it should take it
+        without the grace a native bell gives a caller that waits for the task (the caller
+        watches the stream's progress instead)."""
 
     @abc.abstractmethod
     def lower(self) -> None:
@@ -273,7 +288,7 @@ class LockBell(Bell):
         self._wake.acquire()  # released once per sleep of the worker
         self._sleeping = False
 
-    def raise_(self) -> None:
+    def raise_(self, at_once: bool = False) -> None:
         if self._sleeping:
             self._sleeping = False
             self._wake.release()
@@ -307,9 +322,10 @@ class _WorkerState:
     us (+27-48% over ``sync_``; +6-14% without it). So once a caller took its task within
     :data:`DEFER_WINDOW_NS` of pushing it, the next push to the idle stream leaves the worker
     asleep (``deferred``); the wake happens at the next push, at any query of the stream's
-    progress (:meth:`wake_deferred`: ``is_done``, ``is_idle``), or never, when the caller
-    takes the task. A caller that took it later (it did other work meanwhile, which the worker
-    could have overlapped), or a worker that took one, ends the deferring."""
+    progress (:meth:`wake_deferred`: ``is_done``, ``is_idle``; at once, without the native
+    bell's grace), or never, when the caller takes the task. A caller that took it later (it
+    did other work meanwhile, which the worker could have overlapped), or a worker that took
+    one, ends the deferring."""
 
     def __init__(self, name: str, budget: ThreadBudget | None, bell: Bell | None = None) -> None:
         self.name = name
@@ -354,19 +370,19 @@ class _WorkerState:
         if self.deferred:
             with self.lock:
                 self.deferred = False
-                self._ring()
+                self._ring(at_once=True)
 
     def halt(self) -> None:
         with self.lock:
             self.stop = True
             self._ring()
 
-    def _ring(self) -> None:  # under ``lock``
+    def _ring(self, at_once: bool = False) -> None:  # under ``lock``
         """Raise the bell while the worker may take a task (or must stop), else lower it: a
         caller that takes the task the worker was woken for leaves it asleep, instead of
         contending for the GIL (and a core) with the caller only to find the queue empty."""
         if not self.running and (self.stop or (self.tasks and not self.deferred)):
-            self.bell.raise_()
+            self.bell.raise_(at_once)
         else:
             self.bell.lower()
 
@@ -413,8 +429,8 @@ class _WorkerState:
         task, self.current = self.current, None
         assert task is not None
         interrupt: BaseException | None = None
-        outer = getattr(_running, "state", None)
-        _running.state = self  # a wait of this task for its own stream cannot end: refused
+        outer = _running.owner
+        _running.owner = self
         try:
             if self.error is None:
                 task()
@@ -426,7 +442,7 @@ class _WorkerState:
             if on_caller and not isinstance(exc, Exception):
                 interrupt = exc
         finally:
-            _running.state = outer
+            _running.owner = outer
             task = None  # the closure must not outlive the run
             self.task_done()
         if interrupt is not None:
@@ -441,7 +457,7 @@ class _WorkerState:
         a second thread hand-off."""
         if self.finished >= count:  # without the lock: a synchronized idle stream is common
             return
-        if getattr(_running, "state", None) is self:
+        if _running.owner is self:
             # A task of this stream waiting for the stream's later work would wait forever.
             raise UsageError(
                 f"stream {self.name}: a task running on this stream waits for work queued "
@@ -462,13 +478,10 @@ class _WorkerState:
                 if self.finished + 1 == self.scheduled:  # the last task: was it a run and wait?
                     self.defer = time.perf_counter_ns() - self.pushed_ns < DEFER_WINDOW_NS
                 self.deferred = False
-                self._ring()
-            outer = getattr(_running, "budget", None)
-            _running.budget = self.budget
-            try:
-                self.run(on_caller=True)
-            finally:
-                _running.budget = outer
+                self.bell.lower()  # a task runs: the worker may not take the next one
+            self.run(on_caller=True)
+            if self.finished >= count:
+                return
         signal.acquire()
 
     def run_now(self, task: Task) -> bool:
@@ -522,7 +535,6 @@ class _Ticket(Event):
 
 
 def _worker(state: _WorkerState) -> None:
-    _running.budget = state.budget
     while state.take_next():
         state.run()
 
@@ -552,9 +564,11 @@ class ThreadQueue(StreamQueue):
         self._finalizer = weakref.finalize(self, _stop_worker, self._state, self._thread)
 
     def _check(self) -> None:
-        if self._state.error is not None and self.error is None:
-            self.error = self._state.error
-        super()._check()
+        error = self._state.error
+        if error is not None or self.closed:  # checked three times per run: kept short
+            if self.error is None:
+                self.error = error
+            super()._check()
 
     def schedule(self, task: Task) -> None:
         self._check()
