@@ -327,6 +327,11 @@ class _WorkerState:
     did other work meanwhile, which the worker could have overlapped), or a worker that took
     one, ends the deferring."""
 
+    __slots__ = (
+        "name", "budget", "busy", "lock", "bell", "running", "tasks", "current", "scheduled",
+        "finished", "waiters", "stop", "error", "failed_at", "defer", "deferred", "pushed_ns",
+    )  # fmt: skip
+
     def __init__(self, name: str, budget: ThreadBudget | None, bell: Bell | None = None) -> None:
         self.name = name
         self.budget = budget
