@@ -241,6 +241,40 @@ def test_bench_table_hand_written_baselines(
     )
 
 
+def test_bench_table_numba_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A group with a numba row gives every row a ``vs numba`` ratio (numba time / its time),
+    after the ``vs hand`` column where the group has both; other groups get none."""
+    import json
+
+    from arrayjit_backends.bench_table import load_rows, numba_ratios
+
+    group = "fused relu(a*b+c) 2^20 f32"
+    rows = [
+        _bench_row(group, "b", 4e-3, "numba prange"),
+        _bench_row(group, "s", 5e-3, "sync_cc"),
+        _bench_row(group, "o", 2e-3, "opencl"),
+        _bench_row(group, "k", 8e-3, "pyopencl kernel"),
+        _bench_row(group, "n", 10e-3, "numpy"),
+    ]
+    rows[3]["extra_info"]["baseline_of"] = "opencl"  # type: ignore[index]
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"benchmarks": [*rows, *BENCH["benchmarks"]]}))  # type: ignore[misc]
+    assert main(["bench", "--from-json", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "vs numba" in lines[1] and lines[1].index("vs numba") > lines[1].index("vs hand")
+    start = lines.index(group)
+    members = {line.split()[0]: line.split() for line in lines[start + 1 : start + 6]}
+    assert members["sync_cc"][-2:] == ["2.00x", "0.80x"]  # numpy 10 / 5; numba 4 / 5
+    assert members["opencl"][-3:] == ["5.00x", "4.00x", "2.00x"]  # numpy, hand 8 / 2, numba
+    assert members["numba"][-1] == "1.00x" and members["numpy"][-1] == "0.40x"
+    assert lines[lines.index("sum 2^10 f32") + 1].endswith("2.00x")  # no numba row there
+    got = numba_ratios(load_rows(path))
+    assert list(got) == [group]
+    assert got[group] == pytest.approx(
+        {"sync_cc": 0.8, "opencl": 2.0, "pyopencl kernel": 0.5, "numpy": 0.4}
+    )
+
+
 def test_bench_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

@@ -13,7 +13,10 @@ Groups that hold hand-written baseline rows (``extra_info["baseline_of"]`` namin
 kernels written by hand in the backend's driver library, such as pyopencl kernels for
 ``opencl`` or CuPy for ``cuda``) add a column ``vs hand``: the backend's row's speed relative to
 the fastest of its baselines in the group (``0.83x``: it takes 1.2 times as long), and each
-baseline's own speed relative to that fastest one."""
+baseline's own speed relative to that fastest one.
+
+Groups with a numba row (``numba prange``: the CPU fused kernels' named baseline) add a column
+``vs numba``: numba's time over each row's (higher is faster)."""
 
 from __future__ import annotations
 
@@ -189,18 +192,36 @@ def hand_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     return out
 
 
+def _numba(members: Iterable[Row]) -> Row | None:
+    """The group's numba row, if it has one."""
+    return next((r for r in members if r.impl.startswith("numba")), None)
+
+
+def numba_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
+    """Per group with a numba row, each other row's speed relative to numba (numba time / its
+    time), as in the table's ``vs numba`` column."""
+    out: dict[str, dict[str, float]] = {}
+    for group, members in sorted(_by_group(rows).items()):
+        base = _numba(members)
+        if base is not None:
+            out[group] = {r.impl: base.median_s / r.median_s for r in members if r is not base}
+    return out
+
+
 def render(rows: Iterable[Row]) -> str:
     """The table: per group, each implementation's median time, throughput and speed relative
     to numpy in the same group (``2.50x`` = two and a half times as fast as numpy: higher is
     faster), where the group has a bandwidth baseline, the fraction of it (``of bw``), and
-    where it has hand-written baselines, the speed relative to them (``vs hand``).
-    Compile-latency groups show no ratio (numpy compiles nothing)."""
+    where it has hand-written baselines, the speed relative to them (``vs hand``), and where it
+    has a numba row, the speed relative to it (``vs numba``). Compile-latency groups show no
+    ratio (numpy compiles nothing)."""
     groups = _by_group(rows)
     header = f"{'group / implementation':48} {'median':>11} {'throughput':>16}"
     lines = [
-        f"{header} {'vs numpy':>9} {'of bw':>6} {'vs hand':>8}   (numpy time / ours: higher is "
-        "faster; of bw: GB/s over the group's fastest bandwidth baseline: C STREAM loop or "
-        "device copy; vs hand: the fastest hand-written kernel's time / ours)"
+        f"{header} {'vs numpy':>9} {'of bw':>6} {'vs hand':>8} {'vs numba':>8}   (numpy time / "
+        "ours: higher is faster; of bw: GB/s over the group's fastest bandwidth baseline: C "
+        "STREAM loop or device copy; vs hand: the fastest hand-written kernel's time / ours; "
+        "vs numba: numba's time / ours)"
     ]
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda r: r.median_s)
@@ -209,6 +230,7 @@ def render(rows: Iterable[Row]) -> str:
             base = None
         bw = _bandwidth(members)
         bases = _hand_bases(members)
+        numba = _numba(members)
         lines.append(group)
         for r in members:
             ratio = f"{base.median_s / r.median_s:8.2f}x" if base else ""
@@ -219,6 +241,8 @@ def render(rows: Iterable[Row]) -> str:
                 hand = _hand_ratio(r, bases)
                 line = f"{line:94}"  # under the header's column
                 line += f" {hand:7.2f}x" if hand is not None else ""
+            if numba is not None:
+                line = f"{line:103}{numba.median_s / r.median_s:8.2f}x"
             lines.append(line.rstrip())
     return "\n".join(lines)
 
@@ -243,6 +267,7 @@ __all__ = [
     "load_data",
     "load_rows",
     "machine_line",
+    "numba_ratios",
     "ratios",
     "render",
 ]

@@ -328,8 +328,9 @@ class _WorkerState:
     one, ends the deferring."""
 
     __slots__ = (
-        "name", "budget", "busy", "lock", "bell", "running", "tasks", "current", "scheduled",
-        "finished", "waiters", "stop", "error", "failed_at", "defer", "deferred", "pushed_ns",
+        "bell", "budget", "busy", "current", "defer", "deferred", "error", "failed_at",
+        "finished", "lock", "name", "pushed_ns", "running", "scheduled", "stop", "tasks",
+        "waiters",
     )  # fmt: skip
 
     def __init__(self, name: str, budget: ThreadBudget | None, bell: Bell | None = None) -> None:
