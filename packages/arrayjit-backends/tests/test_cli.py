@@ -275,6 +275,26 @@ def test_bench_table_numba_column(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
 
 
+def test_bench_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    """``arrayjit bench | head -1``: the reader leaves early; the command ends without a
+    traceback (a table larger than the pipe's buffer makes the write fail)."""
+    import json
+    import subprocess
+    import sys
+
+    rows = [_bench_row(f"group {i}", f"r{i}", 1e-3, "numpy") for i in range(3000)]
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"benchmarks": rows}))
+    cmd = [sys.executable, "-m", "arrayjit_backends.cli", "bench", "--from-json", str(path)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"machine: ")
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 1
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err
+
+
 def test_bench_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     import json
 

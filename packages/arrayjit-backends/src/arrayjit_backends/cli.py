@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import runpy
 import sys
 import threading
@@ -287,6 +288,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ArrayjitError as exc:
         print(f"arrayjit: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        # The reader of the output went away (``arrayjit bench | head``): nothing to report.
+        # Python would still flush stdout at exit and fail there, so point it at devnull.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 if __name__ == "__main__":
