@@ -31,7 +31,7 @@ from arrayjit_backends.backend_impl import Run
 from arrayjit_backends.bindings import Bindings
 from arrayjit_backends.device_impl import Buf, DeviceInfo
 from arrayjit_backends.hazards import BufferHazards, Key
-from arrayjit_backends.scheduler import StreamQueue
+from arrayjit_backends.scheduler import DONE, StreamQueue
 from arrayjit_backends.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode, UsageError
@@ -314,11 +314,15 @@ class Routine:
                 f"{want.debug_label}, but it holds {have}"
             )
         queue, table = stream.queue, dev.hazards
-        for key in self._writes:  # write after other streams' reads and write
-            transfers.before_write(stream, key)
         reads = self._reads
-        if want is not None and (view := table.view_of(stream)) is not None:
-            reads = [*reads, view]  # a Streaming merge buffer reads the source's buffer
+        if table.views:  # merge buffers that read a buffer this run writes get their copy first
+            for key in self._writes:
+                transfers.before_write(stream, key)
+            if want is not None and (view := table.view_of(stream)) is not None:
+                reads = [*reads, view]  # a Streaming merge buffer reads the source's buffer
+        else:
+            for key in self._writes:  # write after other streams' reads and write
+                table.order_write(stream, key)
         for key in reads:
             table.order_read(stream, key)
         values = {s: self._bindings[s.name] for s in self._symbols} if self._symbols else {}
@@ -329,9 +333,10 @@ class Routine:
             queue.schedule(lambda: run(values))
         if self._writes or reads:
             event = queue.all_work()
-            table.record(stream, event, reads, self._writes)
-            for tn, writes in self._on_host:
-                hazards.record_host_access(tn, stream, event, writes=writes)
+            if event is not DONE:  # a run already done (sync_) orders nothing after it
+                table.record(stream, event, reads, self._writes)
+                for tn, writes in self._on_host:
+                    hazards.record_host_access(tn, stream, event, writes=writes)
         for tn, loc in self._hosted_outputs:
             hazards.mark_only_fresh(tn, dev.id, loc)
 
