@@ -34,6 +34,10 @@ def test_demo_with_one_step_passes(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_backend_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["demo", "--backend", "nope"]) == 2
     assert "unknown backend 'nope'; valid names:" in capsys.readouterr().err
+    assert main(["demo", "--backend", ""]) == 2  # not the default: an empty name is a slip
+    assert "empty backend name '' (None picks the default); valid names:" in (
+        capsys.readouterr().err
+    )
 
 
 def test_distributed_demo_without_the_package_says_what_to_install(
@@ -61,7 +65,45 @@ def test_show_prints_optimized_ir(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert "y[i1] := neg(exp(a[i1]));" in out
     empty = tmp_path / "none.py"
     empty.write_text("x = 1\n")
-    assert main(["show", str(empty)]) == 1
+    capsys.readouterr()
+    assert main(["show", str(empty)]) == 2  # a user error, as every other one
+    assert capsys.readouterr().err == f"arrayjit: {empty} defines no computation at module level\n"
+
+
+def test_show_imports_modules_next_to_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``python FILE`` would, ``show`` finds the modules beside the file, from any folder."""
+    proj = tmp_path / "proj"
+    proj.mkdir()
+    (proj / "shown_helpers.py").write_text(
+        "from arrayjit_tnode import Tnode\n"
+        "def node(label):\n    return Tnode.create((3,), label=label)\n"
+    )
+    (proj / "model.py").write_text(
+        "from shown_helpers import node\nfrom arrayjit_ir import ir\n"
+        "negated = ir.unop(node('b'), 'neg', node('a'))\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the command adds the file's folder
+    monkeypatch.delitem(sys.modules, "shown_helpers", raising=False)
+    assert main(["show", "proj/model.py"]) == 0
+    assert "b[i1] := neg(a[i1]);" in capsys.readouterr().out
+
+
+def test_show_of_static_indices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A computation with static indices shows with them as the routine's parameters (they are
+    bound only when it runs)."""
+    src = tmp_path / "rows.py"
+    src.write_text(
+        "from arrayjit_tnode import Tnode\nfrom arrayjit_ir import ir\n"
+        "from arrayjit_ir.assignments import Slice\nfrom arrayjit_ir.indexing import StaticSymbol\n"
+        "data = Tnode.create((4, 3), label='data')\nrow = Tnode.create((3,), label='row')\n"
+        "pick = ir.fetch(row, Slice(StaticSymbol('i'), data))\n"
+    )
+    assert main(["show", str(src)]) == 0
+    out = capsys.readouterr().out
+    assert "routine pick(i):" in out and "row[i1] := data[i, i1];" in out
 
 
 def test_version_and_bare_command(capsys: pytest.CaptureFixture[str]) -> None:
@@ -129,13 +171,42 @@ def test_cache_info_and_clear(
     cache.put("ab" + "0" * 62, b"x" * 1000)
     cache.put("cd" + "1" * 62, b"y" * 500)
     (tmp_path / "c" / "notes.txt").write_text("not ours")
+    others = [  # laid out almost like entries, but not entries: a clear must keep them
+        tmp_path / "c" / "en" / "en_notes.txt",
+        tmp_path / "c" / "ab" / ("ab" + "2" * 62),  # a key's name, not an entry's header
+        tmp_path / "c" / "ab" / ("AB" + "3" * 62),
+    ]
+    for path in others:
+        path.parent.mkdir(exist_ok=True)
+        path.write_text("user data")
     assert main(["cache", "info"]) == 0
     out = capsys.readouterr().out
     assert f"compile cache: {tmp_path / 'c'} (enabled" in out
-    assert "entries: 2, size: 0.0 MB" in out
+    assert "entries: 2, size: 1.7 kB" in out  # the two entries, with their headers
     assert main(["cache", "clear"]) == 0
     assert "removed 2 entries" in capsys.readouterr().out
     assert cache.entries() == [] and (tmp_path / "c" / "notes.txt").exists()
+    assert all(path.read_text() == "user data" for path in others)
+
+
+def test_cache_command_warns_of_a_mistyped_setting_and_an_unusable_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("ARRAYJIT_NO_CACHE", raising=False)
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIRR", str(tmp_path / "typo"))
+    with pytest.warns(
+        UserWarning, match="ARRAYJIT_CACHE_DIRR ignored; did you mean ARRAYJIT_CACHE_DIR"
+    ):
+        assert main(["cache", "clear"]) == 0
+    monkeypatch.delenv("ARRAYJIT_CACHE_DIRR")
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    capsys.readouterr()
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"(unusable: {tmp_path / 'file'} is not a folder; compiles run without it;" in out
+    assert "entries: 0, size: 0 bytes" in out
 
 
 def _bench_row(group: str, name: str, median: float, impl: str) -> dict[str, object]:
@@ -311,7 +382,8 @@ def test_bench_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     svg = chart.read_text()
     assert svg.lstrip().startswith("<?xml") and "sum 2^10 f32" in svg.replace("&#94;", "^")
     assert main(["bench", "--from-json", str(path), "--plot", str(tmp_path / "c.txt")]) == 2
-    assert "must end in one of .svg, .png, .pdf" in capsys.readouterr().err
+    out, err = capsys.readouterr()
+    assert "must end in one of .svg, .png, .pdf" in err and out == ""  # before the table
 
 
 def test_bench_plot_without_matplotlib(
@@ -324,9 +396,9 @@ def test_bench_plot_without_matplotlib(
     path = tmp_path / "b.json"
     path.write_text(json.dumps(BENCH))
     assert main(["bench", "--from-json", str(path), "--plot", str(tmp_path / "c.svg")]) == 2
-    assert "--plot needs matplotlib: pip install 'arrayjit-backends[plot]'" in (
-        capsys.readouterr().err
-    )
+    out, err = capsys.readouterr()
+    assert "--plot needs matplotlib: pip install 'arrayjit-backends[plot]'" in err
+    assert out == ""  # said before the table, not after it
 
 
 def test_slow_compile_notice_in_the_command_only(capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,6 +13,23 @@ from arrayjit_tnode import UsageError
 FORMATS = (".svg", ".png", ".pdf")
 
 
+def check_plot_path(path: Path) -> None:
+    """Whether a chart can be written to ``path`` (checked before any work).
+
+    Raises:
+        UsageError: the suffix is not a known format, or matplotlib is not installed.
+    """
+    if path.suffix.lower() not in FORMATS:
+        raise UsageError(f"--plot {path}: the file must end in one of {', '.join(FORMATS)}")
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise UsageError(
+            "--plot needs matplotlib: pip install 'arrayjit-backends[plot]' (or pip install "
+            "matplotlib)"
+        ) from None
+
+
 def write_plot(rows: Iterable[Row], path: Path) -> None:
     """Write the chart of :func:`~arrayjit_backends.bench_table.ratios` to ``path`` (SVG, PNG
     or PDF, by its suffix).
@@ -21,18 +38,12 @@ def write_plot(rows: Iterable[Row], path: Path) -> None:
         UsageError: matplotlib is not installed, the suffix is not a known format, or there is
             no group with a numpy baseline to chart.
     """
-    if path.suffix.lower() not in FORMATS:
-        raise UsageError(f"--plot {path}: the file must end in one of {', '.join(FORMATS)}")
-    try:
-        import matplotlib
+    check_plot_path(path)
+    import matplotlib
 
-        matplotlib.use("Agg")  # no display needed
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UsageError(
-            "--plot needs matplotlib: pip install 'arrayjit-backends[plot]' (or pip install "
-            "matplotlib)"
-        ) from None
+    matplotlib.use("Agg")  # no display needed
+    import matplotlib.pyplot as plt
+
     data = ratios(rows)
     if not data:
         raise UsageError("no benchmark group has a numpy baseline to chart")

@@ -34,7 +34,7 @@ from typing import Any
 from arrayjit_backends import settings
 from arrayjit_backends.registry import available_backends, entries, fresh_backend
 from arrayjit_ir import lower, optimize, pretty
-from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch
+from arrayjit_ir.assignments import Accum_op, Block, Comp, Fetch, static_symbols
 from arrayjit_tnode import ArrayjitError, UsageError
 
 DESCRIPTION = "arrayjit: a Python array compiler. Inspect backends, run checks and benchmarks."
@@ -155,6 +155,8 @@ def _distributed_demo(name: str | None, steps: int) -> int:
 
 
 def _show(path: str) -> int:
+    # As `python FILE` does: modules next to the file import.
+    sys.path.insert(0, str(Path(path).resolve().parent))
     try:
         namespace = runpy.run_path(path)
     except (OSError, SyntaxError) as exc:
@@ -168,17 +170,22 @@ def _show(path: str) -> int:
         if isinstance(value, (Accum_op, Fetch, Block, Comp)):
             found += 1
             print(f"# {key}\n{pretty(value)}\n")
-            print(pretty(optimize(lower(value), name=key)))
+            # Static indices stay symbols here: the optimized code does not depend on them.
+            symbols = static_symbols(Comp.of(value).assignments)
+            print(pretty(optimize(lower(value), name=key, static_symbols=symbols)))
             print()
     if not found:
-        print(f"{path} defines no computation at module level", file=sys.stderr)
-        return 1
+        raise UsageError(f"{path} defines no computation at module level")
     return 0
 
 
 def _bench(from_json: str, plot: str | None) -> int:
+    from arrayjit_backends.bench_plot import check_plot_path
     from arrayjit_backends.bench_table import load_data, machine_line, render
 
+    settings.check_environment()
+    if plot is not None:
+        check_plot_path(Path(plot))  # before the table, not after it
     rows, machine_info = load_data(Path(from_json))
     print(machine_line(machine_info))
     print(render(rows))
@@ -193,6 +200,7 @@ def _bench(from_json: str, plot: str | None) -> int:
 def _cache(action: str) -> int:
     from arrayjit_backends.compile_cache import CompileCache
 
+    settings.check_environment()  # a mistyped ARRAYJIT_CACHE_DIR must not go unnoticed here
     cache = CompileCache()
     files = cache.entries()
     if action == "clear":
@@ -200,10 +208,25 @@ def _cache(action: str) -> int:
         print(f"removed {removed} entries from {cache.directory}")
         return 0
     size = sum(f.stat().st_size for f in files)
-    state = "enabled" if cache.enabled else "disabled (ARRAYJIT_NO_CACHE)"
+    problem = cache.unusable_reason()
+    if not cache.enabled:
+        state = "disabled (ARRAYJIT_NO_CACHE)"
+    elif problem is not None:
+        state = f"unusable: {problem}; compiles run without it"
+    else:
+        state = "enabled"
     print(f"compile cache: {cache.directory} ({state}; set ARRAYJIT_CACHE_DIR to move it)")
-    print(f"entries: {len(files)}, size: {size / 1e6:.1f} MB")
+    print(f"entries: {len(files)}, size: {_size_text(size)}")
     return 0
+
+
+def _size_text(nbytes: int) -> str:
+    """``512 bytes``, ``48.2 kB``, ``3.1 MB``."""
+    if nbytes < 1000:
+        return f"{nbytes} bytes"
+    if nbytes < 1_000_000:
+        return f"{nbytes / 1e3:.1f} kB"
+    return f"{nbytes / 1e6:.1f} MB"
 
 
 def positive_int(text: str) -> int:
@@ -257,7 +280,8 @@ def parser() -> argparse.ArgumentParser:
         "--plot",
         default=None,
         metavar="FILE",
-        help="also write a chart of every ratio to numpy (FILE.svg or FILE.png; needs matplotlib)",
+        help="also write a chart of every ratio to numpy (FILE.svg, FILE.png or FILE.pdf; needs "
+        "matplotlib)",
     )
     cache = sub.add_parser("cache", help="the compile cache: info (where, how big) or clear")
     cache.add_argument("action", choices=["info", "clear"])

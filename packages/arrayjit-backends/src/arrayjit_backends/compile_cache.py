@@ -99,6 +99,18 @@ def cache_key(
     return h.hexdigest()
 
 
+def _is_entry(path: Path) -> bool:
+    """Whether ``path`` is a file laid out as a cache entry (its name a key, its first bytes
+    the entry header)."""
+    if len(path.name) != _KEY or not all(c in "0123456789abcdef" for c in path.name):
+        return False
+    try:
+        with open(path, "rb") as f:
+            return f.read(len(_MAGIC)) == _MAGIC
+    except OSError:
+        return False
+
+
 def _digest(key: str, data: bytes) -> bytes:
     return hashlib.sha256(key.encode() + b"\0" + data).digest()
 
@@ -120,6 +132,18 @@ class CompileCache:
 
     def _path(self, key: str) -> Path:
         return self.directory / key[:2] / key
+
+    def unusable_reason(self) -> str | None:
+        """Why the directory cannot hold entries (a path through a file, no write permission),
+        or None; looked up without creating anything."""
+        path = self.directory
+        while not path.exists() and path != path.parent:
+            path = path.parent
+        if not path.is_dir():
+            return f"{path} is not a folder"
+        if not os.access(path, os.W_OK | os.X_OK):
+            return f"{path} is not writable"
+        return None
 
     def _unusable(self, exc: OSError) -> None:
         self.enabled = False
@@ -195,8 +219,9 @@ class CompileCache:
             raise
 
     def entries(self) -> list[Path]:
-        """The files of every cache entry (partial writes excluded); empty when the directory
-        does not exist."""
+        """The files of every cache entry: named by a key (64 hex digits) in the folder of its
+        first two, and starting with the entry header (partial writes and any other file
+        excluded); empty when the directory does not exist."""
         if not self.directory.is_dir():
             return []
         return [
@@ -204,7 +229,7 @@ class CompileCache:
             for sub in self.directory.iterdir()
             if sub.is_dir() and len(sub.name) == 2
             for f in sub.iterdir()
-            if f.is_file() and f.name.startswith(sub.name) and not f.name.startswith(".tmp-")
+            if f.name.startswith(sub.name) and _is_entry(f)
         ]
 
     def clear(self) -> int:

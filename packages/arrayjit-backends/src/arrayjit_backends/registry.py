@@ -235,8 +235,8 @@ def fresh_backend(name: str | None = None) -> BackendInterface:
     :class:`~arrayjit_backends.missing.MissingBackend` that explains itself.
 
     Raises:
-        UsageError: a name that is not a string, an unknown name, or an unknown ``ARRAYJIT_*``
-            setting in the environment; the message lists the valid ones.
+        UsageError: a name that is not a string, an empty or unknown name, or an unknown
+            ``ARRAYJIT_*`` setting in the environment; the message lists the valid ones.
     """
     from arrayjit_backends import settings
 
@@ -245,6 +245,11 @@ def fresh_backend(name: str | None = None) -> BackendInterface:
         raise UsageError(
             f"fresh_backend: name must be a string or None, got {name!r} ({type(name).__name__}); "
             f"valid names: {', '.join(backend_names())}"
+        )
+    if name is not None and not name.strip():
+        raise UsageError(
+            f"fresh_backend: empty backend name {name!r} (None picks the default); valid names: "
+            f"{', '.join(backend_names())}"
         )
     full = (name or default_backend_name()).strip().lower()
     entry = resolve_name(full)
