@@ -6,6 +6,7 @@ import pytest
 
 from arrayjit_tnode import MemoryModeError, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
+from arrayjit_tnode import precision as P
 
 
 def test_create_takes_a_bare_memory_mode_or_a_pair() -> None:
@@ -97,9 +98,11 @@ def test_create_checks_label_and_padding_forms() -> None:
     from arrayjit_tnode import Padding
 
     assert Tnode.create((2,), label=None).label == []
-    with pytest.raises(UsageError, match="label 3 or padding"):
+    with pytest.raises(UsageError, match=r"label must be a str, a sequence of str or None, got 3"):
         Tnode.create((2,), label=3)  # type: ignore[arg-type]
-    with pytest.raises(UsageError, match=r"label .* or padding \(\(1, 1\),\) is invalid"):
+    with pytest.raises(
+        UsageError, match=r"node node#\d+: padding must be a Padding or None, got \(\(1, 1\),\)"
+    ):
         Tnode.create((2,), padding=((1, 1),))  # type: ignore[arg-type]
     with pytest.raises(UsageError, match="the value must be a number or None, got 'x'"):
         Padding(((1, 1),), "x")  # type: ignore[arg-type]
@@ -112,3 +115,102 @@ def test_create_checks_label_and_padding_forms() -> None:
     np.testing.assert_array_equal(ok.array, [255, 0, 0])
     f = Tnode.create((1,), prec="half", hosted=True, padding=Padding(((0, 1),), np.float32(1.5)))
     np.testing.assert_array_equal(f.array, [0.0, 1.5])
+
+
+@pytest.mark.parametrize(
+    "label,message",
+    [
+        (b"x", r"label must be a str, a sequence of str or None, got b'x' \(bytes\)"),
+        (bytearray(b"x"), r"label must be a str, a sequence of str or None, got bytearray"),
+        (5, r"label must be a str, a sequence of str or None, got 5 \(int\)"),
+        ({"a": 1}, r"label must be a str, a sequence of str or None, got \{'a': 1\} \(dict\)"),
+        (["a", 3], r"label components must be str, got 3 \(int\) in \['a', 3\]"),
+        ([None], r"label components must be str, got None \(NoneType\) in \[None\]"),
+        (["a", ["b"]], r"label components must be str, got \['b'\] \(list\) in \['a', \['b'\]\]"),
+        (("a", b"b"), r"label components must be str, got b'b' \(bytes\)"),
+    ],
+)
+def test_a_label_that_is_not_str_or_a_sequence_of_str_is_refused(
+    label: object, message: str
+) -> None:
+    """Nothing is converted with ``str``: ``b"x"`` never becomes ``'120'``, ``[None]`` never
+    ``'None'``."""
+    with pytest.raises(UsageError, match=r"^Tnode.create: " + message):
+        Tnode.create((2,), label=label)  # type: ignore[arg-type]
+
+
+def test_label_accepted_forms() -> None:
+    assert Tnode.create((2,), label="w").label == ["w"]
+    assert Tnode.create((2,), label=["mlp", "x"]).label == ["mlp", "x"]
+    assert Tnode.create((2,), label=("mlp", "x")).label == ["mlp", "x"]
+    assert Tnode.create((2,), label=[]).label == []
+    assert Tnode.create((2,)).label == []
+
+
+def test_a_wrong_padding_is_blamed_alone() -> None:
+    """A fine label with a wrong padding: the message is about the padding and names the node."""
+    with pytest.raises(UsageError, match=r"node p#\d+: padding must be a Padding or None") as exc:
+        Tnode.create((2,), label="p", padding=[(1, 1)])  # type: ignore[arg-type]
+    assert "got [(1, 1)] (list)" in str(exc.value)
+    assert "label" not in str(exc.value)
+
+
+def test_a_specified_precision_cannot_change_even_unread() -> None:
+    """The README's two rules: a specified precision never changes to another one (read or
+    not); a default one can change until read."""
+    spec = Tnode.create((2,), prec=P.single, label="s")
+    with pytest.raises(
+        UsageError,
+        match=r"node s#\d+: precision already specified as single, cannot change it to double",
+    ):
+        spec.update_prec(P.double)
+    spec.update_prec(P.single)  # the same one: fine
+    assert spec.prec_state == "specified" and spec.prec is P.single
+    default = Tnode.create((2,), label="d")
+    default.update_prec(P.double)  # a default, unread: replaced
+    assert default.prec is P.double
+    read = Tnode.create((2,), label="r")
+    assert read.prec is P.single
+    with pytest.raises(
+        UsageError, match=r"node r#\d+: precision single was already used, cannot change it to half"
+    ):
+        read.update_prec(P.half)
+
+
+@pytest.mark.parametrize("bad", ["my-name", "9lives", "", "a b", "caf\u00e9", "x\n", 5, b"x"])
+def test_code_name_must_be_a_c_identifier(bad: object) -> None:
+    tn = Tnode.create((2,), label="cn")
+    with pytest.raises(UsageError, match=r"node cn#\d+: code_name must be a C identifier") as exc:
+        tn.code_name = bad  # type: ignore[assignment]
+    text = str(exc.value)
+    assert f"got {bad!r} ({type(bad).__name__})" in text
+    assert "ASCII letters, digits and underscores, not starting with a digit" in text
+    assert tn.code_name is None and tn.debug_name == "cn"
+
+
+def test_code_name_accepts_identifiers_and_none() -> None:
+    tn = Tnode.create((2,), label="cn")
+    for good in ["custom", "_x", "x9", "X_1_y"]:
+        tn.code_name = good
+        assert tn.code_name == good and tn.debug_name == good
+    tn.code_name = None
+    assert tn.debug_name == "cn"
+
+
+def test_update_memory_sharing_checks_its_arguments() -> None:
+    tn = Tnode.create((2,), label="u")
+    for bad in ["Shared_cross_streams", mm.Sharing, 1, None]:
+        with pytest.raises(
+            UsageError, match=r"node u#\d+: a sharing must be a member of Sharing"
+        ) as exc:
+            tn.update_memory_sharing(bad, 1)  # type: ignore[arg-type]
+        assert f"got {bad!r} ({type(bad).__name__})" in str(exc.value)
+    for prov in [None, "1", True, 1.0]:
+        with pytest.raises(
+            UsageError, match=r"node u#\d+: a sharing provenance must be an int, got"
+        ):
+            tn.update_memory_sharing(mm.Sharing.Per_stream, prov)  # type: ignore[arg-type]
+    assert tn.sharing is mm.Sharing.Unset and tn.memory_mode is None
+    tn.update_memory_sharing(mm.Sharing.Shared_cross_streams, 1)
+    tn.update_memory_mode(mm.On_device(), 3)
+    assert tn.memory_mode == mm.On_device(mm.Sharing.Shared_cross_streams)

@@ -193,9 +193,29 @@ def check_mode(who: str, mode: object, provenance: object) -> None:
             f"{who}: a memory mode must be an instance such as Virtual() or On_device(), got "
             f"{mode!r} ({type(mode).__name__}); modes: {names}"
         )
+    _check_provenance(who, "memory-mode", provenance)
+
+
+def check_sharing(who: str, sharing: object, provenance: object) -> None:
+    """Check ``(sharing, provenance)``: ``sharing`` a member of :class:`Sharing` (not its name),
+    ``provenance`` an ``int`` (not a ``bool``).
+
+    Raises:
+        UsageError: either is of the wrong type; the message starts with ``who``.
+    """
+    if not isinstance(sharing, Sharing):
+        names = ", ".join(f"Sharing.{s.name}" for s in Sharing)
+        raise UsageError(
+            f"{who}: a sharing must be a member of Sharing such as Sharing.Per_stream, got "
+            f"{sharing!r} ({type(sharing).__name__}); sharings: {names}"
+        )
+    _check_provenance(who, "sharing", provenance)
+
+
+def _check_provenance(who: str, what: str, provenance: object) -> None:
     if isinstance(provenance, bool) or not isinstance(provenance, int):
         raise UsageError(
-            f"{who}: a memory-mode provenance must be an int, got {provenance!r} "
+            f"{who}: a {what} provenance must be an int, got {provenance!r} "
             f"({type(provenance).__name__})"
         )
 
@@ -329,6 +349,8 @@ __all__ = [
     "Virtual",
     "Volatile",
     "apply_sharing",
+    "check_mode",
+    "check_sharing",
     "is_leaf",
     "leaves",
     "refine",

@@ -94,6 +94,34 @@ def _check_size(label: str, dims: tuple[int, ...]) -> None:
         )
 
 
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+"""What a ``code_name`` must match: a C identifier (renderers build buffer names from it)."""
+
+
+def _check_label(label: object) -> list[str]:
+    """``label`` as a list of components: a ``str`` is one component, ``None`` none.
+
+    Raises:
+        UsageError: ``label`` is neither ``None``, a ``str`` nor a sequence of ``str``.
+    """
+    if label is None:
+        return []
+    if isinstance(label, str):
+        return [str(label)]
+    if isinstance(label, (bytes, bytearray)) or not isinstance(label, Sequence):
+        raise UsageError(
+            f"Tnode.create: label must be a str, a sequence of str or None, got {label!r} "
+            f"({type(label).__name__})"
+        )
+    for comp in label:
+        if not isinstance(comp, str):
+            raise UsageError(
+                f"Tnode.create: label components must be str, got {comp!r} "
+                f"({type(comp).__name__}) in {list(label)!r}"
+            )
+    return [str(comp) for comp in label]
+
+
 def _fresh_id() -> int:
     with _ids_lock:
         return next(_ids)
@@ -149,11 +177,11 @@ class Tnode(HostArrayMixin):
         devices_not_lagging_host: ids of devices holding the host's latest value or having
             produced the latest value themselves.
         backend_info: free-form annotations of backends (e.g. how a routine uses the node).
-        code_name: the identifier last chosen for generated code, or ``None``.
     """
 
     __slots__ = (
         "__weakref__",
+        "_code_name",
         "_dims",
         "_dims_thunk",
         "_dims_without_padding",
@@ -165,7 +193,6 @@ class Tnode(HostArrayMixin):
         "_prec_specified",
         "_sharing_provenance",
         "backend_info",
-        "code_name",
         "devices_not_lagging_host",
         "id",
         "label",
@@ -181,7 +208,7 @@ class Tnode(HostArrayMixin):
     memory_mode_provenance: int | None
     devices_not_lagging_host: set[int]
     backend_info: dict[str, Any]
-    code_name: str | None
+    _code_name: str | None
     _lock: threading.Lock
     _dims: tuple[int, ...] | None
     _dims_without_padding: tuple[int, ...] | None
@@ -204,7 +231,7 @@ class Tnode(HostArrayMixin):
         dims: Sequence[int] | Callable[[], Sequence[int]],
         *,
         prec: Prec | str | None = None,
-        label: str | Sequence[str] = (),
+        label: str | Sequence[str] | None = (),
         hosted: bool = False,
         padding: Padding | None = None,
         memory_mode: mm.MemoryMode | tuple[mm.MemoryMode, int] | None = None,
@@ -216,22 +243,25 @@ class Tnode(HostArrayMixin):
                 (forced on first use of ``dims``).
             prec: the precision; ``None`` means the default (single) that :meth:`update_prec`
                 may still replace.
-            label: display components, a string or a list, most specific last.
+            label: display components, a string or a sequence of strings, most specific
+                last; ``None`` for no label.
             hosted: give the node a host array (mode ``Hosted(Unset_hosted)``).
             padding: margins added around the logical dims.
             memory_mode: an initial mode (``Virtual()``, provenance 0) or ``(mode, provenance)``.
 
         Raises:
-            UsageError: a negative dim, a padding of the wrong rank, an unknown precision, a
-                memory mode that is not a mode instance.
+            UsageError: a negative dim, a label that is not a string or a sequence of strings,
+                a padding that is not a :class:`Padding` or has the wrong rank, an unknown
+                precision, a memory mode that is not a mode instance.
         """
         tn = object.__new__(cls)
         tn.id = _fresh_id()
-        if not isinstance(label, (str, Sequence, type(None))) or not isinstance(
-            padding, (Padding, type(None))
-        ):
-            raise UsageError(f"Tnode.create: label {label!r} or padding {padding!r} is invalid")
-        tn.label = [label] if isinstance(label, str) else [str(s) for s in label or ()]
+        tn.label = _check_label(label)
+        if padding is not None and not isinstance(padding, Padding):
+            raise UsageError(
+                f"Tnode.create: node {tn.debug_label}: padding must be a Padding or None, got "
+                f"{padding!r} ({type(padding).__name__})"
+            )
         tn._lock = threading.Lock()
         tn.padding = padding
         tn._dims = None
@@ -252,7 +282,7 @@ class Tnode(HostArrayMixin):
         tn.memory_mode_provenance = None
         tn.devices_not_lagging_host = set()
         tn.backend_info = {}
-        tn.code_name = None
+        tn._code_name = None
         if memory_mode is not None:
             if isinstance(memory_mode, tuple) and len(memory_mode) == 2:
                 tn.update_memory_mode(*memory_mode)
@@ -305,11 +335,33 @@ class Tnode(HostArrayMixin):
         return f"{text}#{self.id}"
 
     @property
+    def code_name(self) -> str | None:
+        """The identifier chosen for generated code, or ``None``: :attr:`debug_name` returns it
+        when set."""
+        return self._code_name
+
+    @code_name.setter
+    def code_name(self, name: str | None) -> None:
+        """Set (or, with ``None``, unset) the identifier for generated code.
+
+        Raises:
+            UsageError: ``name`` is not ``None`` nor a C identifier (ASCII letters, digits and
+                underscores, not starting with a digit); the message names the node.
+        """
+        if name is not None and not (isinstance(name, str) and _IDENTIFIER.fullmatch(name)):
+            raise UsageError(
+                f"node {self.debug_label}: code_name must be a C identifier (ASCII letters, "
+                f"digits and underscores, not starting with a digit) or None, got {name!r} "
+                f"({type(name).__name__})"
+            )
+        self._code_name = name
+
+    @property
     def debug_name(self) -> str:
         """An identifier for generated code: ``code_name`` if set, else built from the label
         (non-identifier characters dropped, repeated components collapsed), else ``n<id>``."""
-        if self.code_name:
-            return self.code_name
+        if self._code_name is not None:
+            return self._code_name
         parts: list[str] = []
         for comp in self.label:
             clean = re.sub(r"[^0-9A-Za-z_]", "", comp)
@@ -371,6 +423,9 @@ class Tnode(HostArrayMixin):
     ) -> None:
         """Specify the precision. With ``only_if``, only when ``only_if(current precision)``
         holds.
+
+        A specified precision (given to :meth:`create` or by an earlier ``update_prec``) cannot
+        change to another one; a default or inferred one can, until it is read (:attr:`prec`).
 
         Raises:
             UsageError: the precision was already specified, or already read, as another one.
@@ -474,7 +529,10 @@ class Tnode(HostArrayMixin):
 
         Raises:
             MemoryModeError: the node already has a contradicting sharing.
+            UsageError: ``sharing`` is not a :class:`~arrayjit_tnode.memory_mode.Sharing` member
+                or ``provenance`` not an int.
         """
+        mm.check_sharing(f"node {self.debug_label}", sharing, provenance)
         with self._lock:
             old = self.memory_mode
             try:
