@@ -214,3 +214,23 @@ def test_update_memory_sharing_checks_its_arguments() -> None:
     tn.update_memory_sharing(mm.Sharing.Shared_cross_streams, 1)
     tn.update_memory_mode(mm.On_device(), 3)
     assert tn.memory_mode == mm.On_device(mm.Sharing.Shared_cross_streams)
+
+
+def test_mode_constructors_check_their_fields() -> None:
+    """A sharing or memory type given to a mode as a name, class or number is refused where
+    the mode is built, not when it is printed or refined later."""
+    for make, bad in [
+        (mm.On_device, "Shared_cross_streams"),
+        (mm.On_device, 1),
+        (mm.Changed_on_devices, "Per_stream"),
+    ]:
+        with pytest.raises(UsageError, match=r"a sharing must be a member of Sharing") as exc:
+            make(bad)
+        assert str(exc.value).startswith(f"{make.__name__}: ")
+        assert f"got {bad!r} ({type(bad).__name__})" in str(exc.value)
+    for bad_type in [mm.Constant, "Constant", None]:
+        with pytest.raises(UsageError, match=r"Hosted: the memory type must be an instance"):
+            mm.Hosted(bad_type)  # type: ignore[arg-type]
+    assert str(mm.Hosted(mm.Changed_on_devices(mm.Sharing.Per_stream))) == (
+        "Hosted(Changed_on_devices(Per_stream))"
+    )

@@ -74,6 +74,9 @@ class Changed_on_devices:
 
     sharing: Sharing = Sharing.Unset
 
+    def __post_init__(self) -> None:
+        _check_sharing_field("Changed_on_devices", self.sharing)
+
     def __str__(self) -> str:
         return f"Changed_on_devices({self.sharing.value})"
 
@@ -84,6 +87,15 @@ class Volatile(_Named):
 
 
 MemoryType = Unset_hosted | Constant | Nonconstant | Changed_on_devices | Volatile
+
+
+def _check_sharing_field(who: str, sharing: object) -> None:
+    if not isinstance(sharing, Sharing):
+        names = ", ".join(f"Sharing.{s.name}" for s in Sharing)
+        raise UsageError(
+            f"{who}: a sharing must be a member of Sharing such as Sharing.Per_stream, got "
+            f"{sharing!r} ({type(sharing).__name__}); sharings: {names}"
+        )
 
 
 # ---- memory modes -------------------------------------------------------------------------------
@@ -120,6 +132,9 @@ class On_device:
 
     sharing: Sharing = Sharing.Unset
 
+    def __post_init__(self) -> None:
+        _check_sharing_field("On_device", self.sharing)
+
     def __str__(self) -> str:
         return f"On_device({self.sharing.value})"
 
@@ -134,6 +149,14 @@ class Hosted:
     """Has a host array as well as device copies."""
 
     memory_type: MemoryType = Unset_hosted()
+
+    def __post_init__(self) -> None:
+        kinds = (Unset_hosted, Constant, Nonconstant, Changed_on_devices, Volatile)
+        if not isinstance(self.memory_type, kinds):
+            raise UsageError(
+                f"Hosted: the memory type must be an instance such as Constant() or Volatile(), "
+                f"got {self.memory_type!r} ({type(self.memory_type).__name__})"
+            )
 
     def __str__(self) -> str:
         return f"Hosted({self.memory_type})"
@@ -203,12 +226,7 @@ def check_sharing(who: str, sharing: object, provenance: object) -> None:
     Raises:
         UsageError: either is of the wrong type; the message starts with ``who``.
     """
-    if not isinstance(sharing, Sharing):
-        names = ", ".join(f"Sharing.{s.name}" for s in Sharing)
-        raise UsageError(
-            f"{who}: a sharing must be a member of Sharing such as Sharing.Per_stream, got "
-            f"{sharing!r} ({type(sharing).__name__}); sharings: {names}"
-        )
+    _check_sharing_field(who, sharing)
     _check_provenance(who, "sharing", provenance)
 
 
