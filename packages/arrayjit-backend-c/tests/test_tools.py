@@ -65,6 +65,62 @@ def test_cc_program_not_found_is_no_compiler(
     assert toolchain.find_compiler() is None
 
 
+@pytest.mark.parametrize(
+    ("cc", "why"),
+    [
+        ("/nonexistent", "/nonexistent does not exist"),
+        ("/nonexistent -O2", "/nonexistent does not exist"),
+        ("{tmp}", "{tmp} is a directory"),
+        ("{tmp}/not-a-program", "{tmp}/not-a-program is not executable"),
+        ("no-such-cc-xyz -O2", "no executable 'no-such-cc-xyz' on PATH"),
+        ("gcc 'unbalanced", "it does not split as a shell would (No closing quotation)"),
+        ("''", "it names no program"),
+    ],
+)
+def test_a_broken_cc_is_named_not_replaced(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    uncached_compiler: None,
+    cc: str,
+    why: str,
+) -> None:
+    """A set ``$CC`` that names no executable is reported with its value, and is not replaced by
+    the cc, gcc or clang on PATH (there is one here: the other tests use it)."""
+    assert shutil.which("cc") or shutil.which("gcc") or shutil.which("clang")
+    (tmp_path / "not-a-program").write_text("int main(void) { return 0; }\n")
+    cc, why = cc.format(tmp=tmp_path), why.format(tmp=tmp_path)
+    monkeypatch.setenv("CC", cc)
+    assert toolchain.find_compiler() is None
+    assert toolchain.compiler_problem() == (
+        f"$CC={cc!r} is not an executable compiler: {why}; a set $CC is not replaced by "
+        "cc, gcc or clang (fix or unset it)"
+    )
+
+
+def test_no_compiler_on_path_says_cc_is_not_set(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, uncached_compiler: None
+) -> None:
+    monkeypatch.delenv("CC", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert toolchain.find_compiler() is None
+    assert toolchain.compiler_problem() == (
+        "no C compiler found ($CC is not set; no cc, gcc or clang on PATH)"
+    )
+
+
+def test_a_usable_compiler_has_no_problem(
+    monkeypatch: pytest.MonkeyPatch, uncached_compiler: None
+) -> None:
+    monkeypatch.delenv("CC", raising=False)
+    assert toolchain.find_compiler() is not None
+    assert toolchain.compiler_problem() is None
+    gcc = shutil.which("gcc") or shutil.which("cc")
+    assert gcc is not None
+    monkeypatch.setenv("CC", f"{Path(gcc).name} -O2")
+    toolchain.find_compiler.cache_clear()
+    assert toolchain.compiler_problem() is None
+
+
 def test_compile_error_names_the_program(
     monkeypatch: pytest.MonkeyPatch, uncached_compiler: None
 ) -> None:
@@ -109,3 +165,15 @@ def test_stream_baseline_copies_and_triads() -> None:
         stream_baseline.kernel("scale", y, a, b)
     with pytest.raises(ValueError, match="expected contiguous float32 arrays of one size"):
         stream_baseline.kernel("copy", y, a[:-1], b[:-1])
+
+
+def test_the_backend_list_names_a_broken_cc(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``arrayjit backends`` (the registry's probe) says which ``$CC`` is wrong."""
+    monkeypatch.setenv("CC", "/nonexistent")
+    toolchain.find_compiler.cache_clear()
+    try:
+        reason = arrayjit_backend_c._probe_cc()
+        assert reason is not None and reason.startswith("$CC='/nonexistent' is not an executable")
+    finally:
+        monkeypatch.undo()
+        toolchain.find_compiler.cache_clear()

@@ -16,13 +16,13 @@ import functools
 
 from arrayjit_backend_c.__about__ import __version__
 from arrayjit_backend_c.cc_compiler import CcCompiler
-from arrayjit_backend_c.toolchain import find_compiler
+from arrayjit_backend_c.toolchain import compiler_problem
 from arrayjit_backends.backend_impl import CpuCompiler
 from arrayjit_backends.registry import no_device_entry
 
 
 def _probe_cc() -> str | None:
-    return None if find_compiler() else "no C compiler found ($CC, cc, gcc or clang on PATH)"
+    return compiler_problem()
 
 
 # The probe compiles this and runs it: it uses the syntax the generated IR uses (opaque

@@ -75,7 +75,7 @@ class CcCompiler(SegmentedCompiler):
         """``workers``: threads a parallel loop is split across (default: the CPU count)."""
         cc = toolchain.find_compiler()
         if cc is None:
-            raise RuntimeError("no C compiler found")
+            raise RuntimeError(toolchain.compiler_problem() or "no C compiler found")
         super().__init__(workers)
         self.cc = cc
         self.renderer = CcSyntax()

@@ -25,14 +25,22 @@ FLAGS = (
 )
 
 
+FALLBACKS = ("cc", "gcc", "clang")
+"""The compilers looked up on PATH, in order, when ``$CC`` is not set."""
+_FALLBACK_NAMES = "cc, gcc or clang"
+
+
 @functools.cache
 def find_compiler() -> str | None:
-    """The compiler command: ``$CC``, else ``cc``, ``gcc`` or ``clang`` on PATH; ``None`` if
-    there is none.
+    """The compiler command: ``$CC`` if set, else the first of ``cc``, ``gcc`` or ``clang`` on
+    PATH; ``None`` if there is none (:func:`compiler_problem` says why).
 
     ``$CC`` may carry arguments (``CC="gcc -fno-common"``); it is split as a POSIX shell
     would, as make and setuptools do, and its program looked up on PATH. The result is one
-    string in shell syntax: :func:`argv` splits it again.
+    string in shell syntax: :func:`argv` splits it again. A ``$CC`` that is set (not empty)
+    but names no executable program gives ``None``: it is not replaced by ``cc``, ``gcc`` or
+    ``clang``, since a compiler chosen explicitly and silently swapped for another would build
+    with flags and a toolchain the user did not ask for.
     """
     env = os.environ.get("CC", "").strip()
     if env:
@@ -42,11 +50,47 @@ def find_compiler() -> str | None:
             return None
         program = shutil.which(parts[0]) if parts else None
         return shlex.join([program, *parts[1:]]) if program else None
-    for name in ("cc", "gcc", "clang"):
+    for name in FALLBACKS:
         path = shutil.which(name)
         if path:
             return path
     return None
+
+
+def compiler_problem() -> str | None:
+    """Why :func:`find_compiler` finds no compiler, naming a ``$CC`` that is set; ``None`` when
+    it finds one. The reason the ``cc`` backend is unavailable (``arrayjit backends``).
+
+    For example ``$CC='/nonexistent' is not an executable compiler: /nonexistent does not
+    exist; a set $CC is not replaced by cc, gcc or clang (fix or unset it)``.
+    """
+    if find_compiler() is not None:
+        return None
+    env = os.environ.get("CC", "").strip()
+    if not env:
+        return f"no C compiler found ($CC is not set; no {_FALLBACK_NAMES} on PATH)"
+    try:
+        parts = shlex.split(env)
+    except ValueError as exc:
+        why = f"it does not split as a shell would ({exc})"
+    else:
+        why = _not_executable(parts[0]) if parts and parts[0] else "it names no program"
+    return (
+        f"$CC={env!r} is not an executable compiler: {why}; a set $CC is not replaced by "
+        f"{_FALLBACK_NAMES} (fix or unset it)"
+    )
+
+
+def _not_executable(program: str) -> str:
+    """Why ``shutil.which(program)`` found nothing."""
+    if os.sep not in program and not (os.altsep and os.altsep in program):
+        return f"no executable {program!r} on PATH"
+    path = Path(program)
+    if not path.exists():
+        return f"{program} does not exist"
+    if path.is_dir():
+        return f"{program} is a directory"
+    return f"{program} is not executable"
 
 
 def argv(cc: str) -> list[str]:

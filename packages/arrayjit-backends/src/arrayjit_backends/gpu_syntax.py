@@ -570,12 +570,21 @@ class GpuSyntax(CSyntax):
         fastest). In unsigned arithmetic of 32 bits where the nest fits: a division by a
         constant is then a multiply and a shift (by a power of two, a shift), where a signed
         64-bit one is a long instruction sequence on a GPU (a 2^24 sum's 14 blocked-sum levels
-        took 3x the memory time)."""
+        took 3x the memory time).
+
+        A nest with an empty loop has no work item to decode (every caller bounds ``gid`` by
+        the nest's size, 0): its indices are declared as their loops' starts, since a remainder
+        by the zero extent, though never run, is undefined and compilers warn about it (PoCL
+        printed "2 warnings generated." for a node of shape ``(3, 0)``)."""
         it = self.index_type
-        total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 1) for lp in nest)
-        ut = "uint32_t" if total <= 0xFFFFFFFF else "uint64_t"
         for lp in nest:  # names in nest order: i0 is the outermost loop
             self.sym(lp.index)
+        if any(lp.to_inclusive < lp.from_ for lp in nest):
+            for lp in nest:
+                out.add(indent, f"const {it} {self.sym(lp.index)} = {lp.from_};  /* empty nest */")
+            return
+        total = math.prod(lp.to_inclusive - lp.from_ + 1 for lp in nest)
+        ut = "uint32_t" if total <= 0xFFFFFFFF else "uint64_t"
         out.add(indent, f"{ut} aj_r = (({ut}){gid});")
         for k, lp in enumerate(reversed(nest)):
             extent = lp.to_inclusive - lp.from_ + 1
