@@ -325,7 +325,9 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
 
     # Where the dialect has vector types with an elementwise fma (OpenCL C), a work item's row
     # of cells is one vector: one fma call per row and step (the same one rounding per lane).
-    vector = syntax.vector_cells and t.tn in (2, 4, 8, 16)
+    # Up to 32 bytes: a wider vector argument (double8) changes the call ABI on CPUs without
+    # AVX-512, which PoCL warns about on every build; such rows take one fma per cell.
+    vector = syntax.vector_cells and t.tn in (2, 4, 8, 16) and t.tn * prec.byte_size <= 32
 
     def cell(r: int, c: int) -> str:
         return f"aj_c{r}.s{c:x}" if vector else f"aj_c{r}_{c}"
