@@ -10,6 +10,7 @@ skip those tests with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import stat
@@ -22,12 +23,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arrayjit_backends import StreamError
+from arrayjit_backends import MergeMode, StreamError
 from arrayjit_backends.scheduler import Event
 from arrayjit_conformance.harness import hosted, new_context
 from arrayjit_conformance.plugin import fresh_or_skip
 from arrayjit_ir import ir
 from arrayjit_tnode import CompileError, Tnode
+from arrayjit_tnode import memory_mode as mm
 
 VALUES = np.linspace(-2.0, 2.0, 16, dtype=np.float32)
 
@@ -304,3 +306,176 @@ def test_failing_event_in_will_wait_for_fails_the_stream(backend: Any) -> None:
     r()
     backend.to_host(r.context, y)
     np.testing.assert_array_equal(y.get_values(), -np.arange(4.0))
+
+
+def _failed_event(other: Any) -> Any:
+    """An event of a ``multicore_`` stream of ``other`` that is done, having failed: a task
+    before it raised."""
+    ctx = new_context(other)
+    gate = threading.Event()
+    other.schedule_task(ctx, lambda: gate.wait(10))  # the failure comes after the event is taken
+
+    def fail() -> None:
+        raise _Boom("injected")
+
+    other.schedule_task(ctx, fail)
+    event = other.all_work(ctx.stream)
+    gate.set()
+    deadline = time.monotonic() + 10
+    while not other.is_done(event) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert other.is_done(event) and not event.succeeded()
+    return event
+
+
+def test_waiting_for_an_event_that_failed_fails_the_stream(backend: Any) -> None:
+    """An event already passed, but after a failed task (what it orders never happened), given
+    to ``will_wait_for`` fails the waiting stream as a pending one would, whatever the two
+    backends are."""
+    other = fresh_or_skip("multicore_interp")
+    try:
+        event = _failed_event(other)
+        ctx = new_context(backend)
+        with contextlib.suppress(StreamError):  # at once on sync_ and device streams
+            backend.will_wait_for(ctx, event)
+        with pytest.raises(StreamError, match=r"_Boom\('injected'\)"):
+            backend.await_stream(ctx.stream)
+    finally:
+        other.finalize()
+
+
+def test_a_reader_after_a_writer_skipped_by_a_failure_fails(backend: Any) -> None:
+    """A routine on one stream reads a node whose writer on another stream was skipped after
+    a failure: by the time the reader is scheduled the writer's event has passed (failed), and
+    the reader must fail rather than read the value from before the writer."""
+    dev = backend.get_device(0)
+    s1, s2 = backend.new_stream(dev), backend.new_stream(dev)
+    x = Tnode.create((4,), label="x")
+    x.update_memory_mode(mm.On_device(mm.Sharing.Shared_cross_streams), 1)
+    y = hosted((4,), "y")
+    init = backend.link(
+        backend.make_context(s1), backend.compile(ir.fetch(x, ir.Constant(1.0)), name="init")
+    )
+    writer = backend.link(
+        init.context, backend.compile(ir.fetch(x, ir.Constant(5.0)), name="writer")
+    )
+    reader = backend.link(
+        backend.make_context(s2), backend.compile(ir.unop(y, "identity", x), name="reader")
+    )
+    init()
+    backend.await_stream(s1)
+
+    def fail() -> None:
+        raise _Boom("injected")
+
+    try:
+        backend.schedule_task(init.context, fail)
+        writer()
+    except StreamError:  # told at once (sync_ and device streams): the writer never ran
+        return
+    deadline = time.monotonic() + 10
+    while not backend.is_idle(s1) and time.monotonic() < deadline:
+        time.sleep(0.001)  # the writer's event is passed (skipped) before the reader comes
+    with pytest.raises(StreamError, match=r"_Boom\('injected'\)"):
+        reader()
+        backend.to_host(reader.context, y)
+        y.get_values()
+
+
+def _failed_stream(backend: Any) -> Any:
+    """A context whose stream failed (the failure reported, or at least passed)."""
+    ctx = new_context(backend)
+
+    def fail() -> None:
+        raise _Boom("injected")
+
+    with contextlib.suppress(StreamError):  # raised at once on sync_ and device streams
+        backend.schedule_task(ctx, fail)
+    deadline = time.monotonic() + 10
+    while not backend.is_idle(ctx.stream) and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return ctx
+
+
+def test_a_failed_stream_refuses_work_that_has_nothing_to_do(backend: Any) -> None:
+    """``link``, a ``from_host`` of a node already fresh there and a ``device_to_device`` into
+    a context of the failed stream raise :class:`StreamError` like every other call, rather
+    than report success."""
+    x, y = hosted((4,), "x"), hosted((4,), "y")
+    x.set_values(np.arange(4.0))
+    code = backend.compile(ir.unop(y, "neg", x), name="neg")
+    ctx = _failed_stream(backend)
+    with pytest.raises(StreamError, match=r"_Boom\('injected'\)"):
+        backend.link(ctx, code)
+    healthy = backend.link(new_context(backend), code)
+    healthy()
+    failed = _failed_stream(backend)
+    shared = backend.make_context(failed.stream, ctx_arrays={x: healthy.context.ctx_arrays[x]})
+    with pytest.raises(StreamError, match=r"_Boom\('injected'\)"):
+        backend.from_host(shared, x)
+    with pytest.raises(StreamError, match=r"_Boom\('injected'\)"):
+        backend.device_to_device(x, MergeMode.No, shared, healthy.context)
+
+
+def test_transfers_after_another_backends_failed_copy_to_the_host_fail(backend: Any) -> None:
+    """Another backend's copy into a host array was skipped after a failure: a ``from_host``
+    of that array requested after it fails instead of uploading the stale host values."""
+    other = fresh_or_skip("multicore_interp")
+    try:
+        y, out = hosted((4,), "y"), hosted((4,), "out")
+        y.set_values(np.ones(4))
+        w = other.link(new_context(other), other.compile(ir.fetch(y, ir.Constant(7.0)), name="w"))
+        r = backend.link(new_context(backend), backend.compile(ir.unop(out, "neg", y), name="r"))
+        gate = threading.Event()
+        other.schedule_task(w.context, lambda: gate.wait(10))
+
+        def fail() -> None:
+            raise _Boom("injected")
+
+        other.schedule_task(w.context, fail)
+        w()
+        other.to_host(w.context, y)  # skipped: never lands
+        gate.set()
+        deadline = time.monotonic() + 10
+        while not other.is_idle(w.context.stream) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        with pytest.raises(StreamError, match=r"_Boom\('injected'\)"):
+            backend.from_host(r.context, y)
+            r()
+            backend.to_host(r.context, out)
+            out.get_values()
+    finally:
+        other.finalize()
+
+
+def test_host_memory_routines_keep_request_order_with_other_backends_copies(
+    backend: Any,
+) -> None:
+    """A routine computing on a host array (``use_host_memory``) is a copy into it (or out of
+    it) for the ordering of that array's transfers: requested after another backend's
+    ``from_host`` / ``to_host`` of it, it lands after them, whichever runs late."""
+    if not getattr(backend.capabilities, "use_host_memory", False):
+        pytest.skip(f"{backend.name}: no use_host_memory (device memory is not host memory)")
+    other = fresh_or_skip("multicore_interp")
+    try:
+        a = hosted((4,), "a")
+        a.set_values(np.full(4, 3.0))
+        backend.use_host_memory(a)
+        ones = backend.link(
+            new_context(backend), backend.compile(ir.fetch(a, ir.Constant(1.0)), name="ones")
+        )
+        neg = other.link(new_context(other), other.compile(ir.unop(a, "neg", a), name="neg"))
+        gate = threading.Event()
+        other.schedule_task(neg.context, lambda: gate.wait(10))  # the other backend runs late
+        other.from_host(neg.context, a)  # reads 3s
+        neg()
+        other.to_host(neg.context, a)  # writes -3s, requested before the routine below
+        timer = threading.Timer(0.2, gate.set)
+        timer.start()
+        ones()  # a := 1, after the copy to the host in request order
+        backend.await_stream(ones.context.stream)
+        np.testing.assert_array_equal(a.get_values(), np.ones(4))
+        other.await_stream(neg.context.stream)
+        timer.join()
+    finally:
+        other.finalize()

@@ -423,11 +423,13 @@ class Backend:
             UsageError: ``ctx`` belongs to another backend, the code was compiled by another
                 kind of backend, or the code reads a node that is neither hosted nor computed
                 by an earlier routine of this context lineage.
+            StreamError: the context's stream failed (it refuses new work).
         """
         if not isinstance(code, Code):
             raise UsageError(f"link: expected the Code of a compile, got {code!r}")
         checks.check_context(self, ctx, f"link {code.name}")
         check_code_kind(code.kind, self.runtime.code_kind(), code.name, self.name)
+        ctx.stream.queue.check()  # a failed stream refuses new routines
         child = extend(ctx, code, self._host_memory_nodes, self._placed)
         stream = child.stream
         bufs = {tn: child.buf(tn) for tn in code.optimized.context_nodes}
@@ -528,6 +530,7 @@ class Backend:
         """
         checks.check_context(self, ctx, "from_host")
         checks.check_node(self, tn, "from_host")
+        ctx.stream.queue.check()  # a failed stream refuses work, even work with nothing to do
         return transfers.from_host(ctx, tn)
 
     def to_host(self, ctx: Context, tn: Tnode) -> bool:
@@ -556,6 +559,7 @@ class Backend:
         checks.check_context(self, src, "device_to_device (src)")
         checks.check_node(self, tn, "device_to_device")
         checks.check_mode(self, into_merge_buffer, "device_to_device")
+        dst.stream.queue.check()  # a failed stream refuses work, even work with nothing to do
         return transfers.device_to_device(tn, into_merge_buffer, dst, src)
 
     # ---- events ----

@@ -325,6 +325,9 @@ class Routine:
                 table.order_write(stream, key)
         for key in reads:
             table.order_read(stream, key)
+        for tn, writes in self._on_host:  # its buffer is its host array: ordered as a copy
+            # into it (a write) or from it (a read), with every backend's transfers of it
+            (hazards.order_download if writes else hazards.order_upload)(tn, stream)
         values = {s: self._bindings[s.name] for s in self._symbols} if self._symbols else {}
         run = self._run
         if self._short:  # a few microseconds: an idle multicore stream runs it right here

@@ -332,8 +332,10 @@ class ImmediateQueue(StreamQueue):
     def wait_for(self, event: Event) -> None:
         self._check()
         try:
-            if not event.is_done() and not self.wait_device(event):
-                event.sync()
+            if event.succeeded():
+                return
+            if event.is_done() or not self.wait_device(event):
+                event.sync()  # a failed event raises here
         except BaseException as exc:  # as a multicore stream does: the stream fails
             self.error = exc
             raise StreamError(self.name, f"the event it waited for failed: {exc!r}") from exc

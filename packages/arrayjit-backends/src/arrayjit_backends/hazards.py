@@ -43,14 +43,13 @@ of one is ordered with reads of the other."""
 
 def order_after(stream: Stream, other: Stream, event: Event) -> None:
     """Make ``stream``'s later work wait for ``event`` of ``other`` (nothing when both are one
-    stream: a stream runs in order). A stream of another backend cannot enqueue a wait on this
-    backend's events, so the caller blocks instead."""
-    if other is stream or event.is_done():
-        return
-    if other.device.backend is stream.device.backend:
+    stream: a stream runs in order, or when the event has passed having run everything before
+    it). An event that failed (a task before it failed, so what it orders never happened)
+    fails ``stream`` too, whatever its backend: its queue's ``wait_for`` takes any backend's
+    events (a device queue blocks the caller on another backend's, a ``multicore_`` worker
+    waits for it in order)."""
+    if other is not stream and not event.succeeded():
         stream.queue.wait_for(event)
-    else:
-        event.wait()
 
 
 class BufferHazards:
@@ -160,6 +159,14 @@ def _pending(
     return [(s, e) for s, e in transfers if not e.is_done() and s() is not None]
 
 
+def _outstanding(
+    transfers: list[tuple[weakref.ref[Stream], Event]],
+) -> list[tuple[weakref.ref[Stream], Event]]:
+    """Transfers still to land, and those that never will (failed: until the next ``to_host``
+    replaces them, a copy from the host array ordered after one fails too)."""
+    return [(s, e) for s, e in transfers if not e.succeeded() and s() is not None]
+
+
 def _order_after_all(stream: Stream, transfers: list[tuple[weakref.ref[Stream], Event]]) -> None:
     for ref, event in transfers:
         other = ref()
@@ -222,7 +229,7 @@ def order_upload(tn: Tnode, stream: Stream) -> None:
     """Order a copy from ``tn``'s host array (scheduled next on ``stream``) after the copies
     into the host array requested before it."""
     st = _state(tn)
-    st.downloads = _pending(st.downloads)
+    st.downloads = _outstanding(st.downloads)
     _order_after_all(stream, st.downloads)
 
 

@@ -156,6 +156,11 @@ class StreamQueue(abc.ABC):
         """The cores this stream's kernels share with the device's other streams (None: every
         core the process may use)."""
 
+    def check(self) -> None:
+        """Raise :class:`StreamError` if the stream failed or was closed (it refuses new
+        work)."""
+        self._check()
+
     def _check(self) -> None:
         if self.error is not None:
             raise StreamError(self.name, f"an earlier task failed: {self.error!r}") from self.error
@@ -598,7 +603,7 @@ class ThreadQueue(StreamQueue):
 
     def wait_for(self, event: Event) -> None:
         self._check()
-        if not event.is_done():
+        if not event.succeeded():  # pending, or failed: its sync then fails this stream
             self.schedule(event.sync)
 
     def await_idle(self) -> None:
