@@ -380,6 +380,16 @@ def test_a_reader_after_a_writer_skipped_by_a_failure_fails(backend: Any) -> Non
         reader()
         backend.to_host(reader.context, y)
         y.get_values()
+    # A write of the node on a third stream replaces the value that never came: it waits for
+    # the skipped writer to pass, but does not fail with it.
+    z = hosted((4,), "z")
+    comp = ir.block(ir.fetch(x, ir.Constant(9.0)), ir.unop(z, "identity", x))
+    rewrite = backend.link(
+        backend.make_context(backend.new_stream(dev)), backend.compile(comp, name="rewrite")
+    )
+    rewrite()
+    backend.to_host(rewrite.context, z)
+    np.testing.assert_array_equal(z.get_values(), np.full(4, 9.0))
 
 
 def _failed_stream(backend: Any) -> Any:
@@ -425,7 +435,8 @@ def test_transfers_after_another_backends_failed_copy_to_the_host_fail(backend: 
         y, out = hosted((4,), "y"), hosted((4,), "out")
         y.set_values(np.ones(4))
         w = other.link(new_context(other), other.compile(ir.fetch(y, ir.Constant(7.0)), name="w"))
-        r = backend.link(new_context(backend), backend.compile(ir.unop(out, "neg", y), name="r"))
+        code = backend.compile(ir.unop(out, "neg", y), name="r")
+        r = backend.link(new_context(backend), code)
         gate = threading.Event()
         other.schedule_task(w.context, lambda: gate.wait(10))
 
@@ -444,6 +455,16 @@ def test_transfers_after_another_backends_failed_copy_to_the_host_fail(backend: 
             r()
             backend.to_host(r.context, out)
             out.get_values()
+        # Once the host arrays are written, the skipped copies no longer matter: another
+        # stream uploads the new values (the failed stream of ``r`` stays failed). Until then
+        # ``out``'s host array, whose copy was skipped too, could not be uploaded either.
+        y.set_values(np.full(4, 2.0))
+        out.set_values(np.zeros(4))
+        again = backend.link(new_context(backend), code)
+        backend.from_host(again.context, y)
+        again()
+        backend.to_host(again.context, out)
+        np.testing.assert_array_equal(out.get_values(), np.full(4, -2.0))
     finally:
         other.finalize()
 

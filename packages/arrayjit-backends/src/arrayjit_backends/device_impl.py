@@ -340,6 +340,11 @@ class ImmediateQueue(StreamQueue):
             self.error = exc
             raise StreamError(self.name, f"the event it waited for failed: {exc!r}") from exc
 
+    def wait_past(self, event: Event) -> None:
+        self._check()
+        if not event.is_done() and not self.wait_device(event):
+            event.wait()
+
     def await_idle(self) -> None:
         self._check()
         try:

@@ -41,15 +41,22 @@ where it lives only: two nodes given one buffer (``ctx_arrays``) share its memor
 of one is ordered with reads of the other."""
 
 
-def order_after(stream: Stream, other: Stream, event: Event) -> None:
+def order_after(stream: Stream, other: Stream, event: Event, *, reads: bool = True) -> None:
     """Make ``stream``'s later work wait for ``event`` of ``other`` (nothing when both are one
-    stream: a stream runs in order, or when the event has passed having run everything before
-    it). An event that failed (a task before it failed, so what it orders never happened)
-    fails ``stream`` too, whatever its backend: its queue's ``wait_for`` takes any backend's
-    events (a device queue blocks the caller on another backend's, a ``multicore_`` worker
-    waits for it in order)."""
-    if other is not stream and not event.succeeded():
-        stream.queue.wait_for(event)
+    stream: a stream runs in order). A queue takes any backend's events (a device queue blocks
+    the caller on another backend's, a ``multicore_`` worker waits for them in order).
+
+    ``reads``: the work reads what ``other``'s work before ``event`` wrote, so if that failed
+    (what it orders never happened) ``stream`` fails too, even when the event has already
+    passed. Otherwise (a write after another stream's read or write) it only waits for the
+    event to pass: an earlier write that failed is replaced, not read."""
+    if other is stream:
+        return
+    if reads:
+        if not event.succeeded():
+            stream.queue.wait_for(event)
+    elif not event.is_done():
+        stream.queue.wait_past(event)
 
 
 class BufferHazards:
@@ -73,13 +80,15 @@ class BufferHazards:
 
     def order_write(self, stream: Stream, key: Key) -> None:
         """Make ``stream``'s next task wait for other streams' pending reads and write of
-        ``key``."""
-        self.order_read(stream, key)
+        ``key`` (to pass, failed or not: see :func:`order_after`)."""
+        w = self.writers.get(key[1])
+        if w is not None and w[0] is not stream:
+            order_after(stream, *w, reads=False)
         readers = self.readers.get(key[1])
         if readers:
             for other, event in list(readers.items()):
                 if other is not stream:
-                    order_after(stream, other, event)
+                    order_after(stream, other, event, reads=False)
 
     def record(
         self, stream: Stream, event: Event, reads: Iterable[Key] = (), writes: Iterable[Key] = ()
@@ -162,16 +171,19 @@ def _pending(
 def _outstanding(
     transfers: list[tuple[weakref.ref[Stream], Event]],
 ) -> list[tuple[weakref.ref[Stream], Event]]:
-    """Transfers still to land, and those that never will (failed: until the next ``to_host``
-    replaces them, a copy from the host array ordered after one fails too)."""
+    """Transfers still to land, and those that never will (failed: until the host array is
+    written or the next ``to_host`` replaces them, a copy from the host array ordered after
+    one fails too)."""
     return [(s, e) for s, e in transfers if not e.succeeded() and s() is not None]
 
 
-def _order_after_all(stream: Stream, transfers: list[tuple[weakref.ref[Stream], Event]]) -> None:
+def _order_after_all(
+    stream: Stream, transfers: list[tuple[weakref.ref[Stream], Event]], *, reads: bool
+) -> None:
     for ref, event in transfers:
         other = ref()
         if other is not None:
-            order_after(stream, other, event)
+            order_after(stream, other, event, reads=reads)
 
 
 _states: dict[int, _HostState] = {}
@@ -229,17 +241,21 @@ def order_upload(tn: Tnode, stream: Stream) -> None:
     """Order a copy from ``tn``'s host array (scheduled next on ``stream``) after the copies
     into the host array requested before it."""
     st = _state(tn)
-    st.downloads = _outstanding(st.downloads)
-    _order_after_all(stream, st.downloads)
+    # A failed copy to the host counts until the host array is written (set_values): the
+    # array then holds the user's values, and nothing stale is left to upload.
+    st.downloads = (_outstanding if tn.copy_to_host_pending else _pending)(st.downloads)
+    _order_after_all(stream, st.downloads, reads=True)
 
 
 def order_download(tn: Tnode, stream: Stream) -> None:
     """Order a copy into ``tn``'s host array (scheduled next on ``stream``) after the copies
-    from and into the host array requested before it, so transfers land in request order."""
-    order_upload(tn, stream)
+    from and into the host array requested before it, so transfers land in request order (a
+    copy into it that failed never lands: it replaces that one)."""
     st = _state(tn)
+    st.downloads = _pending(st.downloads)
+    _order_after_all(stream, st.downloads, reads=False)
     st.uploads = _pending(st.uploads)
-    _order_after_all(stream, st.uploads)
+    _order_after_all(stream, st.uploads, reads=False)
 
 
 def record_upload(tn: Tnode, stream: Stream, event: Event) -> None:

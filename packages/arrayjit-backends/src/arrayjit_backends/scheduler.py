@@ -191,6 +191,14 @@ class StreamQueue(abc.ABC):
         """Make later tasks of this stream wait until ``event`` is done (without blocking the
         caller)."""
 
+    def wait_past(self, event: Event) -> None:
+        """Make later tasks of this stream wait until ``event`` has passed, whether or not the
+        tasks before it succeeded (a write that must not overtake another stream's access, but
+        does not read its result). Here: the caller blocks; a ``multicore_`` stream's worker
+        waits instead."""
+        self._check()
+        event.wait()
+
     @abc.abstractmethod
     def await_idle(self) -> None:
         """Block until every scheduled task has run; re-raise a task's failure."""
@@ -605,6 +613,11 @@ class ThreadQueue(StreamQueue):
         self._check()
         if not event.succeeded():  # pending, or failed: its sync then fails this stream
             self.schedule(event.sync)
+
+    def wait_past(self, event: Event) -> None:
+        self._check()
+        if not event.is_done():
+            self.schedule(event.wait)
 
     def await_idle(self) -> None:
         self._state.wait_until(self._state.scheduled)

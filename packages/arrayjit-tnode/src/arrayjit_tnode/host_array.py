@@ -101,6 +101,13 @@ class HostArrayMixin:
         ``is_done()`` is false, ``sync()``), then run ``transfer()`` if given."""
         self._prepare_read = _Hook(is_done, sync, transfer)
 
+    @property
+    def copy_to_host_pending(self) -> bool:
+        """Whether a copy to the host array was requested that no read or write of the host
+        array has passed yet (its read hook is installed: it stays after a copy that failed,
+        until the next write of the host array or the next copy's hook)."""
+        return self._prepare_read is not None
+
     def prepare_write(self, is_done: Callable[[], bool], sync: Callable[[], None]) -> None:
         """Install the hook of an asynchronous read of the host array (a host-to-device copy in
         flight): :meth:`do_write` waits for it before the host array changes."""
