@@ -363,3 +363,22 @@ def test_inlined_single_node_rounds_in_a_double_expression(backend: Any) -> None
     [(got, ref)] = run_against_interpreter(backend, comp, {x: vx}, [y])
     np.testing.assert_allclose(ref, want, rtol=1e-15, err_msg="oracle vs numpy")
     np.testing.assert_allclose(got, want, rtol=1e-15, err_msg=f"{backend.name} vs numpy")
+
+
+@pytest.mark.parametrize(
+    "value", [np.float64(0.5), np.float32(-1.25), np.float16(3.0), np.int64(3)]
+)
+def test_numpy_scalar_constants(backend: Any, value: Any) -> None:
+    """A constant given as a numpy scalar (``Constant(1 / np.sqrt(d))``, a learning rate as
+    ``np.float32``) is the number it holds: stored, and folded into an expression. (The C and
+    OpenCL renderers wrote its repr, ``np.float64(0.5)``, into the source.)"""
+    x, c, y = hosted((4,), "x"), hosted((4,), "c"), hosted((4,), "y")
+    t = Tnode.create((4,), label="t")
+    comp = ir.block(
+        ir.fetch(c, ir.Constant(value)),
+        ir.fetch(t, ir.Constant(value)),
+        ir.binop(y, "mul", x, t),  # t is inlined: the constant folds into the product
+    )
+    vx = np.arange(4.0)
+    want = np.full(4, float(value))
+    check_against_numpy(backend, comp, {x: vx}, {c: want, y: vx * want})

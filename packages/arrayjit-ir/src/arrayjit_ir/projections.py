@@ -80,8 +80,9 @@ class Projections:
 
         Raises:
             UsageError: the spec is malformed, its number of operands or axes differs from the
-                nodes', or one letter has two different sizes (the message names the letter,
-                both sizes and both nodes).
+                nodes', one operand repeats a letter (a diagonal such as ``ii->i`` or a trace
+                ``ii->`` is not an einsum here), or one letter has two different sizes (the
+                message names the letter, both sizes and both nodes).
         """
         text = spec.replace(" ", "")
         if "->" not in text:
