@@ -50,17 +50,22 @@ def test_distributed_demo_without_the_package_says_what_to_install(
     assert "pip install 'arrayjit-distributed[mpich]'" in err and "mpiexec -n 2" in err
 
 
+def _shown(path: Path, source: str, capsys: pytest.CaptureFixture[str]) -> str:
+    """What ``arrayjit show`` prints for a file of ``source`` (written at ``path``)."""
+    path.write_text("from arrayjit_tnode import Tnode\nfrom arrayjit_ir import ir\n" + source)
+    assert main(["show", str(path)]) == 0
+    return capsys.readouterr().out
+
+
 def test_show_prints_optimized_ir(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    src = tmp_path / "comp.py"
-    src.write_text(
-        "from arrayjit_tnode import Tnode\nfrom arrayjit_ir import ir\n"
+    out = _shown(
+        tmp_path / "comp.py",
         "a = Tnode.create((4,), label='a', hosted=True)\n"
         "t = Tnode.create((4,), label='t')\n"
         "y = Tnode.create((4,), label='y', hosted=True)\n"
-        "step = ir.block(ir.unop(t, 'exp', a), ir.unop(y, 'neg', t))\n"
+        "step = ir.block(ir.unop(t, 'exp', a), ir.unop(y, 'neg', t))\n",
+        capsys,
     )
-    assert main(["show", str(src)]) == 0
-    out = capsys.readouterr().out
     assert "# step" in out and "routine step():" in out and "t: Virtual" in out
     assert "y[i1] := neg(exp(a[i1]));" in out
     empty = tmp_path / "none.py"
@@ -94,15 +99,13 @@ def test_show_imports_modules_next_to_the_file(
 def test_show_of_static_indices(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A computation with static indices shows with them as the routine's parameters (they are
     bound only when it runs)."""
-    src = tmp_path / "rows.py"
-    src.write_text(
-        "from arrayjit_tnode import Tnode\nfrom arrayjit_ir import ir\n"
+    out = _shown(
+        tmp_path / "rows.py",
         "from arrayjit_ir.assignments import Slice\nfrom arrayjit_ir.indexing import StaticSymbol\n"
         "data = Tnode.create((4, 3), label='data')\nrow = Tnode.create((3,), label='row')\n"
-        "pick = ir.fetch(row, Slice(StaticSymbol('i'), data))\n"
+        "pick = ir.fetch(row, Slice(StaticSymbol('i'), data))\n",
+        capsys,
     )
-    assert main(["show", str(src)]) == 0
-    out = capsys.readouterr().out
     assert "routine pick(i):" in out and "row[i1] := data[i, i1];" in out
 
 
@@ -240,10 +243,21 @@ def test_bench_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     assert all("x" not in line.split()[-1] for line in lines[start + 1 : start + 3])
 
 
+def _bench_table(
+    tmp_path: Path, rows: list[dict[str, object]], capsys: pytest.CaptureFixture[str]
+) -> tuple[Path, list[str]]:
+    """``arrayjit bench`` of ``rows`` next to :data:`BENCH`'s: the JSON's path and the lines."""
+    import json
+
+    path = tmp_path / "b.json"
+    path.write_text(json.dumps({"benchmarks": [*rows, *BENCH["benchmarks"]]}))  # type: ignore[misc]
+    assert main(["bench", "--from-json", str(path)]) == 0
+    return path, capsys.readouterr().out.splitlines()
+
+
 def test_bench_table_bandwidth_fraction(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Rows with bytes in a group with a STREAM baseline show their GB/s as a fraction of the
     fastest baseline row; groups without one show no such column."""
-    import json
 
     from arrayjit_backends.bench_table import bandwidth_fractions, load_rows
 
@@ -258,10 +272,7 @@ def test_bench_table_bandwidth_fraction(tmp_path: Path, capsys: pytest.CaptureFi
         row["extra_info"]["bytes"] = nbytes  # type: ignore[index]
     for row in rows[:2]:
         row["extra_info"]["bandwidth_baseline"] = True  # type: ignore[index]
-    path = tmp_path / "b.json"
-    path.write_text(json.dumps({"benchmarks": [*rows, *BENCH["benchmarks"]]}))  # type: ignore[misc]
-    assert main(["bench", "--from-json", str(path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    path, lines = _bench_table(tmp_path, rows, capsys)
     start = lines.index(group)
     # triad: 1.2 GB/s is the fastest baseline; the fused kernel moves 1.0 GB/s, numpy 0.4.
     assert lines[start + 1].split()[-1] == "100%" and "C STREAM triad" in lines[start + 1]
@@ -279,7 +290,6 @@ def test_bench_table_hand_written_baselines(
 ) -> None:
     """Rows marked ``baseline_of`` a backend give that backend's row (and each other baseline
     of it) a ``vs hand`` ratio to the fastest of them; other rows and groups get none."""
-    import json
 
     from arrayjit_backends.bench_table import hand_ratios, load_rows
 
@@ -293,10 +303,7 @@ def test_bench_table_hand_written_baselines(
     ]
     for row in rows[1:3]:
         row["extra_info"]["baseline_of"] = "opencl"  # type: ignore[index]
-    path = tmp_path / "b.json"
-    path.write_text(json.dumps({"benchmarks": [*rows, *BENCH["benchmarks"]]}))  # type: ignore[misc]
-    assert main(["bench", "--from-json", str(path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    path, lines = _bench_table(tmp_path, rows, capsys)
     assert "vs hand" in lines[1]
     start = lines.index(group)
     members = {line.split()[0]: line.split() for line in lines[start + 1 : start + 6]}
@@ -315,7 +322,6 @@ def test_bench_table_hand_written_baselines(
 def test_bench_table_numba_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A group with a numba row gives every row a ``vs numba`` ratio (numba time / its time),
     after the ``vs hand`` column where the group has both; other groups get none."""
-    import json
 
     from arrayjit_backends.bench_table import load_rows, numba_ratios
 
@@ -328,10 +334,7 @@ def test_bench_table_numba_column(tmp_path: Path, capsys: pytest.CaptureFixture[
         _bench_row(group, "n", 10e-3, "numpy"),
     ]
     rows[3]["extra_info"]["baseline_of"] = "opencl"  # type: ignore[index]
-    path = tmp_path / "b.json"
-    path.write_text(json.dumps({"benchmarks": [*rows, *BENCH["benchmarks"]]}))  # type: ignore[misc]
-    assert main(["bench", "--from-json", str(path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    path, lines = _bench_table(tmp_path, rows, capsys)
     assert "vs numba" in lines[1] and lines[1].index("vs numba") > lines[1].index("vs hand")
     start = lines.index(group)
     members = {line.split()[0]: line.split() for line in lines[start + 1 : start + 6]}

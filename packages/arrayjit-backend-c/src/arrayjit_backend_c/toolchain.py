@@ -27,7 +27,7 @@ FLAGS = (
 
 FALLBACKS = ("cc", "gcc", "clang")
 """The compilers looked up on PATH, in order, when ``$CC`` is not set."""
-_FALLBACK_NAMES = "cc, gcc or clang"
+_FALLBACK_NAMES = f"{', '.join(FALLBACKS[:-1])} or {FALLBACKS[-1]}"
 
 
 @functools.cache

@@ -24,7 +24,7 @@ import json
 import os
 import platform
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -192,20 +192,35 @@ def hand_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     return out
 
 
-def _numba(members: Iterable[Row]) -> Row | None:
+def _numpy(group: str, members: Iterable[Row]) -> Row | None:
+    """The group's numpy row, if it is a baseline there (compile-latency groups have none)."""
+    if group.startswith(NO_RATIO_GROUPS):
+        return None
+    return next((r for r in members if r.impl == "numpy"), None)
+
+
+def _numba(group: str, members: Iterable[Row]) -> Row | None:
     """The group's numba row, if it has one."""
     return next((r for r in members if r.impl.startswith("numba")), None)
+
+
+def _ratios_to(
+    rows: Iterable[Row], baseline: Callable[[str, list[Row]], Row | None]
+) -> dict[str, dict[str, float]]:
+    """Per group with a ``baseline`` row, each other row's speed relative to it (its time /
+    the row's)."""
+    out: dict[str, dict[str, float]] = {}
+    for group, members in sorted(_by_group(rows).items()):
+        base = baseline(group, members)
+        if base is not None:
+            out[group] = {r.impl: base.median_s / r.median_s for r in members if r is not base}
+    return out
 
 
 def numba_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     """Per group with a numba row, each other row's speed relative to numba (numba time / its
     time), as in the table's ``vs numba`` column."""
-    out: dict[str, dict[str, float]] = {}
-    for group, members in sorted(_by_group(rows).items()):
-        base = _numba(members)
-        if base is not None:
-            out[group] = {r.impl: base.median_s / r.median_s for r in members if r is not base}
-    return out
+    return _ratios_to(rows, _numba)
 
 
 def render(rows: Iterable[Row]) -> str:
@@ -225,12 +240,10 @@ def render(rows: Iterable[Row]) -> str:
     ]
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda r: r.median_s)
-        base = next((r for r in members if r.impl == "numpy"), None)
-        if group.startswith(NO_RATIO_GROUPS):
-            base = None
+        base = _numpy(group, members)
         bw = _bandwidth(members)
         bases = _hand_bases(members)
-        numba = _numba(members)
+        numba = _numba(group, members)
         lines.append(group)
         for r in members:
             ratio = f"{base.median_s / r.median_s:8.2f}x" if base else ""
@@ -250,14 +263,7 @@ def render(rows: Iterable[Row]) -> str:
 def ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     """Per group with a numpy baseline, each other implementation's speed relative to numpy
     (numpy time / its time), as in the table."""
-    groups = _by_group(rows)
-    out: dict[str, dict[str, float]] = {}
-    for group, members in sorted(groups.items()):
-        base = next((r for r in members if r.impl == "numpy"), None)
-        if base is None or group.startswith(NO_RATIO_GROUPS):
-            continue
-        out[group] = {r.impl: base.median_s / r.median_s for r in members if r.impl != "numpy"}
-    return out
+    return _ratios_to(rows, _numpy)
 
 
 __all__ = [

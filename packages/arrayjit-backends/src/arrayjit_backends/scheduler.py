@@ -383,6 +383,14 @@ class _WorkerState:
             self.pushed_ns = time.perf_counter_ns()
             self._ring()
 
+    def passed(self, count: int) -> bool:
+        """Whether ``count`` tasks have run. A query of progress, not a wait: if not, the
+        worker is woken for a task whose push left it asleep (:meth:`wake_deferred`)."""
+        if self.finished >= count:
+            return True
+        self.wake_deferred()
+        return False
+
     def wake_deferred(self) -> None:
         """Wake the worker for a task whose push left it asleep: someone is watching the
         stream's progress rather than waiting for it."""
@@ -529,11 +537,7 @@ class _Ticket(Event):
         self._count = count
 
     def is_done(self) -> bool:
-        state = self._state
-        if state.finished >= self._count:
-            return True
-        state.wake_deferred()
-        return False
+        return self._state.passed(self._count)
 
     def sync(self) -> None:
         state = self._state
@@ -624,11 +628,7 @@ class ThreadQueue(StreamQueue):
         self._check()
 
     def is_idle(self) -> bool:
-        state = self._state
-        if state.finished >= state.scheduled:
-            return True
-        state.wake_deferred()
-        return False
+        return self._state.passed(self._state.scheduled)
 
     def hold(self, seconds: float) -> None:
         self.schedule(lambda: time.sleep(seconds))

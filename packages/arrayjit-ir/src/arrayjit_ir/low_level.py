@@ -168,13 +168,6 @@ class Constant:
 
     value: float
 
-    def __post_init__(self) -> None:
-        # A numpy scalar (np.float32(0.5)) becomes the Python number it holds: the renderers
-        # write values as Python literals, and "np.float32(0.5)" is not one.
-        item = getattr(self.value, "item", None)
-        if type(self.value) not in (int, float, bool) and callable(item):
-            object.__setattr__(self, "value", item())
-
 
 @dataclass(frozen=True)
 class Constant_bits:

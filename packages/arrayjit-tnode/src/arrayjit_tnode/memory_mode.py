@@ -151,8 +151,7 @@ class Hosted:
     memory_type: MemoryType = Unset_hosted()
 
     def __post_init__(self) -> None:
-        kinds = (Unset_hosted, Constant, Nonconstant, Changed_on_devices, Volatile)
-        if not isinstance(self.memory_type, kinds):
+        if not isinstance(self.memory_type, MemoryType):
             raise UsageError(
                 f"Hosted: the memory type must be an instance such as Constant() or Volatile(), "
                 f"got {self.memory_type!r} ({type(self.memory_type).__name__})"
