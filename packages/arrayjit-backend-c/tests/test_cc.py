@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from cpu_helpers import results_with_threads, run_both
 
-from arrayjit_backend_c import toolchain
-from arrayjit_backend_c.cc_compiler import CcCompiler
+from arrayjit_backend_c.cc import toolchain
+from arrayjit_backend_c.cc.compiler import CcCompiler
 from arrayjit_backends import fresh_backend, settings
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
@@ -91,7 +91,7 @@ def test_compile_error_has_output_and_source() -> None:
 
 
 def _source(comp: Any) -> str:
-    from arrayjit_backend_c.cc_renderer import CcSyntax
+    from arrayjit_backend_c.cc.renderer import CcSyntax
     from arrayjit_ir import lower, optimize
 
     source = CcSyntax().render_segments(optimize(lower(comp), name="r"), "f").source
@@ -102,7 +102,7 @@ def test_segment_functions() -> None:
     """A large loop writing disjoint cells is a function of its range, a large reduction a
     partial function and a combining one; small work stays in a serial function; reductions
     vectorize with ``omp simd`` (no OpenMP runtime: no parallel pragma anywhere)."""
-    from arrayjit_backends.kernel_plan import TEAM_MIN_COST
+    from arrayjit_backends.codegen.kernel_plan import TEAM_MIN_COST
 
     n = TEAM_MIN_COST
     a, b = Tnode.create((n,), label="a", hosted=True), Tnode.create((n,), label="b", hosted=True)
@@ -209,7 +209,7 @@ def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch)
 def test_short_routines_run_on_the_caller_of_an_idle_stream() -> None:
     """Routines of at most SHORT_WORK iterations and SHORT_COST estimated cost are marked short
     (an idle multicore stream runs them at once on the calling thread); larger ones are not."""
-    from arrayjit_backend_c.work import SHORT_COST, SHORT_WORK, is_short
+    from arrayjit_backend_c.cpu.work import SHORT_COST, SHORT_WORK, is_short
     from arrayjit_ir import lower, optimize
 
     small = Tnode.create((SHORT_WORK,), label="small", hosted=True)

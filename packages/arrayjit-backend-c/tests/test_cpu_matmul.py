@@ -1,4 +1,4 @@
-"""The packed matmul of the cc and llvm backends (:mod:`arrayjit_backend_c.cpu_matmul`): used
+"""The packed matmul of the cc and llvm backends (:mod:`arrayjit_backend_c.cpu.matmul`): used
 for plain matmuls, bit for bit the interpreter's result over the unoptimized code on shapes that
 fill no block or tile evenly, and not used for what is no plain float matmul."""
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arrayjit_backend_c import cpu_matmul
+from arrayjit_backend_c.cpu import matmul as cpu_matmul
 from arrayjit_conformance.harness import hosted, run_against_interpreter, run_once
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode

@@ -1,4 +1,4 @@
-"""The native crew (:mod:`arrayjit_backend_c.crew`), driven by Python tasks (ctypes callbacks,
+"""The native crew (:mod:`arrayjit_backend_c.cpu.crew`), driven by Python tasks (ctypes callbacks,
 which a helper thread calls as it would a generated task)."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 import pytest
 
-from arrayjit_backend_c import crew as crew_module
-from arrayjit_backend_c.crew import SPIN_NS, TASK, Crew, FutexBell
+from arrayjit_backend_c.cpu import crew as crew_module
+from arrayjit_backend_c.cpu.crew import SPIN_NS, TASK, Crew, FutexBell
 
 pytestmark = pytest.mark.skipif(not crew_module.has_helpers(), reason="no helper threads here")
 

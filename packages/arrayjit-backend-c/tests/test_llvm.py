@@ -9,9 +9,9 @@ from cpu_helpers import compare, results_with_threads, run_both, run_direct
 
 pytest.importorskip("llvmlite")
 
-from arrayjit_backend_c import llvm_compiler
-from arrayjit_backend_c.llvm_compiler import LlvmCompiler
-from arrayjit_backend_c.llvm_renderer import LlvmGen
+from arrayjit_backend_c.llvm import compiler as llvm_compiler
+from arrayjit_backend_c.llvm.compiler import LlvmCompiler
+from arrayjit_backend_c.llvm.renderer import LlvmGen
 from arrayjit_backends import fresh_backend, settings
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol

@@ -1,4 +1,4 @@
-"""Segments (arrayjit_backend_c.segments), on both CPU compilers: which statements run in
+"""Segments (arrayjit_backend_c.cpu.segments), on both CPU compilers: which statements run in
 parallel, scratch buffers, chunked reductions, concurrent runs, and the memory they hold; each
 result against numpy or the reference interpreter."""
 
@@ -11,11 +11,12 @@ import numpy as np
 import pytest
 from cpu_helpers import compare, run_direct
 
-from arrayjit_backend_c.cc_compiler import CcCompiler
-from arrayjit_backend_c.cc_renderer import CcSyntax
-from arrayjit_backend_c.segments import Segment, chunks
-from arrayjit_backends import fresh_backend, kernel_plan
-from arrayjit_backends.kernel_plan import PARALLEL_MIN_WORK
+from arrayjit_backend_c.cc.compiler import CcCompiler
+from arrayjit_backend_c.cc.renderer import CcSyntax
+from arrayjit_backend_c.cpu.segments import Segment, chunks
+from arrayjit_backends import fresh_backend
+from arrayjit_backends.codegen import kernel_plan
+from arrayjit_backends.codegen.kernel_plan import PARALLEL_MIN_WORK
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode
@@ -25,7 +26,7 @@ RNG = np.random.default_rng(0)
 COMPILERS: dict[str, Any] = {"cc": CcCompiler}
 RANGE_PARAMS = {"cc": "int64_t start, int64_t stop", "llvm": "i64 %start, i64 %stop"}
 try:
-    from arrayjit_backend_c.llvm_compiler import LlvmCompiler
+    from arrayjit_backend_c.llvm.compiler import LlvmCompiler
 
     COMPILERS["llvm"] = LlvmCompiler
 except ImportError:  # llvmlite missing: the cc rows still run
@@ -41,7 +42,7 @@ def generate(compiler: str, opt: Optimized) -> Any:
     """The compiler's generated kernel (segments, scratch and source) of ``opt``."""
     if compiler == "cc":
         return CcSyntax().render_segments(opt, "f")
-    from arrayjit_backend_c.llvm_renderer import LlvmGen
+    from arrayjit_backend_c.llvm.renderer import LlvmGen
 
     return LlvmGen().generate(opt, "f")
 

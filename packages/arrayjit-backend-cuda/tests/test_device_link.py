@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from arrayjit_backend_cuda.renderer import CudaSyntax
-from arrayjit_backends.gpu_device import GpuDevices
+from arrayjit_backends.gpu.devices import GpuDevices
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Tnode

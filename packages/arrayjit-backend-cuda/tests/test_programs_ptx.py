@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from arrayjit_backend_cuda.compiler import compile_to, nvcc_path
 from arrayjit_backend_cuda.renderer import CudaSyntax
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
 from arrayjit_conformance.programs import Program, is_tame, programs
 from arrayjit_conformance.workloads import WORKLOADS
 from arrayjit_ir import lower, optimize

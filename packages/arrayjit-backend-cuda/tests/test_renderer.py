@@ -14,8 +14,8 @@ import pytest
 
 from arrayjit_backend_cuda.compiler import compile_to, nvcc_path
 from arrayjit_backend_cuda.renderer import CudaSyntax
-from arrayjit_backends.backend_impl import kernel_name
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.impl.cpu_compiler import kernel_name
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_ir.ops import Binop, Unop
@@ -266,7 +266,7 @@ def test_row_reductions_compile_to_ptx() -> None:
 def _row_chains() -> GpuProgram:
     """Softmax over 4096x4096 rows as the GPU benchmark writes it (five assignments), then a
     layer norm over 512x1000 rows (row sums the optimizer inlined, lane-0 steps): one row
-    kernel each (``arrayjit_backends.gpu_row_chain``)."""
+    kernel each (``arrayjit_backends.gpu.row_chain``)."""
     x, y = _node((4096, 4096), "x"), _node((4096, 4096), "y")
     from arrayjit_conformance.workloads import layer_norm, softmax_rows  # test-only
 

@@ -1,4 +1,4 @@
-"""Cooperative row reductions (``arrayjit_backends.gpu_cell_reduction``): a long reduction per
+"""Cooperative row reductions (``arrayjit_backends.gpu.cell_reduction``): a long reduction per
 output cell runs as a work group per cell whose lanes walk the row, combined in local memory,
 with the neutral-element fill before it folded in; values against numpy.
 
@@ -14,7 +14,7 @@ import pytest
 from opencl_helpers import node
 
 from arrayjit_backend_opencl.renderer import OpenclSyntax
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
 from arrayjit_ir import ir, lower, optimize
 
 RNG = np.random.default_rng(19)

@@ -11,7 +11,7 @@ import pytest
 from opencl_helpers import FLOATS, INTS, compare, node, require_prec, run_batch
 
 from arrayjit_backends import MergeMode
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
 from arrayjit_ir import interpret, ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Padding, Tnode, UsageError

@@ -17,7 +17,7 @@ import pytest
 from opencl_helpers import node
 
 from arrayjit_backend_opencl.renderer import OpenclSyntax
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
 from arrayjit_conformance.harness import run_against_interpreter
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.assignments import Constant

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from opencl_helpers import node, require_prec, run_batch
 
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
 from arrayjit_ir import interpret, ir
 from arrayjit_ir.assignments import Constant
 from arrayjit_tnode import Tnode

@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 from arrayjit_backends import fresh_backend
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_tnode import CompileError, Prec, Tnode
 
 pytest.importorskip("pyopencl")
 from arrayjit_backend_opencl.device import OpenclDevices, find_platform
 from arrayjit_backend_opencl.renderer import OpenclSyntax
-from arrayjit_backends.gpu_device import GpuCode
+from arrayjit_backends.gpu.devices import GpuCode
 
 if isinstance(find_platform(), str):
     pytest.skip(f"no OpenCL platform: {find_platform()}", allow_module_level=True)
@@ -185,7 +185,7 @@ def test_probe_names_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_cached_binary_the_driver_rejects_is_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from arrayjit_backends.compile_cache import CompileCache
+    from arrayjit_backends.impl.compile_cache import CompileCache
 
     monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path))
     x, y = Tnode.create((8,), label="x", hosted=True), Tnode.create((8,), label="y", hosted=True)

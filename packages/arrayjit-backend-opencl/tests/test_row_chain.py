@@ -1,4 +1,4 @@
-"""Row chains (``arrayjit_backends.gpu_row_chain``): row reductions and the pointwise work
+"""Row chains (``arrayjit_backends.gpu.row_chain``): row reductions and the pointwise work
 between them over the same rows (softmax, layer norm, row centring) run as one kernel with a
 work group per row; values against numpy and against the interpreter over the unoptimized code.
 
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arrayjit_backends.gpu_syntax import GpuProgram
+from arrayjit_backends.gpu.syntax import GpuProgram
 from arrayjit_conformance.harness import check_runs, hosted, new_context, run_once
 from arrayjit_conformance.workloads import (
     Built,

@@ -18,7 +18,7 @@ from arrayjit_backends import (
     fresh_backend,
     make_cpu_backend,
 )
-from arrayjit_backends.backend_impl import GetMergeView, NodeViews
+from arrayjit_backends.impl.cpu_compiler import GetMergeView, NodeViews
 from arrayjit_ir import ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Tnode

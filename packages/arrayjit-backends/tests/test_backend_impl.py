@@ -8,7 +8,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arrayjit_backends.backend_impl import (
+from arrayjit_backends.codegen.kernel_plan import KernelParams
+from arrayjit_backends.impl.compile_cache import CompileCache
+from arrayjit_backends.impl.cpu_compiler import (
     CpuCompiler,
     GetMergeView,
     NativeArgs,
@@ -17,8 +19,6 @@ from arrayjit_backends.backend_impl import (
     kernel_name,
     native_argtypes,
 )
-from arrayjit_backends.compile_cache import CompileCache
-from arrayjit_backends.kernel_plan import KernelParams
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import CompileError, Tnode
 

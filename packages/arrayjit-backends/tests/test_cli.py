@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from arrayjit_backends.cli import main
+from arrayjit_backends.cli.main import main
 
 
 def test_backends_lists_interp(capsys: pytest.CaptureFixture[str]) -> None:
@@ -166,7 +166,7 @@ def test_backends_lists_uninstalled_first_party(
 def test_cache_info_and_clear(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from arrayjit_backends.compile_cache import CompileCache
+    from arrayjit_backends.impl.compile_cache import CompileCache
 
     monkeypatch.setenv("ARRAYJIT_CACHE_DIR", str(tmp_path / "c"))
     monkeypatch.delenv("ARRAYJIT_NO_CACHE", raising=False)
@@ -259,7 +259,7 @@ def test_bench_table_bandwidth_fraction(tmp_path: Path, capsys: pytest.CaptureFi
     """Rows with bytes in a group with a STREAM baseline show their GB/s as a fraction of the
     fastest baseline row; groups without one show no such column."""
 
-    from arrayjit_backends.bench_table import bandwidth_fractions, load_rows
+    from arrayjit_backends.cli.bench_table import bandwidth_fractions, load_rows
 
     group = "fused relu(a*b+c) 2^24 f32"
     rows = [
@@ -291,7 +291,7 @@ def test_bench_table_hand_written_baselines(
     """Rows marked ``baseline_of`` a backend give that backend's row (and each other baseline
     of it) a ``vs hand`` ratio to the fastest of them; other rows and groups get none."""
 
-    from arrayjit_backends.bench_table import hand_ratios, load_rows
+    from arrayjit_backends.cli.bench_table import hand_ratios, load_rows
 
     group = "sum 2^24 f32"
     rows = [
@@ -323,7 +323,7 @@ def test_bench_table_numba_column(tmp_path: Path, capsys: pytest.CaptureFixture[
     """A group with a numba row gives every row a ``vs numba`` ratio (numba time / its time),
     after the ``vs hand`` column where the group has both; other groups get none."""
 
-    from arrayjit_backends.bench_table import load_rows, numba_ratios
+    from arrayjit_backends.cli.bench_table import load_rows, numba_ratios
 
     group = "fused relu(a*b+c) 2^20 f32"
     rows = [
@@ -359,7 +359,7 @@ def test_bench_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
     rows = [_bench_row(f"group {i}", f"r{i}", 1e-3, "numpy") for i in range(3000)]
     path = tmp_path / "b.json"
     path.write_text(json.dumps({"benchmarks": rows}))
-    cmd = [sys.executable, "-m", "arrayjit_backends.cli", "bench", "--from-json", str(path)]
+    cmd = [sys.executable, "-m", "arrayjit_backends.cli.main", "bench", "--from-json", str(path)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     assert proc.stdout is not None and proc.stderr is not None
     assert proc.stdout.readline().startswith(b"machine: ")
@@ -408,7 +408,7 @@ def test_slow_compile_notice_in_the_command_only(capsys: pytest.CaptureFixture[s
     import io
     import time
 
-    from arrayjit_backends import cli
+    from arrayjit_backends.cli import main as cli
 
     class Slow:
         name = "slowbe"

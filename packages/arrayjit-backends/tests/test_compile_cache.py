@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from arrayjit_backends.compile_cache import CompileCache, cache_key
+from arrayjit_backends.impl.compile_cache import CompileCache, cache_key
 
 BASE = dict(
     source="int f(void){return 1;}",

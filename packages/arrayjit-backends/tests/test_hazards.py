@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from arrayjit_backends import hazards
-from arrayjit_backends.scheduler import Event
-from arrayjit_backends.slab import BufferLoc
+from arrayjit_backends.impl.stream_queue import Event
+from arrayjit_backends.runtime import hazards
+from arrayjit_backends.runtime.slab import BufferLoc
 from arrayjit_tnode import StreamError, Tnode
 
 B1, B2 = BufferLoc(1, 0), BufferLoc(2, 0)

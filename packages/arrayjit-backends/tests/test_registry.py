@@ -16,7 +16,7 @@ from arrayjit_backends import (
     register,
 )
 from arrayjit_backends.registry import resolve_name, unregister
-from arrayjit_backends.slab import Slab, aligned_bytes, plan_pool_segments
+from arrayjit_backends.runtime.slab import Slab, aligned_bytes, plan_pool_segments
 
 
 def test_interp_names_and_default_prefix() -> None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from arrayjit_backends import Backend, UsageError, fresh_backend
-from arrayjit_backends.slab import typed_view
+from arrayjit_backends.runtime.slab import typed_view
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode
 from arrayjit_tnode import memory_mode as mm

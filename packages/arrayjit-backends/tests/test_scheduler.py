@@ -7,15 +7,12 @@ import time
 import pytest
 
 from arrayjit_backends import fresh_backend
-from arrayjit_backends.scheduler import (
+from arrayjit_backends.impl.stream_queue import DONE, Bell, ThreadBudget, thread_share
+from arrayjit_backends.runtime.schedulers import (
     DEFER_WINDOW_NS,
-    DONE,
-    Bell,
     SyncQueue,
-    ThreadBudget,
     ThreadQueue,
     _WorkerState,
-    thread_share,
 )
 from arrayjit_tnode import StreamError, UsageError
 
@@ -90,7 +87,8 @@ def test_a_failed_task_skips_the_rest_but_no_event_hangs() -> None:
 
 
 def test_sync_wait_for_a_failing_event_fails_the_stream() -> None:
-    from arrayjit_backends.scheduler import Event, SyncQueue
+    from arrayjit_backends.impl.stream_queue import Event
+    from arrayjit_backends.runtime.schedulers import SyncQueue
 
     class Failing(Event):
         def is_done(self) -> bool:
@@ -138,7 +136,7 @@ def test_poll_until_lets_ctrl_c_through_at_once() -> None:
     import _thread
     import time
 
-    from arrayjit_backends.scheduler import poll_until
+    from arrayjit_backends.impl.stream_queue import poll_until
 
     timer = threading.Timer(0.2, _thread.interrupt_main)
     start = time.monotonic()

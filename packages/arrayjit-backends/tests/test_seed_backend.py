@@ -17,8 +17,9 @@ from arrayjit_backends import (
     StreamError,
     fresh_backend,
 )
-from arrayjit_backends.device_impl import CpuDevices, ScratchAccount
-from arrayjit_backends.slab import Slab
+from arrayjit_backends.impl.device import ScratchAccount
+from arrayjit_backends.runtime.cpu_devices import CpuDevices
+from arrayjit_backends.runtime.slab import Slab
 from arrayjit_ir import ir
 from arrayjit_tnode import Prec, Tnode
 
@@ -57,7 +58,7 @@ def test_slab_adopted_memory_is_not_counted() -> None:
 
 
 def slab_loc(pool_id: int) -> object:
-    from arrayjit_backends.slab import BufferLoc
+    from arrayjit_backends.runtime.slab import BufferLoc
 
     return BufferLoc(pool_id, 0)
 

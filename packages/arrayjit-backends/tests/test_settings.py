@@ -102,7 +102,7 @@ def test_the_command_prints_debug_records(tmp_path: Path) -> None:
     )
     env = {**os.environ, "ARRAYJIT_LOG_LEVEL": "DEBUG"}
     done = subprocess.run(
-        [sys.executable, "-m", "arrayjit_backends.cli", "show", str(program)],
+        [sys.executable, "-m", "arrayjit_backends.cli.main", "show", str(program)],
         capture_output=True,
         text=True,
         env=env,
@@ -112,7 +112,7 @@ def test_the_command_prints_debug_records(tmp_path: Path) -> None:
     assert "DEBUG arrayjit_ir.optimize: routine" in done.stderr
     assert "yout#" in done.stderr and "output: written, never read here" in done.stderr
     quiet = subprocess.run(
-        [sys.executable, "-m", "arrayjit_backends.cli", "show", str(program)],
+        [sys.executable, "-m", "arrayjit_backends.cli.main", "show", str(program)],
         capture_output=True,
         text=True,
         env={k: v for k, v in os.environ.items() if k != "ARRAYJIT_LOG_LEVEL"},

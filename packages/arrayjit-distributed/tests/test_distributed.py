@@ -89,7 +89,7 @@ def test_a_failing_rank_ends_the_job(backend: str, n: int, scenario: str, cause:
 
 DEMO_ENTRIES = {
     "module": ["-m", "arrayjit_distributed.demo"],
-    "cli": ["-m", "arrayjit_backends.cli", "demo", "--distributed"],
+    "cli": ["-m", "arrayjit_backends.cli.main", "demo", "--distributed"],
 }
 
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from arrayjit_backends import MergeMode, StreamError
-from arrayjit_backends.scheduler import Event
+from arrayjit_backends.impl.stream_queue import Event
 from arrayjit_conformance.harness import hosted, new_context
 from arrayjit_conformance.plugin import fresh_or_skip
 from arrayjit_ir import ir
@@ -64,7 +64,7 @@ def _run_on_fresh(
         if caplog is None:
             _run_all(b, comps, outs)
         else:
-            with caplog.at_level(logging.WARNING, logger="arrayjit_backends.compile_cache"):
+            with caplog.at_level(logging.WARNING, logger="arrayjit_backends.impl.compile_cache"):
                 _run_all(b, comps, outs)
     finally:
         b.finalize()
@@ -169,7 +169,7 @@ def test_unusable_cache_folder_compiles_without_it_and_warns_once(
     b = fresh_or_skip(backend_name)
     has_cache = hasattr(getattr(b.runtime, "compiler", b.runtime), "cache")
     try:
-        with caplog.at_level(logging.WARNING, logger="arrayjit_backends.compile_cache"):
+        with caplog.at_level(logging.WARNING, logger="arrayjit_backends.impl.compile_cache"):
             _run_all(b, comps, outs)
             _run_all(b, comps, outs)
     finally:

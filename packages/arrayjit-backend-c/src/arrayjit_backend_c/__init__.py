@@ -1,7 +1,7 @@
 """arrayjit_backend_c: the CPU backends ``cc`` (C source, system C compiler, ctypes) and ``llvm``
 (LLVM IR, llvmlite's in-process JIT, ctypes).
 
-Each is a :class:`~arrayjit_backends.backend_impl.CpuCompiler` that the shared layer runs under
+Each is a :class:`~arrayjit_backends.impl.cpu_compiler.CpuCompiler` that the shared layer runs under
 its ``sync_`` and ``multicore_`` schedulers. Both: ``segments.py`` (a routine as one native
 function per segment; linking and running them), ``crew.py`` (the native helper threads of
 parallel loops, and the futex bell of ``multicore_`` workers), ``cpu_matmul.py`` (the packed
@@ -15,9 +15,9 @@ import ctypes
 import functools
 
 from arrayjit_backend_c.__about__ import __version__
-from arrayjit_backend_c.cc_compiler import CcCompiler
-from arrayjit_backend_c.toolchain import compiler_problem
-from arrayjit_backends.backend_impl import CpuCompiler
+from arrayjit_backend_c.cc.compiler import CcCompiler
+from arrayjit_backend_c.cc.toolchain import compiler_problem
+from arrayjit_backends.impl.cpu_compiler import CpuCompiler
 from arrayjit_backends.registry import no_device_entry
 
 
@@ -52,7 +52,7 @@ def _probe_llvm() -> str | None:
         llvm.check_jit_execution()
     except OSError as e:
         return f"llvmlite cannot run JIT-compiled code here ({e})"
-    from arrayjit_backend_c import llvm_compiler as lc
+    from arrayjit_backend_c.llvm import compiler as lc
 
     try:
         with lc._LLVM_LOCK:
@@ -76,7 +76,7 @@ def _probe_llvm() -> str | None:
 
 def _make_llvm() -> CpuCompiler:
     # Imported on use: loading LLVM costs time that users of cc alone should not pay.
-    from arrayjit_backend_c.llvm_compiler import LlvmCompiler
+    from arrayjit_backend_c.llvm.compiler import LlvmCompiler
 
     return LlvmCompiler()
 

@@ -8,7 +8,7 @@
   copies on the stream (``memcpy_htod_async``/``memcpy_dtoh_async``; pageable host memory makes
   them synchronous with the host, which is correct, only slower); between devices,
   ``memcpy_peer_async``.
-- Code: the recipe of :class:`~arrayjit_backends.gpu_device.GpuDevices`: CUDA C from
+- Code: the recipe of :class:`~arrayjit_backends.gpu.devices.GpuDevices`: CUDA C from
   :class:`~arrayjit_backend_cuda.renderer.CudaSyntax`, compiled by ``nvcc --cubin``
   (:mod:`arrayjit_backend_cuda.compiler`) for every device's architecture at compile, through
   the shared compile cache; one module per device, loaded at the routine's first link on it
@@ -28,12 +28,12 @@ import pycuda.driver as cuda
 
 from arrayjit_backend_cuda.compiler import NVCC_FLAGS, compile_to, nvcc_path, nvcc_version
 from arrayjit_backend_cuda.renderer import CudaSyntax
-from arrayjit_backends.backend_impl import kernel_name
-from arrayjit_backends.compile_cache import cache_key
-from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
-from arrayjit_backends.gpu_device import GpuCode, GpuDevices
-from arrayjit_backends.gpu_syntax import GpuKernel
-from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
+from arrayjit_backends.gpu.devices import GpuCode, GpuDevices
+from arrayjit_backends.gpu.syntax import GpuKernel
+from arrayjit_backends.impl.compile_cache import cache_key
+from arrayjit_backends.impl.cpu_compiler import kernel_name
+from arrayjit_backends.impl.device import Buf, DeviceInfo, ImmediateQueue
+from arrayjit_backends.impl.stream_queue import Event, StreamQueue, poll_until
 from arrayjit_backends.settings import gpu_cell_lanes
 from arrayjit_tnode import Prec
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from arrayjit_backends.gpu_syntax import GpuSyntax
+from arrayjit_backends.gpu.syntax import GpuSyntax
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec
 

@@ -11,7 +11,7 @@
   host reads and writes waiting for it.
 - Precisions: all but uint4x32; double only with ``cl_khr_fp64``; half, bfloat16 and fp8 are
   stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.renderer`).
-- Code: the recipe of :class:`~arrayjit_backends.gpu_device.GpuDevices`: one program per
+- Code: the recipe of :class:`~arrayjit_backends.gpu.devices.GpuDevices`: one program per
   routine and device (device 0's built by ``compile``, another's at the routine's first link on
   it), through the shared compile cache (program binaries keyed by the device's identity, so
   identical devices share them; pyopencl's own cache is bypassed); kernel objects are made once
@@ -29,11 +29,11 @@ import numpy as np
 import pyopencl as cl
 
 from arrayjit_backend_opencl.renderer import OpenclSyntax
-from arrayjit_backends.compile_cache import cache_key
-from arrayjit_backends.device_impl import Buf, DeviceInfo, ImmediateQueue
-from arrayjit_backends.gpu_device import GpuCode, GpuDevices, keep_failed_source
-from arrayjit_backends.gpu_syntax import GpuKernel
-from arrayjit_backends.scheduler import Event, StreamQueue, poll_until
+from arrayjit_backends.gpu.devices import GpuCode, GpuDevices, keep_failed_source
+from arrayjit_backends.gpu.syntax import GpuKernel
+from arrayjit_backends.impl.compile_cache import cache_key
+from arrayjit_backends.impl.device import Buf, DeviceInfo, ImmediateQueue
+from arrayjit_backends.impl.stream_queue import Event, StreamQueue, poll_until
 from arrayjit_backends.settings import gpu_cell_lanes
 from arrayjit_tnode import CompileError, Prec
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from arrayjit_backends.gpu_syntax import GpuSyntax
+from arrayjit_backends.gpu.syntax import GpuSyntax
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec
 
@@ -54,7 +54,7 @@ class OpenclSyntax(GpuSyntax):
     kernel took 2x the time)."""
     vector_cells: ClassVar[bool] = True
     """A tiled matmul keeps a work item's row of cells in a float4 (double4) and steps it with
-    one vector ``fma`` (:mod:`arrayjit_backends.gpu_matmul`): PoCL runs a scalar ``fma`` as a
+    one vector ``fma`` (:mod:`arrayjit_backends.gpu.matmul`): PoCL runs a scalar ``fma`` as a
     library call, 4.5x slower than a multiply and an add."""
 
     def load(self, prec: Prec, text: str) -> str:

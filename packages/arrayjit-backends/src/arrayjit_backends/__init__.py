@@ -8,10 +8,9 @@ Backends are found through the ``arrayjit.backends`` entry points.
 
 from arrayjit_backends.__about__ import __version__
 from arrayjit_backends.backend import Backend, Capabilities, Config
-from arrayjit_backends.backend_impl import CpuCompiler, kernel_name
 from arrayjit_backends.backend_intf import BackendInterface
-from arrayjit_backends.context import Buffer, Code, Context, Device, Routine, Stream
-from arrayjit_backends.device_impl import CpuDevices, DeviceBackend, DeviceInfo, ImmediateQueue
+from arrayjit_backends.impl.cpu_compiler import CpuCompiler, kernel_name
+from arrayjit_backends.impl.device import DeviceBackend, DeviceInfo, ImmediateQueue
 from arrayjit_backends.missing import MissingBackend
 from arrayjit_backends.registry import (
     BackendEntry,
@@ -24,7 +23,9 @@ from arrayjit_backends.registry import (
     no_device_entry,
     register,
 )
-from arrayjit_backends.transfers import MergeMode
+from arrayjit_backends.runtime.context import Buffer, Code, Context, Device, Routine, Stream
+from arrayjit_backends.runtime.cpu_devices import CpuDevices
+from arrayjit_backends.runtime.transfers import MergeMode
 from arrayjit_tnode.errors import (
     ArrayjitError,
     BackendMissingError,

@@ -1,14 +1,14 @@
 """The generic Backend: the facade users call (devices, streams, contexts, compiling,
 linking, transfers, events, memory), one implementation for every backend.
 
-It speaks only the device form (:class:`~arrayjit_backends.device_impl.DeviceBackend`), and CPU
-compilers reach that form through :class:`~arrayjit_backends.device_impl.CpuDevices`. Each
+It speaks only the device form (:class:`~arrayjit_backends.impl.device.DeviceBackend`), and CPU
+compilers reach that form through :class:`~arrayjit_backends.runtime.cpu_devices.CpuDevices`. Each
 method checks its arguments (errors name the node, backend and stream), then builds or uses:
 
-- :mod:`~arrayjit_backends.context`: devices, streams, contexts, buffers, code and routines
+- :mod:`~arrayjit_backends.runtime.context`: devices, streams, contexts, buffers, code and routines
   (calling a routine schedules it);
-- :mod:`~arrayjit_backends.transfers`: ``from_host``, ``to_host`` and ``device_to_device``;
-- :mod:`~arrayjit_backends.hazards`: per device and buffer, the last writer's event and the
+- :mod:`~arrayjit_backends.runtime.transfers`: ``from_host``, ``to_host`` and ``device_to_device``;
+- :mod:`~arrayjit_backends.runtime.hazards`: per device and buffer, the last writer's event and the
   streams reading it, from which the waits are inserted, so users never need ``will_wait_for``
   for correctness:
 
@@ -35,15 +35,17 @@ from typing import Any, overload
 
 import numpy as np
 
-from arrayjit_backends import arg_checks as checks
-from arrayjit_backends import hazards, transfers
-from arrayjit_backends.bindings import (
+from arrayjit_backends.impl.device import Buf, DeviceBackend
+from arrayjit_backends.impl.stream_queue import Event
+from arrayjit_backends.runtime import arg_checks as checks
+from arrayjit_backends.runtime import hazards, transfers
+from arrayjit_backends.runtime.bindings import (
     check_code_kind,
     check_compile_args,
     check_host_memory_types,
     with_static_ranges,
 )
-from arrayjit_backends.context import (
+from arrayjit_backends.runtime.context import (
     Buffer,
     Code,
     Context,
@@ -54,11 +56,9 @@ from arrayjit_backends.context import (
     free_pools,
     given_buffers,
 )
-from arrayjit_backends.debug_output import write_debug
-from arrayjit_backends.device_impl import Buf, DeviceBackend
-from arrayjit_backends.scheduler import Event
-from arrayjit_backends.slab import BufferLoc
-from arrayjit_backends.transfers import MergeMode
+from arrayjit_backends.runtime.debug_output import write_debug
+from arrayjit_backends.runtime.slab import BufferLoc
+from arrayjit_backends.runtime.transfers import MergeMode
 from arrayjit_ir import lower, optimize, optimize_batch
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
@@ -318,7 +318,7 @@ class Backend:
                 other invalid computations.
             MemoryModeError: the computation writes a ``Hosted(Constant)`` or
                 ``Hosted(Volatile)`` node (see
-                :func:`~arrayjit_backends.bindings.check_host_memory_types`).
+                :func:`~arrayjit_backends.runtime.bindings.check_host_memory_types`).
             CompileError: the native compiler failed.
         """
         self.check_live()
@@ -365,7 +365,7 @@ class Backend:
             UsageError: ``comps`` and ``names`` differ in length, a computation has no name,
                 or any error of :meth:`compile`.
             MemoryModeError: a computation writes a hosted node that must not change on
-                devices (see :func:`~arrayjit_backends.bindings.check_host_memory_types`).
+                devices (see :func:`~arrayjit_backends.runtime.bindings.check_host_memory_types`).
         """
         self.check_live()
         for what, seq in (("comps", comps), ("names", names)):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from arrayjit_backends.backend_impl import CpuCompiler, GetMergeView, NodeViews, Run
+from arrayjit_backends.impl.cpu_compiler import CpuCompiler, GetMergeView, NodeViews, Run
 from arrayjit_backends.registry import no_device_entry
 from arrayjit_ir import interpret
 from arrayjit_ir.indexing import StaticSymbol

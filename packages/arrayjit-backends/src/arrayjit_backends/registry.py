@@ -20,9 +20,9 @@ from arrayjit_tnode import UsageError
 
 if TYPE_CHECKING:
     from arrayjit_backends.backend import Backend
-    from arrayjit_backends.backend_impl import CpuCompiler
     from arrayjit_backends.backend_intf import BackendInterface
-    from arrayjit_backends.device_impl import DeviceBackend
+    from arrayjit_backends.impl.cpu_compiler import CpuCompiler
+    from arrayjit_backends.impl.device import DeviceBackend
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class BackendEntry:
 def make_cpu_backend(full_name: str, scheduler_prefix: str, compiler: CpuCompiler) -> Backend:
     """The Backend of a CPU compiler under a scheduler (``"sync"`` or ``"multicore"``)."""
     from arrayjit_backends.backend import Backend
-    from arrayjit_backends.device_impl import CpuDevices
+    from arrayjit_backends.runtime.cpu_devices import CpuDevices
 
     return Backend(CpuDevices(full_name, scheduler_prefix, compiler))
 

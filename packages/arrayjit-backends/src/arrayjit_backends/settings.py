@@ -169,7 +169,7 @@ def _omp_num_threads() -> int | None:
 
 def gpu_cell_lanes(default: int) -> int:
     """Work items per output cell of a long row reduction (``ARRAYJIT_GPU_CELL_LANES``, else
-    the device's ``default``; see :mod:`arrayjit_backends.gpu_cell_reduction`).
+    the device's ``default``; see :mod:`arrayjit_backends.gpu.cell_reduction`).
 
     Raises:
         UsageError: the value is not a non-negative integer.

@@ -33,9 +33,9 @@ from mpi4py import MPI
 from arrayjit_backends import settings
 from arrayjit_backends.backend import Backend
 from arrayjit_backends.backend_intf import BackendInterface
-from arrayjit_backends.context import Context
-from arrayjit_backends.scheduler import Event, StreamQueue
-from arrayjit_backends.slab import typed_view
+from arrayjit_backends.impl.stream_queue import Event, StreamQueue
+from arrayjit_backends.runtime.context import Context
+from arrayjit_backends.runtime.slab import typed_view
 from arrayjit_distributed.engine import Engine, Job
 from arrayjit_distributed.failure import Alarm, ExceptHooks
 from arrayjit_distributed.mpi_types import REDUCE_OPS, Reductions, byte_view, reducible

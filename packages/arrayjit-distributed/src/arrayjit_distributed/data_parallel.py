@@ -4,7 +4,7 @@ and a second routine applies the SGD update, so every rank keeps identical param
 
 Used by the distributed demo (:mod:`arrayjit_distributed.demo`) and by the weak-scaling
 benchmark. The network, its data and the single-process oracle on the whole batch
-(``numpy_sgd``) are those of ``arrayjit demo`` (:mod:`arrayjit_backends.demo`).
+(``numpy_sgd``) are those of ``arrayjit demo`` (:mod:`arrayjit_backends.cli.demo`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from arrayjit_backends.demo import mlp
+from arrayjit_backends.cli.demo import mlp
 from arrayjit_distributed.communicator import Communicator
 from arrayjit_tnode import Tnode
 

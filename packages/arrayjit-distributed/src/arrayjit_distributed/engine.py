@@ -25,7 +25,7 @@ import queue
 import threading
 from collections.abc import Callable
 
-from arrayjit_backends.scheduler import Event, StreamQueue
+from arrayjit_backends.impl.stream_queue import Event, StreamQueue
 from arrayjit_distributed.failure import Alarm, describe_exception
 from arrayjit_tnode import StreamError
 

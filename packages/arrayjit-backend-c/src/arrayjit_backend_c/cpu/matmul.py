@@ -1,0 +1,272 @@
+"""The packed matmul of the CPU backends: which top-level loops are a plain matmul, their
+layout, and the C source of the kernel (the LLVM IR of the same algorithm is in
+:mod:`arrayjit_backend_c.llvm.matmul`).
+
+The generated loop nest of ``C[i, j] = sum_k A[i, k] * B[k, j]`` reloads rows of ``B`` for every
+few rows of ``C`` and streams ``C`` through the caches ``k`` times. Here, as BLIS-style libraries
+do (the algorithm is the textbook one; the code is ours):
+
+- the columns of ``C`` are cut into blocks of :data:`NC`, ``k`` into blocks of :data:`KC`, the
+  rows into blocks of :data:`MC`;
+- for each ``(column block, k block)`` the ``KC x NC`` block of ``B`` is copied ("packed") into a
+  contiguous buffer, column panels of ``NR`` columns one after the other, each stored step by
+  step (the ``NR`` values of one ``k`` step adjacent), zeros past the last column;
+- for each row block, the ``MC x KC`` block of ``A`` is packed the same way in panels of ``MR``
+  rows, zeros past the last row;
+- a micro-kernel computes each ``MR x NR`` tile of ``C``: it loads the tile into registers
+  (``MR x NR`` accumulators, :data:`MR` rows of two vectors), and for each ``k`` step of the block
+  loads ``NR`` values of ``B``, broadcasts each of the ``MR`` values of ``A`` and takes one fused
+  multiply-add per accumulator, then stores the tile back. A tile at the edge of ``C`` (or of a
+  ``C`` whose columns are not contiguous) goes through a local ``MR x NR`` copy.
+
+Exactness: each cell of ``C`` starts from its stored value and takes ``fma(x, w, cell)`` for
+``k`` in increasing order (block after block; between blocks the cell is stored and reloaded,
+which changes nothing in float32 or float64), ``x`` and ``w`` in the IR's operand order: the
+serial code's bits. Zero padding only ever fills rows and columns whose cells are never stored;
+``k`` is never padded (``fma(0, 0, -0.0)`` is ``+0.0``).
+
+Parallelism: the rows (or, when there are fewer row panels than column panels, the columns) are
+cut into ``units`` of ``MR`` rows (``NR`` columns); the matmul is a segment of its own
+(:mod:`arrayjit_backend_c.cpu.segments`) whose function computes a range of units, packing into the
+buffer of its chunk (:func:`buffer_bytes`, allocated once at link: allocating at each call cost
+page faults).
+
+Which loops: a top-level loop nest that :func:`~arrayjit_backends.gpu.matmul.matmul_plan`
+recognizes (the GPU renderer's detector, used as is: plain ``fma`` steps over one ``k`` loop,
+operands indexed by ``{i, k}`` and ``{k, j}`` in either order), in float32 or float64, with no
+batch axes and at least :data:`MATMUL_MIN_WORK` multiply-adds. Everything else keeps the loop
+nest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from arrayjit_backends.codegen.kernel_plan import loop_work
+from arrayjit_backends.gpu.matmul import MatmulPlan, matmul_plan
+from arrayjit_backends.gpu.syntax import parallel_order
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import Fixed_idx, Iterator, Symbol
+from arrayjit_tnode import Prec, Tnode
+
+MR = 6
+"""Rows of a micro-kernel's tile."""
+VECTOR_BYTES = 32
+"""Bytes of one vector register the tile's rows are made of (AVX2; narrower targets split it)."""
+KC = 256
+"""Steps of ``k`` per packed block: a panel of ``B`` (``KC x NR``) stays in the L1 cache."""
+MC = 96
+"""Rows of ``A`` per packed block (``MC x KC``, 96-192 KiB: the L2 cache)."""
+NC = 2048
+"""Columns of ``B`` per packed block (``KC x NC``, 2-4 MiB: the L3 cache)."""
+MATMUL_MIN_WORK = 1 << 15
+"""Smaller matmuls keep the loop nest (packing would not pay)."""
+
+
+def nr_of(prec: Prec) -> int:
+    """Columns of a micro-kernel's tile: two vectors of ``prec``."""
+    return 2 * VECTOR_BYTES // prec.byte_size
+
+
+@dataclass(frozen=True)
+class Operand:
+    """Where a matrix lies in its node's buffer: element ``(r, c)`` is at
+    ``offset + r * rs + c * cs``."""
+
+    tn: Tnode
+    offset: int
+    rs: int
+    cs: int
+
+
+@dataclass(frozen=True)
+class CpuMatmul:
+    """A top-level loop nest that runs as the packed matmul: ``C (m x n)``, each cell taking
+    ``fma(x, w, cell)`` over ``k`` steps, ``x`` the ``A`` operand when ``x_is_a``."""
+
+    m: int
+    n: int
+    k: int
+    a: Operand
+    b: Operand
+    c: Operand
+    x_is_a: bool
+
+    @property
+    def prec(self) -> Prec:
+        return self.c.tn.prec
+
+    @property
+    def nr(self) -> int:
+        return nr_of(self.prec)
+
+    @property
+    def split_rows(self) -> bool:
+        """Whether threads share the rows (else the columns)."""
+        return -(-self.m // MR) >= -(-self.n // self.nr)
+
+    @property
+    def units(self) -> int:
+        """Row panels (or column panels) the threads share."""
+        return -(-self.m // MR) if self.split_rows else -(-self.n // self.nr)
+
+    @property
+    def suffix(self) -> str:
+        """Names the helper functions of this precision and operand order."""
+        return f"{'f32' if self.prec is Prec.single else 'f64'}_{'xa' if self.x_is_a else 'xb'}"
+
+
+def _operand(g: L.Get, rows: L.For_loop | None, cols: L.For_loop | None) -> Operand:
+    """The layout of ``g`` as a matrix whose rows follow ``rows`` and columns ``cols`` (a
+    missing loop: one row or column)."""
+    stride, offset = 1, 0
+    strides: dict[Symbol, int] = {}
+    for dim, i in reversed(list(zip(g.tn.dims, g.indices, strict=True))):
+        if isinstance(i, Fixed_idx):
+            offset += i.value * stride
+        else:
+            assert isinstance(i, Iterator) and isinstance(i.symbol, Symbol)
+            strides[i.symbol] = stride
+        stride *= dim
+    rs = cs = 0
+    for lp, is_row in ((rows, True), (cols, False)):
+        if lp is None:
+            continue
+        s = strides[lp.index]
+        offset += lp.from_ * s
+        rs, cs = (s, cs) if is_row else (rs, s)
+    return Operand(g.tn, offset, rs, cs)
+
+
+def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
+    """The :class:`CpuMatmul` a top-level statement is, if it is one (see the module
+    docstring)."""
+    if not isinstance(stmt, L.For_loop) or loop_work(stmt) < MATMUL_MIN_WORK:
+        return None
+    nest, rest = parallel_order(stmt)
+    plan: MatmulPlan | None = matmul_plan(nest, rest)
+    if plan is None or plan.batch:
+        return None
+    m, n, k = plan.extents
+    a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
+    target = L.Get(plan.target.tn, plan.target.indices)
+    return CpuMatmul(
+        m,
+        n,
+        k,
+        _operand(a, plan.rows, plan.k),
+        _operand(b, plan.k, plan.cols),
+        _operand(target, plan.rows, plan.cols),
+        plan.x_is_a,
+    )
+
+
+def buffer_bytes(mm: CpuMatmul) -> tuple[int, int]:
+    """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
+    multiple of 64)."""
+    width = min(mm.n, NC)
+    pa = mm.prec.byte_size * KC * (MC + MR)
+    pb = mm.prec.byte_size * KC * (-(-width // mm.nr) * mm.nr)
+    return -(-pa // 64) * 64, -(-pb // 64) * 64
+
+
+def _c_type(mm: CpuMatmul) -> str:
+    return "float" if mm.prec is Prec.single else "double"
+
+
+def c_helpers(mm: CpuMatmul) -> str:
+    """C functions computing the matmuls of ``mm``'s precision and operand order:
+    ``aj_mm_block_<suffix>``, a block of ``C`` (see :func:`c_part`)."""
+    t = _c_type(mm)
+    f = "f" if mm.prec is Prec.single else ""
+    sx, nr = mm.suffix, mm.nr
+
+    def fma(a: str, b: str, acc: str) -> str:
+        x, w = (a, b) if mm.x_is_a else (b, a)
+        return f"fma{f}({x}, {w}, {acc})"
+
+    return f"""
+/* The packed matmul (arrayjit_backend_c.cpu.matmul), {t}. */
+static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restrict b,
+                            {t} *restrict c, int64_t ldc) {{
+  enum {{ MR = {MR}, NR = {nr} }};
+  {t} acc[MR][NR];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+  for (int64_t p = 0; p < kc; ++p) {{
+#pragma GCC unroll {MR}
+    for (int r = 0; r < MR; ++r) {{
+      const {t} av = a[p * MR + r];
+#pragma GCC unroll {nr}
+      for (int j = 0; j < NR; ++j) acc[r][j] = {fma("av", "b[p * NR + j]", "acc[r][j]")};
+    }}
+  }}
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+}}
+/* One packed panel: kc steps of w lanes (rows of A, or columns of B) stored step by step,
+   lane l of step p read at src[p * step + l * lane]; zeros past the last of the `lanes` that
+   exist. Inlined with w constant, the full-panel loop is a plain copy. */
+static inline __attribute__((always_inline)) void aj_mm_pack_{sx}({t} *restrict dst,
+    const {t} *src, int64_t kc, int w, int64_t lanes, int64_t step, int64_t lane) {{
+  if (lanes >= w) {{
+    for (int64_t p = 0; p < kc; ++p)
+      for (int l = 0; l < w; ++l) dst[p * w + l] = src[p * step + l * lane];
+  }} else {{
+    for (int64_t p = 0; p < kc; ++p)
+      for (int l = 0; l < w; ++l) dst[p * w + l] = l < lanes ? src[p * step + l * lane] : 0;
+  }}
+}}
+/* C[r0:r1, c0:c1] after all k steps (see the module docstring); pa, pb: packing buffers. */
+static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int64_t k,
+    const {t} *A, int64_t rsa, int64_t csa, const {t} *B, int64_t rsb, int64_t csb,
+    {t} *C, int64_t rsc, int64_t csc, {t} *restrict pa, {t} *restrict pb) {{
+  enum {{ MR = {MR}, NR = {nr}, KC = {KC}, MC = {MC}, NC = {NC} }};
+  {t} tile[MR * NR];
+  for (int64_t jc = c0; jc < c1; jc += NC) {{
+    const int64_t nc = c1 - jc < NC ? c1 - jc : NC;
+    for (int64_t pc = 0; pc < k; pc += KC) {{
+      const int64_t kc = k - pc < KC ? k - pc : KC;
+      for (int64_t jr = 0; jr < nc; jr += NR)
+        aj_mm_pack_{sx}(pb + jr * kc, B + pc * rsb + (jc + jr) * csb, kc, NR, nc - jr, rsb, csb);
+      for (int64_t ic = r0; ic < r1; ic += MC) {{
+        const int64_t mc = r1 - ic < MC ? r1 - ic : MC;
+        for (int64_t ir = 0; ir < mc; ir += MR)
+          aj_mm_pack_{sx}(pa + ir * kc, A + (ic + ir) * rsa + pc * csa, kc, MR, mc - ir, csa, rsa);
+        for (int64_t jr = 0; jr < nc; jr += NR) {{
+          for (int64_t ir = 0; ir < mc; ir += MR) {{
+            {t} *c = C + (ic + ir) * rsc + (jc + jr) * csc;
+            const int64_t mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
+            if (mr == MR && nr == NR && csc == 1) {{
+              aj_mm_micro_{sx}(kc, pa + ir * kc, pb + jr * kc, c, rsc);
+              continue;
+            }}
+            for (int64_t r = 0; r < MR; ++r)
+              for (int64_t j = 0; j < NR; ++j)
+                tile[r * NR + j] = r < mr && j < nr ? c[r * rsc + j * csc] : 0;
+            aj_mm_micro_{sx}(kc, pa + ir * kc, pb + jr * kc, tile, NR);
+            for (int64_t r = 0; r < mr; ++r)
+              for (int64_t j = 0; j < nr; ++j) c[r * rsc + j * csc] = tile[r * NR + j];
+          }}
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+
+
+def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
+    """The body of the matmul's segment function: units ``[start, stop)`` of ``C``, packing
+    into the chunk's buffer ``mmbuf`` (:func:`buffer_bytes`, 64-byte aligned); ``names``: the
+    buffers' identifiers."""
+    t, (a, b, c) = _c_type(mm), (mm.a, mm.b, mm.c)
+    size, extent = (MR, mm.m) if mm.split_rows else (mm.nr, mm.n)
+    lo, hi = f"start * {size}", f"(stop * {size} < {extent} ? stop * {size} : {extent})"
+    r0, r1, c0, c1 = (lo, hi, "0", str(mm.n)) if mm.split_rows else ("0", str(mm.m), lo, hi)
+    return [
+        f"{t} *pa = ({t} *)mmbuf, *pb = ({t} *)((char *)mmbuf + {buffer_bytes(mm)[0]});",
+        f"aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {mm.k}, "
+        f"{names[a.tn]} + {a.offset}, {a.rs}, {a.cs}, {names[b.tn]} + {b.offset}, {b.rs}, "
+        f"{b.cs}, {names[c.tn]} + {c.offset}, {c.rs}, {c.cs}, pa, pb);",
+    ]

@@ -1,0 +1,466 @@
+"""Segments: how both CPU compilers run a routine on several threads.
+
+A routine becomes one native function per *segment* of its top-level statements
+(:func:`split_segments`): a parallel loop (a top-level loop whose iterations write disjoint
+cells, or that reduces into one cell, with enough work), a packed matmul, or a run of the serial
+statements between them. Every segment function takes the same leading parameters: the context
+nodes' buffers (in :func:`~arrayjit_backends.codegen.kernel_plan.kernel_params` order), the merge buffer
+if the routine reads it, the scratch buffers (kernel-local nodes too large for the stack or
+touched by several segments: :func:`plan_segments`), then the static indices; a parallel
+segment's function takes a range of its loop after them (:class:`Segment`), and has a *task*
+(:attr:`Segment.task_name`) that calls it with one chunk's arguments read from blocks of int64
+(:func:`task_arguments`).
+
+At link (:meth:`SegmentedCompiler.link`) each parallel segment is cut into chunks
+(:func:`chunks`), as many as its cost is worth
+(:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`), which the calling thread and the
+compiler's native :class:`~arrayjit_backend_c.cpu.crew.Crew` of helper threads run in one ctypes
+call, the caller never waiting for a helper that has not woken up. The chunks are fixed at
+link, so a reduction's bits do not depend on which thread ran what. (The cc compiler ran its
+parallel loops as OpenMP regions before: on a virtual machine each region cost 80-110 us of
+thread wake-ups under the passive wait policy that the loaded case needs, more than the work of
+most loops.)
+"""
+
+from __future__ import annotations
+
+import abc
+import ctypes
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from arrayjit_backend_c.cpu.crew import TASK_ARGTYPES, Crew, FutexBell, has_helpers
+from arrayjit_backend_c.cpu.matmul import CpuMatmul, buffer_bytes, cpu_matmul
+from arrayjit_backend_c.cpu.work import is_short
+from arrayjit_backends import settings
+from arrayjit_backends.codegen.kernel_plan import (
+    PARALLEL_MIN_WORK,
+    SIMD_LANES,
+    KernelParams,
+    ScalarReduction,
+    is_parallel_loop,
+    kernel_params,
+    loop_work,
+    scalar_reduction,
+    worth_threads,
+)
+from arrayjit_backends.impl.cpu_compiler import (
+    CpuCompiler,
+    GetMergeView,
+    NativeArgs,
+    NodeViews,
+    Run,
+    native_argtypes,
+)
+from arrayjit_backends.impl.device import ScratchAccount
+from arrayjit_backends.impl.stream_queue import Bell, thread_share
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import StaticSymbol
+from arrayjit_ir.optimized import Optimized
+from arrayjit_ir.summation import widen_blocks
+from arrayjit_tnode import Tnode
+
+STACK_LIMIT_BYTES = 1 << 16
+"""Kernel-local nodes larger than this live in scratch buffers allocated at link, not on the
+stack (helper threads have small stacks)."""
+
+
+Group = list[L.Stmt] | L.For_loop | L.Set
+"""A segment's statements: a serial run (a list), a parallel loop, or a reduction's ``Set``."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One generated function: a run of serial top-level statements, a parallel loop, or a
+    parallel reduction."""
+
+    name: str
+    loop: L.For_loop | None = None
+    """The parallel loop; its function takes ``(start, stop)`` after the common parameters."""
+    reduction: ScalarReduction | None = None
+    """For a parallel reduction (then ``loop`` is its outer loop): the function takes
+    ``(start, stop, partials, slot)`` and stores the reduction of its range, from the op's
+    identity, into ``partials[slot]`` (8-byte slots); ``{name}_combine`` takes
+    ``(partials, count)`` and folds the partials into the cell."""
+    matmul: CpuMatmul | None = None
+    """For the packed matmul (then ``loop`` is the nest it replaces): the function takes
+    ``(start, stop, buffer)``, a range of its :attr:`~arrayjit_backend_c.cpu.matmul.CpuMatmul.
+    units` (not of the loop) and the chunk's packing buffer
+    (:func:`~arrayjit_backend_c.cpu.matmul.buffer_bytes`, 64-byte aligned)."""
+    grain: int = 1
+    """Chunks of the loop start at multiples of this many iterations from its start (a loop
+    whose function runs several iterations side by side: the cc renderer's unroll-and-jam)."""
+
+    @property
+    def parallel(self) -> bool:
+        return self.loop is not None
+
+    @property
+    def combine_name(self) -> str:
+        return f"{self.name}_combine"
+
+    @property
+    def task_name(self) -> str:
+        """A parallel segment's task: its function called with the arguments of one chunk,
+        ``void task(const int64_t *common, const int64_t *extra, int64_t chunk)`` (the type
+        the :class:`~arrayjit_backend_c.cpu.crew.Crew` runs; see :func:`task_arguments`)."""
+        return f"{self.name}_task"
+
+    def extra_pointers(self) -> list[bool]:
+        """Per parameter this segment's function takes after the common ones, whether it is a
+        pointer (else an ``int64``)."""
+        if self.matmul is not None:
+            return [False, False, True]
+        if self.reduction is not None:
+            return [False, False, True, False]
+        return [False, False] if self.parallel else []
+
+    def extra_argtypes(self) -> list[Any]:
+        """The ctypes types of the parameters this segment's function takes after the common
+        ones."""
+        return [ctypes.c_void_p if p else ctypes.c_int64 for p in self.extra_pointers()]
+
+
+@dataclass(frozen=True)
+class Arg:
+    """One argument of a task's call (:func:`task_arguments`)."""
+
+    block: str
+    index: int
+    pointer: bool
+
+
+def task_arguments(seg: Segment, params: KernelParams, scratch: Sequence[Tnode]) -> list[Arg]:
+    """How a parallel segment's task (:attr:`Segment.task_name`) calls its function: per
+    argument, the block it is read from (``"common"``: the routine's parameters, one ``int64``
+    each, in :func:`~arrayjit_backends.impl.cpu_compiler.native_argtypes` order; ``"extra"``: the
+    chunk's own, ``len(extra_pointers())`` ``int64`` per chunk from ``chunk *`` that many), its
+    index there (for ``"extra"``, the offset within the chunk's run), and whether it is a
+    pointer."""
+    pointers = len(params.buffers) + (params.merge_node is not None) + len(scratch)
+    common = [Arg("common", k, k < pointers) for k in range(pointers + len(params.static_symbols))]
+    return common + [Arg("extra", k, p) for k, p in enumerate(seg.extra_pointers())]
+
+
+COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
+"""The ctypes types of a parallel reduction's combining function's own parameters
+``(partials, count)``."""
+
+
+def split_segments(code: L.Stmt) -> list[Group]:
+    """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
+    top-level loops with at least ``PARALLEL_MIN_WORK`` work, worth two threads or more
+    (:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`), that write disjoint cells or are a
+    :class:`~arrayjit_backends.codegen.kernel_plan.ScalarReduction` (as is the store of a float32
+    accumulator into a small-float cell, a ``Set``), and packed matmuls
+    (:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`). A loop worth one thread stays in its
+    serial run: one native call for the run instead of a call per loop."""
+    stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
+    groups: list[Group] = []
+    for s in stmts:
+        if (
+            isinstance(s, L.For_loop | L.Set)
+            and loop_work(s) >= PARALLEL_MIN_WORK
+            and worth_threads(s) > 1
+            and (
+                scalar_reduction(s) is not None
+                or (isinstance(s, L.For_loop) and is_parallel_loop(s))
+            )
+        ) or (isinstance(s, L.For_loop) and cpu_matmul(s) is not None):
+            groups.append(s)
+        elif groups and isinstance(groups[-1], list):
+            groups[-1].append(s)
+        else:
+            groups.append([s])
+    return groups
+
+
+def touched_nodes(s: L.Stmt, acc: set[Tnode]) -> set[Tnode]:
+    """Every node a statement reads, writes or zeroes (local-scope bodies included)."""
+    match s:
+        case L.Seq(stmts=stmts):
+            for x in stmts:
+                touched_nodes(x, acc)
+        case L.For_loop(body=body):
+            touched_nodes(body, acc)
+        case L.Zero_out(tn=tn):
+            acc.add(tn)
+        case L.Set(tn=tn, value=v):
+            acc.add(tn)
+            _touched_expr(v, acc)
+        case L.Set_local(value=v):
+            _touched_expr(v, acc)
+    return acc
+
+
+def _touched_expr(e: L.Expr, acc: set[Tnode]) -> None:
+    match e:
+        case L.Get(tn=tn):
+            acc.add(tn)
+        case L.Local_scope(body=body):
+            touched_nodes(body, acc)
+        case L.Binop(a=a, b=b):
+            _touched_expr(a, acc)
+            _touched_expr(b, acc)
+        case L.Unop(a=a):
+            _touched_expr(a, acc)
+        case L.Ternop(a=a, b=b, c=c):
+            _touched_expr(a, acc)
+            _touched_expr(b, acc)
+            _touched_expr(c, acc)
+
+
+@dataclass(frozen=True)
+class SegmentPlan:
+    """How a routine splits into segments, what each touches, and its scratch nodes."""
+
+    opt: Optimized
+    params: KernelParams
+    groups: list[Group]
+    touched: list[set[Tnode]]
+    """Per segment, every node it reads, writes or zeroes (:func:`touched_nodes`)."""
+    scratch: tuple[Tnode, ...]
+    """Kernel-local nodes held in buffers allocated at link and passed to every segment: those
+    larger than :data:`STACK_LIMIT_BYTES` or touched by several segments."""
+
+    def stack_nodes(self, k: int) -> list[Tnode]:
+        """The kernel-local nodes segment ``k`` holds on its own stack."""
+        return [
+            tn for tn in self.opt.local_nodes if tn in self.touched[k] and tn not in self.scratch
+        ]
+
+    def zeroes(self, k: int, tn: Tnode) -> bool:
+        """Whether segment ``k`` zero-fills scratch node ``tn`` on entry: ``tn`` is
+        zero-initialized by code and ``k`` is the first segment touching it, a serial one."""
+        first = next(j for j, t in enumerate(self.touched) if tn in t)
+        return (
+            first == k
+            and isinstance(self.groups[k], list)
+            and self.opt.traced[tn].zero_initialized_by_code
+        )
+
+
+def plan_segments(opt: Optimized) -> SegmentPlan:
+    """The segments of ``opt`` (its blocks of sums widened for vector lanes: reassociated,
+    same error bound) and their scratch nodes."""
+    groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
+    touched = [touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups]
+    scratch = tuple(
+        tn
+        for tn in opt.local_nodes
+        if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or sum(tn in t for t in touched) > 1
+    )
+    return SegmentPlan(opt, kernel_params(opt), groups, touched, scratch)
+
+
+CHUNKS_PER_WORKER = 4
+"""A parallel loop is split into up to this many chunks per worker (each still worth a thread,
+:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`): threads take chunks as they come free
+(:class:`~arrayjit_backend_c.cpu.crew.Crew`), so one that starts late, or is descheduled by another
+process, leaves less of the loop for the others to wait on."""
+
+
+def chunks(seg: Segment, workers: int) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` ranges a parallel segment's loop is split into: as many as the
+    loop is worth (:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`), at most
+    :data:`CHUNKS_PER_WORKER` per worker (one per worker for a matmul, each chunk packing into
+    a buffer of its own), sizes within one :attr:`~Segment.grain`."""
+    assert seg.loop is not None
+    lo, trip = seg.loop.from_, seg.loop.to_inclusive - seg.loop.from_ + 1
+    most = workers * CHUNKS_PER_WORKER if workers > 1 else 1
+    if seg.matmul is not None:  # chunks of row or column panels
+        lo, trip, most = 0, seg.matmul.units, workers
+    grains = -(-trip // seg.grain)
+    n = max(1, min(most, grains, worth_threads(seg.loop)))
+    bounds = [lo + min(trip, grains * k // n * seg.grain) for k in range(n + 1)]
+    return [(bounds[k], bounds[k + 1]) for k in range(n)]
+
+
+@dataclass(frozen=True)
+class SegmentedKernel:
+    """The generated code of one routine: its functions are ``{fn_name}_{k}``, one a segment."""
+
+    source: str
+    """C source (cc) or LLVM IR (llvm)."""
+    params: KernelParams
+    scratch: tuple[Tnode, ...]
+    """Kernel-local nodes held in buffers allocated at link; their pointers follow the merge
+    buffer in every function's parameters."""
+    segments: tuple[Segment, ...]
+
+
+@dataclass
+class SegmentedCode:
+    """A compiled routine: per segment its native function and, for a parallel reduction, its
+    combining function (ctypes functions with their argument types set)."""
+
+    name: str
+    params: KernelParams
+    scratch: tuple[Tnode, ...]
+    segments: tuple[Segment, ...]
+    functions: tuple[tuple[Any, Any, int | None], ...]
+    """Per segment: its function, its combining function (None but for a reduction) and its
+    task's address (None but for a parallel segment)."""
+    short: bool
+    """Short enough to run on the scheduling thread (:func:`~arrayjit_backend_c.cpu.work.is_short`)."""
+    owner: Any
+    """What keeps the functions' machine code loaded (a library, an execution engine)."""
+    source: str
+    """The generated source."""
+
+
+def bind_segments(
+    segments: Sequence[Segment],
+    params: KernelParams,
+    scratch: Sequence[Tnode],
+    function: Callable[[str, list[Any]], Any],
+) -> tuple[tuple[Any, Any, int | None], ...]:
+    """Per segment, its function, combining function (or None) and task address (or None),
+    from ``function(name, argtypes)``, which returns the named ctypes function with those
+    argument types."""
+    common = native_argtypes(params, extra_pointers=len(scratch))
+
+    def address(seg: Segment) -> int | None:
+        if not seg.parallel:
+            return None
+        task = function(seg.task_name, TASK_ARGTYPES)
+        return ctypes.cast(task, ctypes.c_void_p).value
+
+    return tuple(
+        (
+            function(seg.name, common + seg.extra_argtypes()),
+            function(seg.combine_name, common + COMBINE_ARGTYPES)
+            if seg.reduction is not None
+            else None,
+            address(seg),
+        )
+        for seg in segments
+    )
+
+
+class SegmentedCompiler(CpuCompiler):
+    """A CPU compiler whose routines are segments (see the module docstring): links them with
+    their scratch and runs their parallel segments on its :class:`~arrayjit_backend_c.cpu.crew.
+    Crew`."""
+
+    def __init__(self, workers: int | None = None) -> None:
+        """``workers``: threads a parallel loop is split across (default: the CPU count)."""
+        self.workers = workers or settings.num_threads()
+        self.crew = Crew(self.workers - 1, f"arrayjit-{self.name}")
+        self.scratch_account = ScratchAccount()
+
+    @abc.abstractmethod
+    def compile(self, optimized: Optimized) -> SegmentedCode: ...
+
+    @staticmethod
+    def code(
+        optimized: Optimized,
+        kernel: SegmentedKernel,
+        function: Callable[[str, list[Any]], Any],
+        owner: Any,
+    ) -> SegmentedCode:
+        """The compiled routine of ``kernel``, its functions bound by ``function`` (see
+        :func:`bind_segments`) from ``owner``, the loaded machine code."""
+        functions = bind_segments(kernel.segments, kernel.params, kernel.scratch, function)
+        return SegmentedCode(
+            optimized.name,
+            kernel.params,
+            kernel.scratch,
+            kernel.segments,
+            functions,
+            is_short(optimized),
+            owner,
+            kernel.source,
+        )
+
+    def link(self, code: Any, buffers: NodeViews, merge_buffer: GetMergeView) -> Run:
+        c: SegmentedCode = code
+        scratch: list[np.ndarray] = [
+            np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.scratch
+        ]
+        args = NativeArgs(c.params, buffers, merge_buffer, [a.ctypes.data for a in scratch])
+        # Per segment: its function with the extra arguments of its one call, or (for a
+        # parallel segment of several chunks) its task, the address of the chunks' arguments
+        # (int64 each, see task_arguments) and their count; for a reduction its combining
+        # function with its extra arguments.
+        steps: list[tuple[Any, tuple[int, ...], tuple[int, int, int] | None, Any, tuple[int, ...]]]
+        steps = []
+        for (fn, combine, task), seg in zip(c.functions, c.segments, strict=True):
+            if not seg.parallel:
+                steps.append((fn, (), None, None, ()))
+                continue
+            ranges = chunks(seg, self.workers)
+            fold: tuple[int, ...] = ()
+            calls: list[tuple[int, ...]]
+            if seg.matmul is not None:  # each chunk packs into a buffer of its own
+                size = sum(buffer_bytes(seg.matmul))
+                calls = []
+                for start, stop in ranges:
+                    buf = np.zeros(size + 64, np.uint8)
+                    scratch.append(buf)
+                    calls.append((start, stop, buf.ctypes.data + (-buf.ctypes.data) % 64))
+            elif seg.reduction is not None:
+                partials = np.zeros(len(ranges), np.uint64)
+                scratch.append(partials)
+                at = partials.ctypes.data
+                calls = [(start, stop, at, k) for k, (start, stop) in enumerate(ranges)]
+                fold = (at, len(ranges))
+            else:
+                calls = list(ranges)
+            if len(calls) == 1 or task is None:  # no thread to share it with
+                steps.append((fn, calls[0], None, combine, fold))
+                continue
+            extra = np.array(calls, np.int64).reshape(-1)
+            scratch.append(extra)
+            steps.append((fn, (), (task, extra.ctypes.data, len(calls)), combine, fold))
+        keep_alive = (list(buffers.values()), scratch, c)
+
+        if args.fixed is not None and len(steps) == 1 and steps[0][2:4] == (None, None):
+            # One native call with fixed arguments (no crew job, no partials to fold).
+            fn, fixed = steps[0][0], (*args.fixed, *steps[0][1])
+
+            def run(bindings: Mapping[StaticSymbol, int]) -> None:
+                fn(*fixed)
+
+        else:
+            # The routine's parameters as the tasks read them: fixed, or a block per run.
+            fixed_block = None if args.fixed is None else np.array(args.fixed, np.int64)
+            if fixed_block is not None:
+                scratch.append(fixed_block)
+            fixed_at = None if fixed_block is None else fixed_block.ctypes.data
+            parallel = self.crew.run
+
+            def run(bindings: Mapping[StaticSymbol, int]) -> None:
+                values = args(bindings)
+                common, block = fixed_at, None
+                for fn, one, job, combine, fold in steps:
+                    if job is None:
+                        fn(*values, *one)
+                    else:
+                        if common is None:
+                            block = np.array([v or 0 for v in values], np.int64)
+                            common = block.ctypes.data
+                        parallel(job[0], common, job[1], job[2], thread_share())
+                    if combine is not None:
+                        combine(*values, *fold)
+                del block  # held until every task has run
+
+        run.keep_alive = keep_alive  # type: ignore[attr-defined]
+        run.short = c.short  # type: ignore[attr-defined]
+        self.scratch_account.hold(run, 0, sum(a.nbytes for a in scratch))  # freed with the run
+        return run
+
+    def new_bell(self) -> Bell | None:
+        """A futex bell (:class:`~arrayjit_backend_c.cpu.crew.FutexBell`) where the crew has
+        helpers (Linux with a known futex call)."""
+        return FutexBell() if has_helpers() else None
+
+    def scratch_bytes(self) -> int:
+        return self.scratch_account.bytes(0)
+
+    def finalize(self) -> None:
+        """Stop the helper threads (the backend is finalized: nothing runs any more)."""
+        self.crew.stop()

@@ -1,0 +1,288 @@
+"""The packed matmul of :mod:`arrayjit_backend_c.cpu.matmul` as LLVM IR, for the ``llvm``
+backend: the same packing, blocking, micro-kernel and exactness (each cell's ``llvm.fma`` steps in
+``k`` order from its stored value), with the tile's rows as ``<VL x float>`` or ``<VL x double>``
+vectors and ``llvm.fma.v*`` steps.
+
+The routine's segment for the matmul takes ``(start, stop, buffer)``: a range of
+:attr:`~arrayjit_backend_c.cpu.matmul.CpuMatmul.units` (row panels or column panels), so the
+backend's chunks split the matmul across threads, and the chunk's packing buffer
+(:func:`~arrayjit_backend_c.cpu.matmul.buffer_bytes`), which the compiler allocates once per
+chunk when it links the routine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from arrayjit_backend_c.cpu import matmul as cm
+from arrayjit_backend_c.llvm.scalar import Fn
+from arrayjit_tnode import Prec, Tnode
+
+
+class _Ir:
+    """A function body being written: SSA temporaries and counted loops."""
+
+    def __init__(self, f: Fn, t: str) -> None:
+        self.f = f
+        self.t = t
+
+    def v(self, text: str) -> str:
+        return self.f.tmp(text)
+
+    def add(self, a: str | int, b: str | int) -> str:
+        return self.v(f"add nsw i64 {a}, {b}")
+
+    def mul(self, a: str | int, b: str | int) -> str:
+        return self.v(f"mul nsw i64 {a}, {b}")
+
+    def min(self, a: str | int, b: str | int) -> str:
+        return self.v(f"select i1 {self.v(f'icmp slt i64 {a}, {b}')}, i64 {a}, i64 {b}")
+
+    def at(self, base: str, index: str | int) -> str:
+        """The address of element ``index`` of the ``t`` array at ``base``."""
+        return self.v(f"getelementptr inbounds {self.t}, ptr {base}, i64 {index}")
+
+    def at2(self, base: str, i: str | int, si: str | int, j: str | int, sj: str | int) -> str:
+        """The address of ``base[i * si + j * sj]``."""
+        return self.at(base, self.add(self.mul(i, si), self.mul(j, sj)))
+
+    def load(self, ptr: str) -> str:
+        return self.v(f"load {self.t}, ptr {ptr}")
+
+    def store(self, value: str, ptr: str) -> None:
+        self.f.do(f"store {self.t} {value}, ptr {ptr}")
+
+    def loop(self, lo: str | int, stop: str | int, step: int, body: Callable[[str], None]) -> None:
+        """``for (iv = lo; iv < stop; iv += step) body(iv)``, tested before the first trip."""
+        f = self.f
+        head, done = f.label("L"), f.label("X")
+        go = self.v(f"icmp slt i64 {lo}, {stop}")
+        f.do(f"br i1 {go}, label %{head}, label %{done}")
+        pre = f.block
+        f.start(head)
+        f.n += 1
+        iv = f"%iv{f.n}"
+        phi_at = len(f.lines)
+        f.lines.append("")
+        body(iv)
+        nxt = self.add(iv, step)
+        again = self.v(f"icmp slt i64 {nxt}, {stop}")
+        f.do(f"br i1 {again}, label %{head}, label %{done}")
+        f.lines[phi_at] = f"  {iv} = phi i64 [ {lo}, %{pre} ], [ {nxt}, %{f.block} ]"
+        f.start(done)
+
+    def branch(self, cond: str, then: Callable[[], None], other: Callable[[], None]) -> None:
+        """``if (cond) then() else other()``."""
+        f = self.f
+        yes, no, join = f.label("T"), f.label("E"), f.label("J")
+        f.do(f"br i1 {cond}, label %{yes}, label %{no}")
+        f.start(yes)
+        then()
+        f.do(f"br label %{join}")
+        f.start(no)
+        other()
+        f.do(f"br label %{join}")
+        f.start(join)
+
+
+def _types(mm: cm.CpuMatmul) -> tuple[str, int, str, str]:
+    """The scalar type, the lanes of a vector, the vector type, the fma intrinsic's name."""
+    t = "float" if mm.prec is Prec.single else "double"
+    vl = mm.nr // 2
+    return t, vl, f"<{vl} x {t}>", f"llvm.fma.v{vl}{'f32' if t == 'float' else 'f64'}"
+
+
+def _micro(mm: cm.CpuMatmul) -> str:
+    """``@aj_mm_micro_<suffix>(kc, a, b, c, ldc)``: the tile at ``c`` (rows ``ldc`` apart)
+    after ``kc >= 1`` steps from the packed panels ``a`` and ``b``."""
+    t, vl, vt, fma = _types(mm)
+    nv, mr, nr = 2, cm.MR, mm.nr
+    ln = [
+        f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
+        "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
+        "entry:",
+    ]
+    for r in range(mr):
+        ln.append(f"  %co{r} = mul nsw i64 %ldc, {r}")
+        for v in range(nv):
+            ln.append(f"  %cp{r}_{v}.o = add nsw i64 %co{r}, {v * vl}")
+            ln.append(f"  %cp{r}_{v} = getelementptr inbounds {t}, ptr %c, i64 %cp{r}_{v}.o")
+            ln.append(f"  %c{r}_{v}.0 = load {vt}, ptr %cp{r}_{v}, align {mm.prec.byte_size}")
+    ln += ["  br label %step", "step:", "  %p = phi i64 [ 0, %entry ], [ %p.next, %step ]"]
+    for r in range(mr):
+        for v in range(nv):
+            ln.append(f"  %c{r}_{v} = phi {vt} [ %c{r}_{v}.0, %entry ], [ %c{r}_{v}.1, %step ]")
+    ln.append(f"  %bo = mul nsw i64 %p, {nr}")
+    for v in range(nv):
+        ln.append(f"  %bo{v} = add nsw i64 %bo, {v * vl}")
+        ln.append(f"  %bp{v} = getelementptr inbounds {t}, ptr %b, i64 %bo{v}")
+        ln.append(f"  %b{v} = load {vt}, ptr %bp{v}, align {mm.prec.byte_size}")
+    ln.append(f"  %ao = mul nsw i64 %p, {mr}")
+    for r in range(mr):
+        ln.append(f"  %ao{r} = add nsw i64 %ao, {r}")
+        ln.append(f"  %ap{r} = getelementptr inbounds {t}, ptr %a, i64 %ao{r}")
+        ln.append(f"  %a{r}.s = load {t}, ptr %ap{r}")
+        ln.append(f"  %a{r}.i = insertelement {vt} poison, {t} %a{r}.s, i64 0")
+        ln.append(
+            f"  %a{r} = shufflevector {vt} %a{r}.i, {vt} poison, <{vl} x i32> zeroinitializer"
+        )
+        for v in range(nv):
+            x, w = (f"%a{r}", f"%b{v}") if mm.x_is_a else (f"%b{v}", f"%a{r}")
+            ln.append(f"  %c{r}_{v}.1 = call {vt} @{fma}({vt} {x}, {vt} {w}, {vt} %c{r}_{v})")
+    ln += [
+        "  %p.next = add nsw i64 %p, 1",
+        "  %more = icmp slt i64 %p.next, %kc",
+        "  br i1 %more, label %step, label %done",
+        "done:",
+    ]
+    for r in range(mr):
+        for v in range(nv):
+            ln.append(f"  store {vt} %c{r}_{v}.1, ptr %cp{r}_{v}, align {mm.prec.byte_size}")
+    ln += ["  ret void", "}"]
+    return "\n".join(ln)
+
+
+_BLOCK_PARAMS = (
+    "i64 %r0, i64 %r1, i64 %c0, i64 %c1, i64 %k, ptr %A, i64 %rsa, i64 %csa, ptr %B, i64 %rsb, "
+    "i64 %csb, ptr %C, i64 %rsc, i64 %csc, ptr noalias %pa, ptr noalias %pb"
+)
+
+
+def _block(mm: cm.CpuMatmul) -> str:
+    """``@aj_mm_block_<suffix>``: ``C[r0:r1, c0:c1]`` after every ``k`` step, serially (the
+    loops of ``aj_mm_block_*`` in :func:`~arrayjit_backend_c.cpu.matmul.c_helpers`)."""
+    t = _types(mm)[0]
+    f = Fn()
+    b = _Ir(f, t)
+    mr, nr, kc_max, mc_max, nc_max = cm.MR, mm.nr, cm.KC, cm.MC, cm.NC
+    tile = "%tile"
+    f.allocas.append(f"  %tile = alloca [{mr * nr} x {t}], align 64")
+    zero = "0.0"
+    micro = f"@aj_mm_micro_{mm.suffix}"
+
+    def pack(src: str, s_outer: str, s_k: str, dst: str, lanes: int, valid: str, kc: str) -> None:
+        """``dst[p * lanes + e] = src[e * s_outer + p * s_k]`` for ``e < valid``, else 0."""
+
+        def step(p: str) -> None:
+            row = b.mul(p, lanes)
+            b.loop(
+                0,
+                valid,
+                1,
+                lambda e: b.store(b.load(b.at2(src, e, s_outer, p, s_k)), b.at(dst, b.add(row, e))),
+            )
+            b.loop(valid, lanes, 1, lambda e: b.store(zero, b.at(dst, b.add(row, e))))
+
+        b.loop(0, kc, 1, step)
+
+    def columns(jc: str) -> None:
+        nc = b.min(b.v(f"sub nsw i64 %c1, {jc}"), nc_max)
+
+        def kblock(pc: str) -> None:
+            kc = b.min(b.v(f"sub nsw i64 %k, {pc}"), kc_max)
+
+            def pack_b(jr: str) -> None:
+                valid = b.min(b.v(f"sub nsw i64 {nc}, {jr}"), nr)
+                src = b.at2("%B", pc, "%rsb", b.add(jc, jr), "%csb")
+                pack(src, "%csb", "%rsb", b.at("%pb", b.mul(jr, kc)), nr, valid, kc)
+
+            b.loop(0, nc, nr, pack_b)
+
+            def rows(ic: str) -> None:
+                mc = b.min(b.v(f"sub nsw i64 %r1, {ic}"), mc_max)
+
+                def pack_a(ir: str) -> None:
+                    valid = b.min(b.v(f"sub nsw i64 {mc}, {ir}"), mr)
+                    src = b.at2("%A", b.add(ic, ir), "%rsa", pc, "%csa")
+                    pack(src, "%rsa", "%csa", b.at("%pa", b.mul(ir, kc)), mr, valid, kc)
+
+                b.loop(0, mc, mr, pack_a)
+
+                def tiles(jr: str) -> None:
+                    def one(ir: str) -> None:
+                        c = b.at2("%C", b.add(ic, ir), "%rsc", b.add(jc, jr), "%csc")
+                        rows_ = b.min(b.v(f"sub nsw i64 {mc}, {ir}"), mr)
+                        cols = b.min(b.v(f"sub nsw i64 {nc}, {jr}"), nr)
+                        pa, pb = b.at("%pa", b.mul(ir, kc)), b.at("%pb", b.mul(jr, kc))
+                        full_r = b.v(f"icmp eq i64 {rows_}, {mr}")
+                        full_c = b.v(f"icmp eq i64 {cols}, {nr}")
+                        unit = b.v("icmp eq i64 %csc, 1")
+                        full = b.v(f"and i1 {b.v(f'and i1 {full_r}, {full_c}')}, {unit}")
+
+                        def direct() -> None:
+                            f.do(
+                                f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, ptr {c}, "
+                                "i64 %rsc)"
+                            )
+
+                        def via_tile() -> None:
+                            size = mr * nr * mm.prec.byte_size
+                            f.do(
+                                f"call void @llvm.memset.p0.i64(ptr {tile}, i8 0, i64 {size}, i1 0)"
+                            )
+
+                            def copy(into_tile: bool) -> None:
+                                def row(r: str) -> None:
+                                    def cell(j: str) -> None:
+                                        there = b.at2(c, r, "%rsc", j, "%csc")
+                                        here = b.at(tile, b.add(b.mul(r, nr), j))
+                                        src, dst = (there, here) if into_tile else (here, there)
+                                        b.store(b.load(src), dst)
+
+                                    b.loop(0, cols, 1, cell)
+
+                                b.loop(0, rows_, 1, row)
+
+                            copy(True)
+                            f.do(
+                                f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, ptr {tile}, "
+                                f"i64 {nr})"
+                            )
+                            copy(False)
+
+                        b.branch(full, direct, via_tile)
+
+                    b.loop(0, mc, mr, one)
+
+                b.loop(0, nc, nr, tiles)
+
+            b.loop("%r0", "%r1", mc_max, rows)
+
+        b.loop(0, "%k", kc_max, kblock)
+
+    b.loop("%c0", "%c1", nc_max, columns)
+    f.do("ret void")
+    return (
+        f"define internal void @aj_mm_block_{mm.suffix}({_BLOCK_PARAMS}) #0 {{\nentry:\n"
+        + "\n".join(f.allocas + f.lines)
+        + "\n}"
+    )
+
+
+def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
+    """The helper functions of ``mm``'s precision and operand order, and the declarations they
+    need."""
+    _, _, vt, fma = _types(mm)
+    decls = [
+        f"declare {vt} @{fma}({vt}, {vt}, {vt})",
+        "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
+    ]
+    return _micro(mm) + "\n" + _block(mm), decls
+
+
+def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
+    """The body of the matmul's segment function: units ``[%start, %stop)`` of ``C``, packing
+    into the chunk's buffer ``%mmbuf`` (:func:`~arrayjit_backend_c.cpu.matmul.buffer_bytes`,
+    64-byte aligned)."""
+    b = _Ir(f, _types(mm)[0])
+    size, extent = (cm.MR, mm.m) if mm.split_rows else (mm.nr, mm.n)
+    lo = b.mul("%start", size)
+    hi = b.min(b.mul("%stop", size), extent)
+    r0, r1, c0, c1 = (lo, hi, 0, mm.n) if mm.split_rows else (0, mm.m, lo, hi)
+    pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {cm.buffer_bytes(mm)[0]}")
+    a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
+    f.do(
+        f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
+        f"i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, i64 {mm.b.rs}, "
+        f"i64 {mm.b.cs}, ptr {c_}, i64 {mm.c.rs}, i64 {mm.c.cs}, ptr %mmbuf, ptr {pb})"
+    )
