@@ -23,9 +23,10 @@ from arrayjit_backends.registry import (
     no_device_entry,
     register,
 )
-from arrayjit_backends.runtime.context import Buffer, Code, Context, Device, Routine, Stream
 from arrayjit_backends.runtime.cpu_devices import CpuDevices
+from arrayjit_backends.runtime.routine import Routine
 from arrayjit_backends.runtime.transfers import MergeMode
+from arrayjit_backends.runtime.values import Buffer, Code, Context, Device, Stream
 from arrayjit_tnode.errors import (
     ArrayjitError,
     BackendMissingError,

@@ -5,8 +5,9 @@ It speaks only the device form (:class:`~arrayjit_backends.impl.device.DeviceBac
 compilers reach that form through :class:`~arrayjit_backends.runtime.cpu_devices.CpuDevices`. Each
 method checks its arguments (errors name the node, backend and stream), then builds or uses:
 
-- :mod:`~arrayjit_backends.runtime.context`: devices, streams, contexts, buffers, code and routines
-  (calling a routine schedules it);
+- :mod:`~arrayjit_backends.runtime.values`: devices, streams, contexts, buffers and code;
+- :mod:`~arrayjit_backends.runtime.routine`: routines (calling one schedules it), the contexts
+  linking builds, and the tasks of other packages (``schedule_task``);
 - :mod:`~arrayjit_backends.runtime.transfers`: ``from_host``, ``to_host`` and ``device_to_device``;
 - :mod:`~arrayjit_backends.runtime.hazards`: per device and buffer, the last writer's event and the
   streams reading it, from which the waits are inserted, so users never need ``will_wait_for``
@@ -38,27 +39,18 @@ import numpy as np
 from arrayjit_backends.impl.device import Buf, DeviceBackend
 from arrayjit_backends.impl.stream_queue import Event
 from arrayjit_backends.runtime import arg_checks as checks
-from arrayjit_backends.runtime import hazards, transfers
+from arrayjit_backends.runtime import routine, transfers
 from arrayjit_backends.runtime.bindings import (
     check_code_kind,
     check_compile_args,
     check_host_memory_types,
     with_static_ranges,
 )
-from arrayjit_backends.runtime.context import (
-    Buffer,
-    Code,
-    Context,
-    Device,
-    Routine,
-    Stream,
-    extend,
-    free_pools,
-    given_buffers,
-)
 from arrayjit_backends.runtime.debug_output import write_debug
+from arrayjit_backends.runtime.routine import Routine, extend, given_buffers
 from arrayjit_backends.runtime.slab import BufferLoc
 from arrayjit_backends.runtime.transfers import MergeMode
+from arrayjit_backends.runtime.values import Buffer, Code, Context, Device, Stream, free_pools
 from arrayjit_ir import lower, optimize, optimize_batch
 from arrayjit_ir.assignments import Assignment, Comp
 from arrayjit_ir.indexing import StaticSymbol
@@ -647,23 +639,7 @@ class Backend:
                     f"schedule_task: node {tn.debug_label} has no buffer in the context on "
                     f"{ctx.stream.name} (backend {self.name})"
                 )
-        stream, dev = ctx.stream, ctx.device
-        read_keys = [(tn.id, ctx.buffers[tn]) for tn in reads]
-        write_keys = [(tn.id, ctx.buffers[tn]) for tn in writes]
-        for key in write_keys:
-            transfers.before_write(stream, key)
-        for key in read_keys:
-            dev.hazards.order_read(stream, key)
-        stream.queue.schedule(task)
-        event = stream.queue.all_work()
-        dev.hazards.record(stream, event, read_keys, write_keys)
-        for tn in writes:
-            if tn.is_hosted():
-                hazards.mark_only_fresh(tn, dev.id, ctx.buffers[tn])
-        for tn in {*reads, *writes}:
-            if transfers.on_host(ctx, tn):
-                hazards.record_host_access(tn, stream, event, writes=tn in writes)
-        return event
+        return routine.schedule_task(ctx, task, reads, writes)
 
     # ---- memory and debugging ----
 

@@ -1,11 +1,11 @@
 """What users call: the interface every backend object honours.
 
 The three roles of the backend layer stand as files: this interface (what users call),
-:mod:`~arrayjit_backends.impl.device` and :mod:`~arrayjit_backends.impl.cpu_compiler` (what a backend
-author writes), and the glue that turns the second into the first
-(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.runtime.context`,
-:mod:`~arrayjit_backends.runtime.transfers`, :mod:`~arrayjit_backends.runtime.hazards`,
-:mod:`~arrayjit_backends.runtime.schedulers`).
+:mod:`~arrayjit_backends.impl.device` and :mod:`~arrayjit_backends.impl.cpu_compiler` (what a
+backend author writes), and the glue that turns the second into the first
+(:mod:`~arrayjit_backends.backend`, :mod:`~arrayjit_backends.runtime.values`,
+:mod:`~arrayjit_backends.runtime.routine`, :mod:`~arrayjit_backends.runtime.transfers`,
+:mod:`~arrayjit_backends.runtime.hazards`, :mod:`~arrayjit_backends.runtime.schedulers`).
 
 :func:`~arrayjit_backends.fresh_backend` returns a :class:`BackendInterface`; both the real
 :class:`~arrayjit_backends.backend.Backend` and the stand-in
@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any, Protocol, overload
 if TYPE_CHECKING:
     from arrayjit_backends.backend import Capabilities, Config
     from arrayjit_backends.impl.stream_queue import Event
-    from arrayjit_backends.runtime.context import Buffer, Code, Context, Device, Routine, Stream
+    from arrayjit_backends.runtime.routine import Routine
     from arrayjit_backends.runtime.transfers import MergeMode
+    from arrayjit_backends.runtime.values import Buffer, Code, Context, Device, Stream
     from arrayjit_ir.assignments import Assignment, Comp
     from arrayjit_ir.indexing import StaticSymbol
     from arrayjit_tnode import Prec, Tnode

@@ -1,14 +1,17 @@
 """The device contract: what a device backend (OpenCL, CUDA) implements, and what the CPU
 compilers are adapted to (:class:`~arrayjit_backends.runtime.cpu_devices.CpuDevices`).
 
-The generic :class:`~arrayjit_backends.backend.Backend` speaks only :class:`DeviceBackend`: device
-memory addressed as ``(memory handle, byte offset)``, stream queues whose tasks enqueue work,
-copies, compiling and linking. Contexts, slab packing, merge buffers, hosted nodes and every
+The generic :class:`~arrayjit_backends.backend.Backend` speaks only :class:`DeviceBackend`:
+devices and stream queues whose tasks enqueue work, plus three roles, each a base class:
+:class:`DeviceMemory` (device memory addressed as ``(memory handle, byte offset)``, copies),
+:class:`DeviceCompiler` (compiling) and :class:`DeviceLauncher` (linking compiled code into a
+run that launches it). Contexts, slab packing, merge buffers, hosted nodes and every
 cross-stream wait live in the generic layer, so every backend behaves the same.
 
-A :class:`~arrayjit_backends.impl.cpu_compiler.CpuCompiler` becomes a
-:class:`DeviceBackend` through :class:`~arrayjit_backends.runtime.cpu_devices.CpuDevices`: one device whose memory is host memory, and
-a scheduler (``sync_`` or ``multicore_``) whose tasks run the copies and procedures themselves.
+A :class:`~arrayjit_backends.impl.cpu_compiler.CpuCompiler` becomes a :class:`DeviceBackend`
+through :class:`~arrayjit_backends.runtime.cpu_devices.CpuDevices`: one device whose memory is
+host memory, and a scheduler (``sync_`` or ``multicore_``) whose tasks run the copies and
+procedures themselves.
 """
 
 from __future__ import annotations
@@ -125,8 +128,118 @@ class ScratchAccount:
         return self._bytes.get(ordinal, 0)
 
 
-class DeviceBackend(abc.ABC):
-    """What a device backend implements (seed 002's ``Lowered_backend``).
+class DeviceMemory(abc.ABC):
+    """Allocation and copies, one role of a device backend (tinygrad's ``Allocator`` has the
+    same role): pools of device memory, addressed by the generic layer as ``(memory handle,
+    byte offset)``, and copies host<->device and device<->device enqueued on a stream's
+    queue (each called from a task of that queue)."""
+
+    @abc.abstractmethod
+    def alloc(self, ordinal: int, nbytes: int) -> Mem:
+        """A zero-filled allocation of ``nbytes`` (at least 1) on device ``ordinal``."""
+
+    def free(self, ordinal: int, mem: Mem) -> None:  # noqa: B027 (a no-op is a valid default)
+        """Release an allocation (the default leaves it to garbage collection)."""
+
+    def max_alloc(self, ordinal: int) -> int | None:
+        """The largest single allocation device ``ordinal`` accepts (OpenCL's
+        ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``), or None for no limit of its own: slab pools are
+        capped by it, so that nodes which each fit are never packed into a pool the device
+        refuses."""
+        return None
+
+    def scratch_bytes(self, ordinal: int) -> int:
+        """Bytes of device memory held outside the slab on device ``ordinal`` (kernel scratch
+        of linked routines; see :class:`ScratchAccount`); 0 by default."""
+        return 0
+
+    def host_buffer(self, ordinal: int, array: np.ndarray) -> Mem | None:
+        """A memory handle that *is* the C-contiguous host ``array`` (its bytes, not a copy),
+        for backends whose device memory is host memory; ``None`` (the default) where device
+        ``ordinal`` cannot compute on host memory directly. ``Backend.use_host_memory``
+        relies on it; it is freed with :meth:`free`, which must leave it alone."""
+        return None
+
+    @abc.abstractmethod
+    def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
+        """Copy the C-contiguous host array ``src`` into ``dst``; ``src`` stays valid until the
+        copy is done (the generic layer guarantees it)."""
+
+    @abc.abstractmethod
+    def to_host(self, queue: StreamQueue, dst: np.ndarray, src: Buf) -> None:
+        """Copy ``dst.nbytes`` bytes of ``src`` into the C-contiguous host array ``dst``."""
+
+    @abc.abstractmethod
+    def copy(self, queue: StreamQueue, dst: Buf, src: Buf, nbytes: int, src_ordinal: int) -> None:
+        """Copy ``nbytes`` from ``src`` (on device ``src_ordinal``, possibly another device)
+        into ``dst`` (on ``queue``'s device)."""
+
+
+class DeviceCompiler(abc.ABC):
+    """Build, one role of a device backend (tinygrad's ``Compiler``): optimized IR to an opaque
+    code object, which backends can link it, and its source for reading."""
+
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def compile(self, optimized: Optimized) -> Any:
+        """Compile one routine for every device; an opaque code object for
+        :meth:`DeviceLauncher.link`.
+
+        Raises:
+            CompileError: the generated code failed to compile.
+        """
+
+    def compile_batch(self, optimized: Sequence[Optimized]) -> list[Any]:
+        """Compile several routines; the default compiles each on its own."""
+        return [self.compile(o) for o in optimized]
+
+    def code_kind(self) -> str:
+        """Which backends can link code this one compiles: backends with the same kind. By
+        default only this backend itself (device programs belong to its driver context)."""
+        return f"{self.name} (instance {id(self):#x})"
+
+    def source_of(self, code: Any) -> str | None:
+        """The generated source of a compiled routine, for reading (debug output)."""
+        source = getattr(code, "source", None)
+        return source if isinstance(source, str) else None
+
+
+class DeviceLauncher(abc.ABC):
+    """Load and launch, one role of a device backend (tinygrad's ``Program``): compiled code
+    bound to buffers and a stream's queue, as a run that launches its kernels."""
+
+    @abc.abstractmethod
+    def link(
+        self,
+        code: Any,
+        queue: StreamQueue,
+        ordinal: int,
+        buffers: Mapping[Tnode, Buf],
+        merge_buffer: Callable[[], Buf | None],
+        merge_node: Tnode | None,
+    ) -> Run:
+        """Bind a compiled routine to buffers of device ``ordinal`` and to ``queue``.
+
+        ``buffers`` holds every node of ``optimized.context_nodes``; ``merge_buffer`` returns,
+        when a run starts, where the stream's merge buffer is (or ``None``); it holds
+        ``merge_node`` (the routine's ``optimized.merge_node``). The result is called from a
+        task of ``queue`` with the static-index values.
+
+        Launching is the run's business (seed 004's ``get_kernel`` and ``launch_kernel`` live
+        here): the generic layer never sees kernels. The shared GPU renderer gives each kernel
+        a one-dimensional global size and a group size
+        (:class:`~arrayjit_backends.gpu.program.GpuKernel`), flattening parallel loop nests of
+        any depth into one index space; a backend that wants multi-dimensional launches can
+        shape them from :attr:`DeviceInfo.max_workgroup_size`. Kernel scratch allocated here
+        must be reported by :meth:`DeviceMemory.scratch_bytes`.
+        """
+
+
+class DeviceBackend(DeviceMemory, DeviceCompiler, DeviceLauncher):
+    """What a device backend implements (seed 002's ``Lowered_backend``): its devices and
+    stream queues (below), and the roles :class:`DeviceMemory` (allocation and copies),
+    :class:`DeviceCompiler` (build) and :class:`DeviceLauncher` (load and launch).
 
     Every method that takes a ``queue`` is called from a task of that queue (see
     :meth:`new_queue`), so work it enqueues is ordered after everything scheduled on the
@@ -183,103 +296,11 @@ class DeviceBackend(abc.ABC):
         host.
         """
 
-    # ---- memory ----
-
-    @abc.abstractmethod
-    def alloc(self, ordinal: int, nbytes: int) -> Mem:
-        """A zero-filled allocation of ``nbytes`` (at least 1) on device ``ordinal``."""
-
-    def free(self, ordinal: int, mem: Mem) -> None:  # noqa: B027 (a no-op is a valid default)
-        """Release an allocation (the default leaves it to garbage collection)."""
-
-    def max_alloc(self, ordinal: int) -> int | None:
-        """The largest single allocation device ``ordinal`` accepts (OpenCL's
-        ``CL_DEVICE_MAX_MEM_ALLOC_SIZE``), or None for no limit of its own: slab pools are
-        capped by it, so that nodes which each fit are never packed into a pool the device
-        refuses."""
-        return None
-
-    def scratch_bytes(self, ordinal: int) -> int:
-        """Bytes of device memory held outside the slab on device ``ordinal`` (kernel scratch
-        of linked routines; see :class:`ScratchAccount`); 0 by default."""
-        return 0
-
-    def host_buffer(self, ordinal: int, array: np.ndarray) -> Mem | None:
-        """A memory handle that *is* the C-contiguous host ``array`` (its bytes, not a copy),
-        for backends whose device memory is host memory; ``None`` (the default) where device
-        ``ordinal`` cannot compute on host memory directly. ``Backend.use_host_memory``
-        relies on it; it is freed with :meth:`free`, which must leave it alone."""
-        return None
-
-    @abc.abstractmethod
-    def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
-        """Copy the C-contiguous host array ``src`` into ``dst``; ``src`` stays valid until the
-        copy is done (the generic layer guarantees it)."""
-
-    @abc.abstractmethod
-    def to_host(self, queue: StreamQueue, dst: np.ndarray, src: Buf) -> None:
-        """Copy ``dst.nbytes`` bytes of ``src`` into the C-contiguous host array ``dst``."""
-
-    @abc.abstractmethod
-    def copy(self, queue: StreamQueue, dst: Buf, src: Buf, nbytes: int, src_ordinal: int) -> None:
-        """Copy ``nbytes`` from ``src`` (on device ``src_ordinal``, possibly another device)
-        into ``dst`` (on ``queue``'s device)."""
-
-    # ---- code ----
-
-    @abc.abstractmethod
-    def compile(self, optimized: Optimized) -> Any:
-        """Compile one routine for every device; an opaque code object for :meth:`link`.
-
-        Raises:
-            CompileError: the generated code failed to compile.
-        """
-
-    def compile_batch(self, optimized: Sequence[Optimized]) -> list[Any]:
-        """Compile several routines; the default compiles each on its own."""
-        return [self.compile(o) for o in optimized]
-
-    @abc.abstractmethod
-    def link(
-        self,
-        code: Any,
-        queue: StreamQueue,
-        ordinal: int,
-        buffers: Mapping[Tnode, Buf],
-        merge_buffer: Callable[[], Buf | None],
-        merge_node: Tnode | None,
-    ) -> Run:
-        """Bind a compiled routine to buffers of device ``ordinal`` and to ``queue``.
-
-        ``buffers`` holds every node of ``optimized.context_nodes``; ``merge_buffer`` returns,
-        when a run starts, where the stream's merge buffer is (or ``None``); it holds
-        ``merge_node`` (the routine's ``optimized.merge_node``). The result is called from a
-        task of ``queue`` with the static-index values.
-
-        Launching is the run's business (seed 004's ``get_kernel`` and ``launch_kernel`` live
-        here): the generic layer never sees kernels. The shared GPU renderer gives each kernel
-        a one-dimensional global size and a group size (:class:`~arrayjit_backends.
-        gpu_syntax.GpuKernel`), flattening parallel loop nests of any depth into one index
-        space; a backend that wants multi-dimensional launches can shape them from
-        :attr:`DeviceInfo.max_workgroup_size`. Kernel scratch allocated here must be reported
-        by :meth:`scratch_bytes`.
-        """
-
-    def code_kind(self) -> str:
-        """Which backends can link code this one compiles: backends with the same kind. By
-        default only this backend itself (device programs belong to its driver context)."""
-        return f"{self.name} (instance {id(self):#x})"
-
     def describe(self) -> dict[str, Any]:
         """Backend-specific facts for debug output."""
         return {"name": self.name}
 
-    def source_of(self, code: Any) -> str | None:
-        """The generated source of a compiled routine, for reading (debug output)."""
-        source = getattr(code, "source", None)
-        return source if isinstance(source, str) else None
-
-    def finalize(self) -> None:  # noqa: B027 (nothing to release by default)
+    def finalize(self) -> None:
         """Release device resources once every stream is closed."""
 
 
@@ -353,7 +374,10 @@ __all__ = [
     "CONFIGS",
     "Buf",
     "DeviceBackend",
+    "DeviceCompiler",
     "DeviceInfo",
+    "DeviceLauncher",
+    "DeviceMemory",
     "ImmediateQueue",
     "Mem",
     "ScratchAccount",

@@ -3,7 +3,8 @@
 Each check raises :class:`UsageError` naming the call, the argument and the backend *before*
 anything is scheduled, so a wrong argument never reaches a stream: a stream that received a bad
 event or a non-callable task would otherwise fail and refuse all later work, although nothing
-the user queued went wrong.
+the user queued went wrong. The backend is taken as an
+:class:`~arrayjit_backends.runtime.owner.Owner` (its name, and whether it is live).
 """
 
 from __future__ import annotations
@@ -11,19 +12,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from arrayjit_backends.impl.stream_queue import Event
-from arrayjit_backends.runtime.context import Context, Device, Stream
 from arrayjit_backends.runtime.transfers import MergeMode
+from arrayjit_backends.runtime.values import Context, Device, Stream
 from arrayjit_tnode import Tnode, UsageError
 
 if TYPE_CHECKING:
-    from arrayjit_backends.backend import Backend
+    from arrayjit_backends.runtime.owner import Owner
 
 
 def _got(value: Any) -> str:
     return f"got {value!r} ({type(value).__name__})"
 
 
-def check_device(backend: Backend, device: Any, what: str = "", *, live: bool = True) -> None:
+def check_device(backend: Owner, device: Any, what: str = "", *, live: bool = True) -> None:
     """``device`` is a :class:`Device` of ``backend``; with ``live``, the backend must not be
     finalized."""
     if live:
@@ -35,7 +36,7 @@ def check_device(backend: Backend, device: Any, what: str = "", *, live: bool = 
         raise UsageError(f"{prefix}device {device!r} does not belong to backend {backend.name}")
 
 
-def check_stream(backend: Backend, stream: Any, what: str, *, live: bool = True) -> None:
+def check_stream(backend: Owner, stream: Any, what: str, *, live: bool = True) -> None:
     """``stream`` is a :class:`Stream` of ``backend``; with ``live``, the backend must not be
     finalized (queries such as ``is_idle`` pass ``live=False``)."""
     if not isinstance(stream, Stream):
@@ -49,7 +50,7 @@ def check_stream(backend: Backend, stream: Any, what: str, *, live: bool = True)
         backend.check_live()
 
 
-def check_context(backend: Backend, ctx: Any, what: str) -> None:
+def check_context(backend: Owner, ctx: Any, what: str) -> None:
     """``ctx`` is a :class:`Context` of ``backend`` (and the backend is live)."""
     backend.check_live()
     if not isinstance(ctx, Context):
@@ -61,7 +62,7 @@ def check_context(backend: Backend, ctx: Any, what: str) -> None:
         )
 
 
-def check_event(backend: Backend, event: Any, what: str) -> None:
+def check_event(backend: Owner, event: Any, what: str) -> None:
     """``event`` is an :class:`Event` (of any backend: waits across backends are allowed)."""
     if not isinstance(event, Event):
         raise UsageError(
@@ -70,13 +71,13 @@ def check_event(backend: Backend, event: Any, what: str) -> None:
         )
 
 
-def check_node(backend: Backend, tn: Any, what: str) -> None:
+def check_node(backend: Owner, tn: Any, what: str) -> None:
     """``tn`` is a :class:`Tnode`."""
     if not isinstance(tn, Tnode):
         raise UsageError(f"{what}: expected a Tnode, {_got(tn)} (backend {backend.name})")
 
 
-def check_mode(backend: Backend, mode: Any, what: str) -> None:
+def check_mode(backend: Owner, mode: Any, what: str) -> None:
     """``mode`` is a :class:`MergeMode` (a string such as ``"Copy"`` is refused: it would
     otherwise be taken for another mode)."""
     if not isinstance(mode, MergeMode):
@@ -87,7 +88,7 @@ def check_mode(backend: Backend, mode: Any, what: str) -> None:
         )
 
 
-def check_task(backend: Backend, ctx: Context, task: Any, what: str) -> None:
+def check_task(backend: Owner, ctx: Context, task: Any, what: str) -> None:
     """``task`` can be called with no arguments."""
     if not callable(task):
         raise UsageError(

@@ -18,6 +18,9 @@ Two tables, both filled in program order (when work is *scheduled*, on the calle
 ``Tnode.devices_not_lagging_host`` (the seeds' device-level view) is kept consistent: a device
 is in it exactly while one of its buffers is fresh. ``set_values`` clears it, which makes every
 buffer stale; the per-buffer set is only believed for devices still in it.
+
+The tables see a stream only as :class:`Queued` (its queue, to insert waits), so they sit
+below the value types of :mod:`~arrayjit_backends.runtime.values` that hold them.
 """
 
 from __future__ import annotations
@@ -26,14 +29,26 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from arrayjit_backends.impl.stream_queue import Event
 from arrayjit_backends.runtime.slab import BufferLoc
 
 if TYPE_CHECKING:
-    from arrayjit_backends.runtime.context import Stream
+    from arrayjit_backends.impl.stream_queue import StreamQueue
     from arrayjit_tnode import Tnode
+
+
+class Queued(Protocol):
+    """A stream as the tables see it: its queue, to insert waits into (streams are also the
+    tables' keys, and the hosted-node state holds them weakly)."""
+
+    @property
+    def queue(self) -> StreamQueue: ...
+
+
+S = TypeVar("S", bound=Queued)
+"""The stream type of a table (:class:`~arrayjit_backends.runtime.values.Stream`)."""
 
 Key = tuple[int, BufferLoc]
 """A buffer on one device: the node's id and where the buffer lives. The tables below go by
@@ -41,7 +56,7 @@ where it lives only: two nodes given one buffer (``ctx_arrays``) share its memor
 of one is ordered with reads of the other."""
 
 
-def order_after(stream: Stream, other: Stream, event: Event, *, reads: bool = True) -> None:
+def order_after(stream: Queued, other: Queued, event: Event, *, reads: bool = True) -> None:
     """Make ``stream``'s later work wait for ``event`` of ``other`` (nothing when both are one
     stream: a stream runs in order). A queue takes any backend's events (a device queue blocks
     the caller on another backend's, a ``multicore_`` worker waits for them in order).
@@ -59,26 +74,26 @@ def order_after(stream: Stream, other: Stream, event: Event, *, reads: bool = Tr
         stream.queue.wait_past(event)
 
 
-class BufferHazards:
-    """The synchronization state of one device's buffers."""
+class BufferHazards(Generic[S]):
+    """The synchronization state of one device's buffers, on streams of type ``S``."""
 
     def __init__(self) -> None:
-        self.writers: dict[BufferLoc, tuple[Stream, Event]] = {}
-        self.readers: dict[BufferLoc, dict[Stream, Event]] = {}
-        self.views: dict[Stream, tuple[Tnode, Key]] = {}
+        self.writers: dict[BufferLoc, tuple[S, Event]] = {}
+        self.readers: dict[BufferLoc, dict[S, Event]] = {}
+        self.views: dict[S, tuple[Tnode, Key]] = {}
         """Streams whose merge buffer is (for now) the buffer ``Key`` of the node."""
         self.lock = threading.RLock()  # reentrant: a collection may free pools under it
         self.deferred: set[int] = set()
         """Pools of collected contexts kept while a merge buffer views them
         (:meth:`hold_viewed`); :meth:`drop_view` hands them back for release."""
 
-    def order_read(self, stream: Stream, key: Key) -> None:
+    def order_read(self, stream: S, key: Key) -> None:
         """Make ``stream``'s next task wait for another stream's pending write of ``key``."""
         w = self.writers.get(key[1])
         if w is not None and w[0] is not stream:  # a stream runs in order
             order_after(stream, *w)
 
-    def order_write(self, stream: Stream, key: Key) -> None:
+    def order_write(self, stream: S, key: Key) -> None:
         """Make ``stream``'s next task wait for other streams' pending reads and write of
         ``key`` (to pass, failed or not: see :func:`order_after`)."""
         w = self.writers.get(key[1])
@@ -91,7 +106,7 @@ class BufferHazards:
                     order_after(stream, other, event, reads=False)
 
     def record(
-        self, stream: Stream, event: Event, reads: Iterable[Key] = (), writes: Iterable[Key] = ()
+        self, stream: S, event: Event, reads: Iterable[Key] = (), writes: Iterable[Key] = ()
     ) -> None:
         """``stream``'s task ending at ``event`` read ``reads`` and wrote ``writes``."""
         for key in writes:
@@ -99,11 +114,11 @@ class BufferHazards:
         for key in reads:
             self.readers.setdefault(key[1], {})[stream] = event
 
-    def set_view(self, stream: Stream, tn: Tnode, key: Key) -> None:
+    def set_view(self, stream: S, tn: Tnode, key: Key) -> None:
         """``stream``'s merge buffer now reads buffer ``key`` of ``tn`` directly."""
         self.views[stream] = (tn, key)
 
-    def drop_view(self, stream: Stream) -> frozenset[int]:
+    def drop_view(self, stream: S) -> frozenset[int]:
         """``stream``'s merge buffer no longer reads another buffer. Returns the pools that
         waited for views only (see :meth:`hold_viewed`) and none reads now: free them."""
         with self.lock:
@@ -125,12 +140,12 @@ class BufferHazards:
             self.deferred |= viewed
             return pools - viewed
 
-    def view_of(self, stream: Stream) -> Key | None:
+    def view_of(self, stream: S) -> Key | None:
         """The buffer ``stream``'s merge buffer reads directly, if any."""
         view = self.views.get(stream)
         return None if view is None else view[1]
 
-    def viewers(self, key: Key) -> list[tuple[Stream, Tnode]]:
+    def viewers(self, key: Key) -> list[tuple[S, Tnode]]:
         """Streams whose merge buffer reads ``key`` directly (they need their own copy before
         ``key`` changes)."""
         if not self.views:
@@ -154,23 +169,23 @@ class _HostState:
     fresh: set[tuple[int, BufferLoc]] = field(default_factory=set)
     """``(device id, buffer)`` of the buffers holding the node's latest value: read from the
     host array since its last change, or computed by the last write of the node."""
-    uploads: list[tuple[weakref.ref[Stream], Event]] = field(default_factory=list)
+    uploads: list[tuple[weakref.ref[Queued], Event]] = field(default_factory=list)
     """Pending copies reading the host array."""
-    downloads: list[tuple[weakref.ref[Stream], Event]] = field(default_factory=list)
+    downloads: list[tuple[weakref.ref[Queued], Event]] = field(default_factory=list)
     """Pending copies into the host array, in request order. Streams are held weakly: a node
     outliving its backend must not keep the backend alive (a transfer whose stream is gone
     has run or never will)."""
 
 
 def _pending(
-    transfers: list[tuple[weakref.ref[Stream], Event]],
-) -> list[tuple[weakref.ref[Stream], Event]]:
+    transfers: list[tuple[weakref.ref[Queued], Event]],
+) -> list[tuple[weakref.ref[Queued], Event]]:
     return [(s, e) for s, e in transfers if not e.is_done() and s() is not None]
 
 
 def _outstanding(
-    transfers: list[tuple[weakref.ref[Stream], Event]],
-) -> list[tuple[weakref.ref[Stream], Event]]:
+    transfers: list[tuple[weakref.ref[Queued], Event]],
+) -> list[tuple[weakref.ref[Queued], Event]]:
     """Transfers still to land, and those that never will (failed: until the host array is
     written or the next ``to_host`` replaces them, a copy from the host array ordered after
     one fails too)."""
@@ -178,7 +193,7 @@ def _outstanding(
 
 
 def _order_after_all(
-    stream: Stream, transfers: list[tuple[weakref.ref[Stream], Event]], *, reads: bool
+    stream: Queued, transfers: list[tuple[weakref.ref[Queued], Event]], *, reads: bool
 ) -> None:
     for ref, event in transfers:
         other = ref()
@@ -237,7 +252,7 @@ def mark_stale(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
         tn.devices_not_lagging_host.discard(device_id)
 
 
-def order_upload(tn: Tnode, stream: Stream) -> None:
+def order_upload(tn: Tnode, stream: Queued) -> None:
     """Order a copy from ``tn``'s host array (scheduled next on ``stream``) after the copies
     into the host array requested before it."""
     st = _state(tn)
@@ -247,7 +262,7 @@ def order_upload(tn: Tnode, stream: Stream) -> None:
     _order_after_all(stream, st.downloads, reads=True)
 
 
-def order_download(tn: Tnode, stream: Stream) -> None:
+def order_download(tn: Tnode, stream: Queued) -> None:
     """Order a copy into ``tn``'s host array (scheduled next on ``stream``) after the copies
     from and into the host array requested before it, so transfers land in request order (a
     copy into it that failed never lands: it replaces that one)."""
@@ -258,7 +273,7 @@ def order_download(tn: Tnode, stream: Stream) -> None:
     _order_after_all(stream, st.uploads, reads=False)
 
 
-def record_upload(tn: Tnode, stream: Stream, event: Event) -> None:
+def record_upload(tn: Tnode, stream: Queued, event: Event) -> None:
     """A copy from the host array on ``stream`` ends at ``event``: ``set_values`` waits for it
     and every other one still pending before changing the host array."""
     st = _state(tn)
@@ -276,7 +291,7 @@ def record_upload(tn: Tnode, stream: Stream, event: Event) -> None:
     tn.prepare_write(done, wait)
 
 
-def record_download(tn: Tnode, stream: Stream, event: Event) -> None:
+def record_download(tn: Tnode, stream: Queued, event: Event) -> None:
     """A copy into the host array on ``stream`` ends at ``event``: ``get_values`` waits for it
     and every other one still pending, and raises if one can no longer happen."""
     st = _state(tn)
@@ -298,7 +313,7 @@ def record_download(tn: Tnode, stream: Stream, event: Event) -> None:
     tn.prepare_read(done, sync)
 
 
-def record_host_access(tn: Tnode, stream: Stream, event: Event, *, writes: bool) -> None:
+def record_host_access(tn: Tnode, stream: Queued, event: Event, *, writes: bool) -> None:
     """A task on ``stream`` ending at ``event`` computed on ``tn``'s host array itself (the
     node's buffer is its host array: ``use_host_memory``): a write is waited for like a copy
     into the host array (``get_values`` waits), a read like a copy from it (``set_values``
@@ -312,6 +327,7 @@ def record_host_access(tn: Tnode, stream: Stream, event: Event, *, writes: bool)
 __all__ = [
     "BufferHazards",
     "Key",
+    "Queued",
     "is_fresh",
     "mark_fresh",
     "mark_only_fresh",

@@ -31,7 +31,7 @@ from arrayjit_tnode import Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
 
 if TYPE_CHECKING:
-    from arrayjit_backends.runtime.context import Context, Device, Stream
+    from arrayjit_backends.runtime.values import Context, Device, Stream
 
 
 class MergeMode(enum.Enum):

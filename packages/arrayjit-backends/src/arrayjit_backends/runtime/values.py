@@ -1,0 +1,256 @@
+"""What a backend's work runs on and with: devices, streams, contexts, buffers, code.
+
+- :class:`Device`: one device of a backend, with its slab of memory and its hazard table
+  (:class:`~arrayjit_backends.runtime.hazards.BufferHazards`).
+- :class:`Stream`: work on one stream runs in order; each stream has its own merge buffer.
+- :class:`Context`: maps nodes to buffers on one stream; persistent (linking twice from one
+  parent gives two independent children).
+- :class:`Buffer`: device memory held by the user, given to contexts as ``ctx_arrays``.
+- :class:`Code`: compiled code; linked into a context it is a
+  :class:`~arrayjit_backends.runtime.routine.Routine`.
+
+These are made by the generic :class:`~arrayjit_backends.backend.Backend` (the facade users
+call), which checks its arguments before building them; they know it only as an
+:class:`~arrayjit_backends.runtime.owner.Owner`. Nothing here schedules work, so this module
+sits below the hazard rules' users (:mod:`~arrayjit_backends.runtime.transfers`,
+:mod:`~arrayjit_backends.runtime.routine`).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+import threading
+import weakref
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+from arrayjit_backends.impl.device import Buf, DeviceInfo
+from arrayjit_backends.impl.stream_queue import StreamQueue
+from arrayjit_backends.runtime.hazards import BufferHazards
+from arrayjit_backends.runtime.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
+from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Tnode, UsageError
+
+if TYPE_CHECKING:
+    from arrayjit_backends.runtime.owner import Owner
+
+_device_ids = itertools.count()
+_ids_lock = threading.Lock()
+
+
+class Device:
+    """A device of a backend, with its memory and synchronization bookkeeping."""
+
+    def __init__(self, backend: Owner, ordinal: int) -> None:
+        with _ids_lock:
+            self.id = next(_device_ids)
+        self.ordinal = ordinal
+        self.backend = backend
+        runtime = backend.runtime
+        self.slab = Slab(self._alloc, lambda mem: runtime.free(ordinal, mem))
+        self.lock = threading.RLock()
+        self.hazards: BufferHazards[Stream] = BufferHazards()
+        """Writers, readers and merge-buffer views of this device's buffers."""
+        self.shared: dict[Tnode, BufferLoc] = {}
+        self.host_memory: dict[Tnode, BufferLoc] = {}
+        """Buffers that are nodes' host arrays (:meth:`Backend.use_host_memory`)."""
+        self.streams: list[Stream] = []
+
+    def _alloc(self, nbytes: int) -> Any:
+        """Device memory for a pool; a refusal of the runtime (``MemoryError`` on the CPU, a
+        driver error such as OpenCL's ``INVALID_BUFFER_SIZE``) is one documented error that
+        names the size, the device and the backend."""
+        try:
+            return self.backend.runtime.alloc(self.ordinal, nbytes)
+        except Exception as exc:
+            raise UsageError(
+                f"cannot allocate {nbytes} bytes on {self!r} (backend {self.backend.name}): "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+
+    def release_pools(self, pools: frozenset[int]) -> None:
+        """Free ``pools`` and forget the synchronization state of their buffers."""
+        if pools:
+            self.hazards.forget_pools(pools)
+            for p in pools:
+                self.slab.free_pool(p)
+
+    def drop_view(self, stream: Stream) -> None:
+        """``stream``'s merge buffer no longer reads a buffer of this device directly; pools
+        of collected contexts that were kept only for that view are freed."""
+        self.release_pools(self.hazards.drop_view(stream))
+
+    @functools.cached_property
+    def info(self) -> DeviceInfo:
+        """What the device is and its limits (seed 004's ``Device_info``): name, kind,
+        precisions, unified memory, compute units, memory, ``max_shared_memory``,
+        ``max_workgroup_size`` (per dimension) and the renderer's strings."""
+        return self.backend.runtime.info(self.ordinal)
+
+    def pack(self, nodes: list[Tnode], pools: list[int] | None) -> list[BufferLoc]:
+        """Buffers for ``nodes`` in new pools of this device, packed (aligned, each pool
+        capped); the new pools' ids are added to ``pools`` when given."""
+        if not nodes:
+            return []
+        items = [(tn.size_in_bytes, tn.prec.byte_size) for tn in nodes]
+        limit = self.backend.runtime.max_alloc(self.ordinal)
+        cap = DEFAULT_POOL_CAP if limit is None else min(DEFAULT_POOL_CAP, limit)
+        plan = plan_pool_segments(items, cap, [tn.debug_label for tn in nodes])
+        ids: list[int] = []
+        try:
+            for size in plan.sizes:
+                ids.append(self.slab.alloc_pool(size))
+        except UsageError:  # the device refused one: release the others of this request
+            for p in ids:
+                self.slab.free_pool(p)
+            raise
+        if pools is not None:
+            pools.extend(ids)
+        return [BufferLoc(ids[seg], off) for seg, off in plan.placements]
+
+    def __repr__(self) -> str:
+        return f"<Device {self.backend.name}:{self.ordinal} id={self.id}>"
+
+
+class Stream:
+    """A stream of a device: work on one stream runs in order."""
+
+    def __init__(self, device: Device, index: int, queue: StreamQueue) -> None:
+        self.device = device
+        self.index = index
+        self.queue = queue
+        self.name = queue.name
+        self.merge_node: Tnode | None = None
+        """The node the merge buffer will hold once the stream reaches its last transfer."""
+        self.merge_src: Buf | None = None
+        """Where the merge buffer's value is now (set by the stream's own tasks)."""
+        self._merge_mem: Any = None
+        self.merge_capacity = 0
+        """Bytes of the stream's own merge buffer (grown when a larger node arrives)."""
+
+    def merge_buffer_for(self, tn: Tnode) -> Buf:
+        """The stream's own merge buffer, grown when ``tn`` is larger than it."""
+        if self._merge_mem is None or self.merge_capacity < tn.size_in_bytes:
+            dev = self.device
+            self._merge_mem = dev.backend.runtime.alloc(dev.ordinal, max(tn.size_in_bytes, 1))
+            self.merge_capacity = tn.size_in_bytes
+        return (self._merge_mem, 0)
+
+    def hold(self, seconds: float) -> None:
+        """Test hook: delay this stream's next task by ``seconds`` without blocking the caller
+        (a no-op on ``sync_`` streams, whose tasks run at once on the caller's thread). Tests
+        use it to force a schedule in which one stream lags behind the others.
+
+        Raises:
+            UsageError: ``seconds`` is not a finite number >= 0.
+        """
+        if (
+            isinstance(seconds, bool)
+            or not isinstance(seconds, (int, float))
+            or not math.isfinite(seconds)
+            or seconds < 0
+        ):
+            raise UsageError(
+                f"hold on stream {self.name}: expected a finite number of seconds >= 0, "
+                f"got {seconds!r}"
+            )
+        self.queue.hold(seconds)
+
+    def __repr__(self) -> str:
+        return f"<Stream {self.name}>"
+
+
+class Buffer:
+    """A buffer of device memory held by the user (the seed's ``buffer``: a pointer and its
+    size): made by :meth:`Backend.alloc_buffer`, or taken from a context's
+    :attr:`Context.ctx_arrays`, and given to :meth:`Backend.make_context` or
+    :meth:`Backend.make_child` as ``ctx_arrays``. The memory stays allocated while a
+    ``Buffer`` or a context using it lives (there is no explicit free: it could leave a
+    context pointing at released memory)."""
+
+    __slots__ = ("__weakref__", "_owner", "device", "loc", "size_in_bytes")
+
+    def __init__(self, device: Device, loc: BufferLoc, size_in_bytes: int, owner: Any) -> None:
+        self.device = device
+        self.loc = loc
+        self.size_in_bytes = size_in_bytes
+        self._owner = owner  # what keeps the memory alive (a context), or None: the buffer
+
+    def __repr__(self) -> str:
+        return f"<Buffer {self.size_in_bytes} bytes on {self.device!r} at {tuple(self.loc)}>"
+
+
+class Context:
+    """Maps nodes to buffers on one stream. Contexts are persistent: linking twice from one
+    parent gives two independent children. Pools a context added are freed when it (and every
+    child and routine using it) is gone."""
+
+    def __init__(
+        self,
+        backend: Owner,
+        stream: Stream,
+        parent: Context | None,
+        buffers: Mapping[Tnode, BufferLoc],
+        own_pools: Sequence[int] = (),
+        given: Sequence[Buffer] = (),
+    ) -> None:
+        self.backend = backend
+        self.stream = stream
+        self.parent = parent
+        self.buffers: Mapping[Tnode, BufferLoc] = MappingProxyType(dict(buffers))
+        self._given = tuple(given)  # buffers passed as ctx_arrays stay allocated with us
+        if own_pools:
+            weakref.finalize(self, free_pools, stream.device, frozenset(own_pools))
+
+    @property
+    def ctx_arrays(self) -> dict[Tnode, Buffer]:
+        """The context's buffers as :class:`Buffer` values (the seed's ``ctx_arrays``), to
+        give to another context on the same device; each keeps this context's memory
+        allocated."""
+        return {
+            tn: Buffer(self.device, loc, tn.size_in_bytes, self) for tn, loc in self.buffers.items()
+        }
+
+    @property
+    def device(self) -> Device:
+        """The stream's device."""
+        return self.stream.device
+
+    @property
+    def nodes(self) -> list[Tnode]:
+        """Nodes with a buffer in this context."""
+        return list(self.buffers)
+
+    def buf(self, tn: Tnode) -> Buf:
+        """``(memory handle, offset)`` of ``tn``'s buffer."""
+        return self.device.slab.buf(self.buffers[tn])
+
+    def __repr__(self) -> str:
+        return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
+
+
+def free_pools(device: Device, pools: frozenset[int]) -> None:
+    """Release a context's pools and forget the synchronization state of their buffers. A
+    pool that a stream's merge buffer still views (``Streaming``) is released once no view
+    reads it (:meth:`Device.release_pools`): device backends free memory explicitly, and the
+    view would read released memory."""
+    device.release_pools(device.hazards.hold_viewed(pools))
+
+
+@dataclass
+class Code:
+    """A compiled routine: its optimized IR and the native code."""
+
+    name: str
+    optimized: Optimized
+    native: Any
+    embedded: frozenset[Tnode] = frozenset()
+    kind: str = ""
+    """Which backends can link it (:meth:`DeviceBackend.code_kind`)."""
+
+
+__all__ = ["Buffer", "Code", "Context", "Device", "Stream", "free_pools"]
