@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 
 from arrayjit_backend_cuda.compiler import compile_to, nvcc_path
 from arrayjit_backend_cuda.renderer import CudaSyntax
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram, render_program
 from arrayjit_conformance.programs import Program, is_tame, programs
 from arrayjit_conformance.workloads import WORKLOADS
 from arrayjit_ir import lower, optimize
@@ -42,12 +42,12 @@ def _rendered() -> dict[str, tuple[GpuProgram, str]]:
         name = f"aj_program{len(out)}"
         _, comp = program.build()
         opt = optimize(lower(comp), name=name, static_symbols=program.symbols)
-        out[name] = (CudaSyntax().render_program(opt, name), program.source())
+        out[name] = (render_program(CudaSyntax(), opt, name), program.source())
 
     render()
     for w in WORKLOADS:
         opt = optimize(lower(w.make().comp), name=w.name)
-        out[f"aj_{w.name}"] = (CudaSyntax().render_program(opt, f"aj_{w.name}"), w.name)
+        out[f"aj_{w.name}"] = (render_program(CudaSyntax(), opt, f"aj_{w.name}"), w.name)
     return out
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from arrayjit_backend_cuda.compiler import compile_to, nvcc_path
 from arrayjit_backend_cuda.renderer import CudaSyntax
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram, render_program
 from arrayjit_backends.impl.cpu_compiler import kernel_name
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.indexing import StaticSymbol
@@ -121,7 +121,7 @@ def _render(name: str) -> GpuProgram:
     if name == "fetches":
         symbols = tuple({s for s in _symbols_of(comp)})
     opt = optimize(lower(comp), name=name, static_symbols=symbols)
-    return CudaSyntax().render_program(opt, kernel_name(name))
+    return render_program(CudaSyntax(), opt, kernel_name(name))
 
 
 def _symbols_of(comp: Any) -> list[StaticSymbol]:
@@ -242,7 +242,7 @@ def _row_reductions() -> GpuProgram:
         ir.accum(_node((4,), "l"), "add", xl, spec="ij->i"),
     )
     opt = optimize(lower(comp), name="rows")
-    return CudaSyntax().render_program(opt, "aj_rows")
+    return render_program(CudaSyntax(), opt, "aj_rows")
 
 
 def test_row_reductions_render_a_block_per_row() -> None:
@@ -271,7 +271,7 @@ def _row_chains() -> GpuProgram:
     from arrayjit_conformance.workloads import layer_norm, softmax_rows  # test-only
 
     comp = ir.block(softmax_rows(x, y), layer_norm(rows=512, cols=1000).comp)
-    return CudaSyntax().render_program(optimize(lower(comp), name="chains"), "aj_chains")
+    return render_program(CudaSyntax(), optimize(lower(comp), name="chains"), "aj_chains")
 
 
 def test_softmax_and_layer_norm_render_one_block_per_row_each() -> None:
@@ -302,7 +302,7 @@ def _folded_small_float_fills() -> GpuProgram:
             ir.fetch(y, ir.Constant(1000.3)),
             ir.accum(y, "add", x, spec="i->", initialize_neutral=False),
         ]
-    return CudaSyntax().render_program(optimize(lower(ir.block(*items)), name="f"), "aj_fills")
+    return render_program(CudaSyntax(), optimize(lower(ir.block(*items)), name="f"), "aj_fills")
 
 
 def test_folded_small_float_fills_round_the_constant() -> None:
@@ -331,7 +331,7 @@ def _mixed_inlined_sums() -> GpuProgram:
         ir.accum(t, "add", xi, spec="ij->i"),
         ir.binop(y, "sub", s, t),
     )
-    return CudaSyntax().render_program(optimize(lower(comp), name="mixed"), "aj_mixed")
+    return render_program(CudaSyntax(), optimize(lower(comp), name="mixed"), "aj_mixed")
 
 
 def test_inlined_sums_of_two_compute_types_keep_a_thread_per_row() -> None:

@@ -29,7 +29,7 @@ import pycuda.driver as cuda
 from arrayjit_backend_cuda.compiler import NVCC_FLAGS, compile_to, nvcc_path, nvcc_version
 from arrayjit_backend_cuda.renderer import CudaSyntax
 from arrayjit_backends.gpu.devices import GpuCode, GpuDevices
-from arrayjit_backends.gpu.syntax import GpuKernel
+from arrayjit_backends.gpu.program import GpuKernel
 from arrayjit_backends.impl.compile_cache import cache_key
 from arrayjit_backends.impl.cpu_compiler import kernel_name
 from arrayjit_backends.impl.device import Buf, DeviceInfo, ImmediateQueue

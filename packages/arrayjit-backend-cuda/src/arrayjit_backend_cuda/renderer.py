@@ -1,10 +1,12 @@
-"""CUDA C: the GPU renderer's dialect for NVIDIA GPUs (compiled by nvcc)."""
+"""CUDA C: the GPU renderer's dialect for NVIDIA GPUs (compiled by nvcc): :class:`CudaSyntax`, a
+:class:`~arrayjit_backends.gpu.dialect.GpuSyntax`; programs are rendered by
+:func:`~arrayjit_backends.gpu.program.render_program`."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from arrayjit_backends.gpu.syntax import GpuSyntax
+from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec
 

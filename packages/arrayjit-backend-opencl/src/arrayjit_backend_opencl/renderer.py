@@ -1,10 +1,12 @@
-"""OpenCL C: the GPU renderer's dialect for OpenCL devices."""
+"""OpenCL C: the GPU renderer's dialect for OpenCL devices (:class:`OpenclSyntax`, a
+:class:`~arrayjit_backends.gpu.dialect.GpuSyntax`; programs are rendered by
+:func:`~arrayjit_backends.gpu.program.render_program`)."""
 
 from __future__ import annotations
 
 from typing import ClassVar
 
-from arrayjit_backends.gpu.syntax import GpuSyntax
+from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec
 
@@ -46,6 +48,18 @@ class OpenclSyntax(GpuSyntax):
     bfloat16 and fp8 stored as bits and computed in float (half through the core
     ``vload_half``/``vstore_half_rte``, so every device has it, ``cl_khr_fp16`` or not)."""
 
+    kernel_prefix = "__kernel void"
+    buffer_prefix = "__global "
+    global_qualifier = "__global"
+    local_qualifier = "__local"
+    restrict = "restrict"
+    global_id = "get_global_id(0)"
+    local_id = "get_local_id(0)"
+    group_id = "get_group_id(0)"
+    barrier = "barrier(CLK_LOCAL_MEM_FENCE);"
+    global_barrier = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+    index_type = "long"
+    helper_qualifier: ClassVar[str] = "inline"
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "ushort"}
     exact_launch: ClassVar[bool] = True
     """Kernels without a group size are launched with no local size (``OpenclDevices.
@@ -56,6 +70,13 @@ class OpenclSyntax(GpuSyntax):
     """A tiled matmul keeps a work item's row of cells in a float4 (double4) and steps it with
     one vector ``fma`` (:mod:`arrayjit_backends.gpu.matmul`): PoCL runs a scalar ``fma`` as a
     library call, 4.5x slower than a multiply and an add."""
+
+    def local_array(self, ct: str, name: str, dims: tuple[int, ...]) -> str:
+        shape = "".join(f"[{d}]" for d in dims)
+        return f"{self.local_qualifier} {ct} {name}{shape} __attribute__((aligned(16)));"
+
+    def local_vector(self, ct: str, width: int, lvalue: str) -> str:
+        return f"vload{width}(0, &{lvalue})"
 
     def load(self, prec: Prec, text: str) -> str:
         if prec is Prec.half:

@@ -31,20 +31,19 @@ cut into ``units`` of ``MR`` rows (``NR`` columns); the matmul is a segment of i
 buffer of its chunk (:func:`buffer_bytes`, allocated once at link: allocating at each call cost
 page faults).
 
-Which loops: a top-level loop nest that :func:`~arrayjit_backends.gpu.matmul.matmul_plan`
-recognizes (the GPU renderer's detector, used as is: plain ``fma`` steps over one ``k`` loop,
-operands indexed by ``{i, k}`` and ``{k, j}`` in either order), in float32 or float64, with no
-batch axes and at least :data:`MATMUL_MIN_WORK` multiply-adds. Everything else keeps the loop
-nest.
+Which loops: a top-level loop nest that
+:func:`~arrayjit_backends.codegen.matmul_plan.matmul_plan` recognizes (the detector the GPU
+planner uses too, used as is: plain ``fma`` steps over one ``k`` loop, operands indexed by
+``{i, k}`` and ``{k, j}`` in either order), in float32 or float64, with no batch axes and at
+least :data:`MATMUL_MIN_WORK` multiply-adds. Everything else keeps the loop nest.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arrayjit_backends.codegen.kernel_plan import loop_work
-from arrayjit_backends.gpu.matmul import MatmulPlan, matmul_plan
-from arrayjit_backends.gpu.syntax import parallel_order
+from arrayjit_backends.codegen.kernel_plan import loop_work, parallel_order
+from arrayjit_backends.codegen.matmul_plan import MatmulPlan, matmul_plan
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import Fixed_idx, Iterator, Symbol
 from arrayjit_tnode import Prec, Tnode

@@ -4,8 +4,8 @@ C, OpenCL C and CUDA C renderers are meant to be small subclasses setting types 
 builtins, the kernel signature and how parallel loops map to work items. Kernel parameters have a
 stable order: the context nodes' buffers (by name), the merge buffer, then the static indices in
 ``Optimized.static_symbols`` order. Generated code keeps node labels in names. Which loops run in
-parallel or as register reductions is decided by :mod:`arrayjit_backends.codegen.kernel_plan`, shared
-with the GPU and LLVM generators.
+parallel or as register reductions is decided by :mod:`arrayjit_backends.codegen.kernel_plan`,
+shared with the GPU and LLVM generators.
 
 Evaluation follows the IR: a stored value is computed in the type of the node it is stored into
 (half, bfloat16 and fp8 compute in float); ``where``'s condition in its own natural precision.
@@ -13,8 +13,8 @@ Integer arithmetic wraps; integer division and remainder by zero give 0, and for
 ``x / -1`` is ``-x`` (wrapping) and ``x % -1`` is 0, as in the reference interpreter (C traps on
 ``INT_MIN / -1``). A float converts to an integer by the saturating rule (NaN gives 0, values
 beyond the range its nearest end, others truncate toward zero; the prelude's helpers:
-:mod:`arrayjit_backends.codegen.c_prelude`), integer ops computed in floating point too. Float ``max``
-and ``min`` are the NaN-propagating ``aj_fmax``/``aj_fmin`` of the prelude (never C's
+:mod:`arrayjit_backends.codegen.c_prelude`), integer ops computed in floating point too. Float
+``max`` and ``min`` are the NaN-propagating ``aj_fmax``/``aj_fmin`` of the prelude (never C's
 ``fmax``), and ``fma`` (the op, and each step of a multiply-accumulate) is C's single-rounding
 ``fma``; nothing else may be contracted (the compilers run with contraction off). uint4x32
 values are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes
@@ -80,7 +80,8 @@ class Out:
 class CSyntax:
     """Renders optimized IR as C statements and expressions. Subclasses override the class
     attributes and hooks, and assemble the functions (the cc renderer's
-    ``CcSyntax.render_segments``, the GPU renderer's ``GpuSyntax.render_program``)."""
+    ``CcSyntax.render_segments``; for the GPU dialects, ``GpuSyntax``,
+    :func:`arrayjit_backends.gpu.program.render_program`)."""
 
     kernel_prefix = ""
     simd_reduction_pragma = ""

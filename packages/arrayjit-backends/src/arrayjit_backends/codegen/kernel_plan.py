@@ -7,7 +7,8 @@ here so that every backend parallelizes and reduces the same loops:
 - the work a statement does (:func:`loop_work`), against which :data:`PARALLEL_MIN_WORK` decides
   whether a loop may run in parallel, and its estimated cost (:func:`loop_cost`), which decides
   how many threads it is worth (:func:`worth_threads`);
-- whether a loop's iterations are independent (:func:`is_parallel_loop`);
+- whether a loop's iterations are independent (:func:`is_parallel_loop`), and which loops of a
+  perfect nest may run as parallel work items, moved outside the others (:func:`parallel_order`);
 - whether a loop nest accumulates into one cell (:func:`scalar_reduction`) or an inlined local
   (:func:`local_sum`), so it may run reassociated in registers or SIMD lanes.
 
@@ -16,7 +17,7 @@ Nothing here renders text or depends on a target.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -160,6 +161,40 @@ def is_parallel_loop(loop: L.For_loop) -> bool:
         g.tn not in axis or (len(g.indices) > axis[g.tn] and g.indices[axis[g.tn]] == it)
         for g in gets_of(loop.body)
     )
+
+
+def parallel_order(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
+    """The loops of the perfect nest headed by ``loop`` that can run as parallel work items
+    (GPU work items, CPU threads), outermost first, and the statement each work item runs (the
+    other loops, in their original order, around the innermost body).
+
+    A loop is taken when it is parallel (:func:`is_parallel_loop`) over the body formed by the
+    loops not yet taken; moving it outside them is then exact: its iterations touch disjoint
+    cells of every written node and read no cell another iteration writes, so each cell still
+    sees its updates in the original order. Loops are tried in their original order, so the
+    innermost parallel loop stays innermost (contiguous accesses on neighbouring work items).
+    A matmul the optimizer ordered ``i, k, j`` gives ``[i, j]`` and the ``k`` loop.
+    """
+    loops, body = _perfect_nest(loop)
+    chosen: list[L.For_loop] = []
+    rest = loops
+    while rest:
+        for k, lp in enumerate(rest):
+            others = rest[:k] + rest[k + 1 :]
+            if is_parallel_loop(replace(lp, body=_nest(others, body))):
+                chosen.append(lp)
+                rest = others
+                break
+        else:
+            break
+    return chosen, _nest(rest, body)
+
+
+def _nest(loops: list[L.For_loop], body: L.Stmt) -> L.Stmt:
+    """``body`` inside ``loops`` (outermost first), each loop otherwise as it was."""
+    for lp in reversed(loops):
+        body = replace(lp, body=body)
+    return body
 
 
 def _has_zero_out(s: L.Stmt) -> bool:

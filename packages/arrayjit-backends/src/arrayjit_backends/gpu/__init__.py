@@ -1,3 +1,5 @@
-"""The GPU renderer and device recipe shared by OpenCL and CUDA: the dialect base, the kernel
-shapes, the planner, row chains, the program renderer and ``GpuDevices``. Imports ``impl`` and
-``codegen``; only the GPU device packages import it."""
+"""The GPU renderer and device recipe shared by OpenCL and CUDA, bottom to top: the dialect base
+(``dialect``), the planner (``planner``), the kernel shapes (``matmul``, ``cell_reduction``,
+``full_reduction``), row chains (``row_chain``), the program renderer (``program``) and
+``GpuDevices`` (``devices``). Imports ``impl`` and ``codegen``; only the GPU device packages
+import it."""

@@ -1,8 +1,9 @@
 """The part every GPU backend shares: compiling a routine and linking it to a device's buffers.
 
-A GPU backend (OpenCL, CUDA) renders each routine with a :class:`~arrayjit_backends.gpu.syntax.
-GpuSyntax` dialect into one source of several kernels (:class:`~arrayjit_backends.gpu.syntax.
-GpuProgram`). What happens next is one recipe, written here once (:class:`GpuDevices`):
+A GPU backend (OpenCL, CUDA) renders each routine with a :class:`~arrayjit_backends.gpu.dialect.
+GpuSyntax` dialect into one source of several kernels (:func:`~arrayjit_backends.gpu.program.
+render_program`, a :class:`~arrayjit_backends.gpu.program.GpuProgram`). What happens next
+is one recipe, written here once (:class:`GpuDevices`):
 
 1. ``compile`` renders the routine and calls :meth:`GpuDevices.prepare` (by default: device 0's
    module, so that a source that does not build raises at compile);
@@ -14,7 +15,7 @@ GpuProgram`). What happens next is one recipe, written here once (:class:`GpuDev
    ahead (CUDA: every device's at compile, so nvcc errors belong to compile) has them loaded
    as they are at first link;
 3. ``link`` allocates the routine's kernel scratch (counted by :class:`~arrayjit_backends.
-   device_impl.ScratchAccount` for ``get_used_memory``), makes each kernel with its fixed
+   impl.device.ScratchAccount` for ``get_used_memory``), makes each kernel with its fixed
    arguments (every buffer, then every scratch buffer), and returns a run that passes the
    dynamic arguments (the merge buffer, then the static indices) and launches the kernels in
    order on the stream.
@@ -38,7 +39,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
-from arrayjit_backends.gpu.syntax import GpuKernel, GpuProgram, GpuSyntax
+from arrayjit_backends.gpu.dialect import GpuSyntax
+from arrayjit_backends.gpu.program import GpuKernel, GpuProgram, render_program
 from arrayjit_backends.impl.compile_cache import CompileCache
 from arrayjit_backends.impl.cpu_compiler import kernel_name
 from arrayjit_backends.impl.device import Buf, DeviceBackend, Mem, ScratchAccount
@@ -185,7 +187,7 @@ class GpuDevices(DeviceBackend):
     def compile(self, optimized: Optimized) -> GpuCode:
         code = GpuCode(
             optimized.name,
-            self.renderer.render_program(optimized, kernel_name(optimized.name)),
+            render_program(self.renderer, optimized, kernel_name(optimized.name)),
         )
         self.prepare(code)
         return code

@@ -1,5 +1,5 @@
-"""Full reductions (a loop nest accumulating into one cell: a full sum, max...) in the GPU
-renderer: two kernels, partials and then a combine, in one of two shapes.
+"""Full reductions (a loop nest accumulating into one cell: a full sum, max...), a GPU kernel
+shape: two kernels, partials and then a combine, in one of two shapes.
 
 **GPU devices** (:func:`render_tree_reduction`): up to :data:`MAX_GROUPS` work groups, each
 reducing a strided share of the index space in registers (neighbouring work items read
@@ -36,14 +36,11 @@ Results:
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 from arrayjit_backends.codegen.c_syntax import Out
 from arrayjit_backends.codegen.kernel_plan import ScalarReduction
+from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import ops
-
-if TYPE_CHECKING:
-    from arrayjit_backends.gpu.syntax import GpuKernel, GpuSyntax
 
 MAX_GROUPS = 1024
 """Work groups of a tree reduction's first kernel, and the most partials of either shape."""
@@ -52,24 +49,27 @@ CHUNKS = 64
 MAX_ITEMS = 1024
 """Most work items of a reduction given one per iteration of its loop."""
 
+Launch = tuple[int, int]
+"""A kernel's launch: ``(global size, local size)``, work items in groups."""
+
 
 def render_full_reduction(
     syn: GpuSyntax,
     red: ScalarReduction,
     init: float | None,
     partials: str,
-    prefix: str,
+    names: tuple[str, str],
     out: Out,
-    kernels: list[GpuKernel],
     header: str,
     prologue: list[str],
-) -> None:
-    """The two kernels of ``red`` in the device's shape (ranges where ``syn`` takes one lane per
-    cell, else trees), appended to ``out`` and ``kernels``. ``init`` is the constant of a fill
-    folded in (the cell's value before the reduction), ``partials`` the scratch buffer of
-    partials, ``header`` the kernel header with ``{name}`` for the kernel's name."""
+) -> tuple[Launch, Launch]:
+    """The two kernels of ``red``, named ``names``, in the device's shape (ranges where ``syn``
+    takes one lane per cell, else trees), appended to ``out``; returns their launches.
+    ``init`` is the constant of a fill folded in (the cell's value before the reduction),
+    ``partials`` the scratch buffer of partials, ``header`` the kernel header with ``{name}``
+    for the kernel's name."""
     render = render_tree_reduction if syn.cell_lanes > 1 else render_range_reduction
-    render(syn, red, _cell_before(syn, red, init), partials, prefix, out, kernels, header, prologue)
+    return render(syn, red, _cell_before(syn, red, init), partials, names, out, header, prologue)
 
 
 def _cell_before(syn: GpuSyntax, red: ScalarReduction, init: float | None) -> str:
@@ -111,14 +111,13 @@ def render_tree_reduction(
     red: ScalarReduction,
     before: str,
     partials: str,
-    prefix: str,
+    names: tuple[str, str],
     out: Out,
-    kernels: list[GpuKernel],
     header: str,
     prologue: list[str],
-) -> None:
-    """The GPU shape of ``red`` (``before``: the cell's value before it)."""
-    from arrayjit_backends.gpu.syntax import GpuKernel
+) -> tuple[Launch, Launch]:
+    """The GPU shape of ``red`` (``before``: the cell's value before it); returns the two
+    kernels' launches."""
 
     ct, is_int, start = _accumulator(syn, red, before)
     total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in red.loops)
@@ -133,7 +132,6 @@ def render_tree_reduction(
         syn.local_tree(body, group, combine)
 
     # Kernel 1: each group reduces a strided share of the index space into one partial.
-    name = f"{prefix}_k{len(kernels)}"
     it = syn.index_type
     body = Out()
     body.add(1, f"const int aj_lid = (int){syn.local_id};")
@@ -144,7 +142,7 @@ def render_tree_reduction(
         f"aj_g += {groups * group}) {{",
     )
     inner = Out()
-    syn._decode(list(red.loops), inner, "aj_g")
+    syn.decode(list(red.loops), inner, "aj_g")
     pre: list[str] = []
     step = syn.reduction_step(red, "aj_acc", pre, 2)
     body.lines.extend("  " + line for line in inner.lines)
@@ -154,10 +152,8 @@ def render_tree_reduction(
     body.add(1, "}")
     tree(body)
     body.add(1, f"if (aj_lid == 0) {partials}[{syn.group_id}] = aj_sh[0];")
-    _kernel(out, header, name, prologue, body)
-    kernels.append(GpuKernel(name, groups * group, group))
+    _kernel(out, header, names[0], prologue, body)
     # Kernel 2: one group combines the partials with the cell.
-    name = f"{prefix}_k{len(kernels)}"
     body = Out()
     body.add(1, f"const int aj_lid = (int){syn.local_id};")
     body.add(1, f"{ct} aj_acc = {start};")
@@ -167,8 +163,8 @@ def render_tree_reduction(
     tree(body)
     final = combine(before, "aj_sh[0]")
     body.add(1, f"if (aj_lid == 0) {_cell(syn, red)} = {syn.store(red.target.tn.prec, final)};")
-    _kernel(out, header, name, prologue, body)
-    kernels.append(GpuKernel(name, group, group))
+    _kernel(out, header, names[1], prologue, body)
+    return (groups * group, group), (group, group)
 
 
 def plan_items(red: ScalarReduction) -> tuple[int, int]:
@@ -189,22 +185,20 @@ def render_range_reduction(
     red: ScalarReduction,
     before: str,
     partials: str,
-    prefix: str,
+    names: tuple[str, str],
     out: Out,
-    kernels: list[GpuKernel],
     header: str,
     prologue: list[str],
-) -> None:
+) -> tuple[Launch, Launch]:
     """The CPU shape of ``red`` (``before``: the cell's value before it): ranges of the
-    outermost loop into ``partials``, then the combine into the cell."""
-    from arrayjit_backends.gpu.syntax import GpuKernel
+    outermost loop into ``partials``, then the combine into the cell; returns the two kernels'
+    launches."""
 
     ct, is_int, start = _accumulator(syn, red, before)
     it = syn.index_type
     items, chunk = plan_items(red)
 
     # Kernel 1: work item w runs iterations [w * chunk, (w + 1) * chunk) of the outer loop.
-    name = f"{prefix}_k{len(kernels)}"
     body = Out()
     outer = red.loops[0]
     v = syn.sym(outer.index)
@@ -227,24 +221,23 @@ def render_range_reduction(
         depth -= 1
         body.add(depth, "}")
     body.add(1, f"{partials}[aj_w] = aj_acc;")
-    _kernel(out, header, name, prologue, body)
-    kernels.append(GpuKernel(name, items, 1))
+    _kernel(out, header, names[0], prologue, body)
 
     # Kernel 2: one work item combines the cell's value with the partials, in order.
-    name = f"{prefix}_k{len(kernels)}"
     body = Out()
     body.add(1, f"{ct} aj_acc = {before};")
     body.add(1, f"for (int aj_w = 0; aj_w < {items}; ++aj_w)")
     body.add(2, f"aj_acc = {syn.binop(red.op, 'aj_acc', f'{partials}[aj_w]', ct, is_int)};")
     body.add(1, f"{_cell(syn, red)} = {syn.store(red.target.tn.prec, 'aj_acc')};")
-    _kernel(out, header, name, prologue, body)
-    kernels.append(GpuKernel(name, 1, 1))
+    _kernel(out, header, names[1], prologue, body)
+    return (items, 1), (1, 1)
 
 
 __all__ = [
     "CHUNKS",
     "MAX_GROUPS",
     "MAX_ITEMS",
+    "Launch",
     "plan_items",
     "render_full_reduction",
     "render_range_reduction",

@@ -1,4 +1,4 @@
-"""Matmul kernels for the GPU renderer (:mod:`arrayjit_backends.gpu.syntax`).
+"""Matmul kernels, a GPU kernel shape (planned by :mod:`arrayjit_backends.gpu.planner`).
 
 The naive parallel nest gives each output cell of ``C[i, j] = sum_k A[i, k] * B[k, j]`` a work
 item walking ``k`` alone: two global loads per multiply-add. Here a work group computes a
@@ -21,32 +21,24 @@ their original order: the bits of the serial code. Steps past the end of ``k`` a
 (``fma(0, 0, -0.0)`` is ``+0.0``, which would change a ``-0.0`` cell); padded rows and columns
 compute cells that are never stored.
 
-Only the plain pattern is recognized (:func:`matmul_plan`): a parallel nest over the cells of a
-float32 or float64 node, whose rest is a single ``k`` loop of ``C[..., i, j] =
-fma(x, w, C[..., i, j])`` with ``x`` and ``w`` plain reads of nodes of the same precision indexed
-by ``{i, k}`` and ``{k, j}`` in either order (transposed operands are gathered the same way),
-each possibly also by the batch loops ``...`` (the result's axes before the last two), size-1
-axes by fixed indices. Everything else keeps the naive nest.
+Which nests: the plain matmuls :func:`~arrayjit_backends.codegen.matmul_plan.matmul_plan`
+recognizes (a parallel nest over the cells of a float32 or float64 node, one ``k`` loop of
+``fma`` steps, operands indexed by ``{i, k}`` and ``{k, j}`` in either order, possibly batched),
+on devices whose groups hold :data:`~arrayjit_backends.gpu.planner.THREADS` work items.
+Everything else keeps the naive nest.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from arrayjit_backends.codegen.c_syntax import Out
-from arrayjit_backends.codegen.kernel_plan import scalar_reduction
+from arrayjit_backends.codegen.matmul_plan import MatmulPlan
+from arrayjit_backends.gpu.dialect import GpuSyntax
+from arrayjit_backends.gpu.planner import THREADS
 from arrayjit_ir import low_level as L
-from arrayjit_ir.indexing import AxisIndex, Fixed_idx, Iterator, Symbol
-from arrayjit_tnode import Prec
-
-if TYPE_CHECKING:
-    from arrayjit_backends.gpu.syntax import GpuSyntax
-
-THREADS = 256
-"""Work items of a tiled group; a device whose groups are smaller keeps the naive nest."""
-
+from arrayjit_ir.indexing import Fixed_idx, Iterator, Symbol
 
 LOCAL_BYTES = 24 * 1024
 """Local memory the tiles of a group may take: OpenCL guarantees 32 KiB per group (less what
@@ -73,112 +65,20 @@ TALL = Tiling(256, 8, 16, 8, 1)
 """Few columns: 32 x 8 work items of 8 x 1 cells."""
 
 
-@dataclass(frozen=True)
-class MatmulPlan:
-    """A recognized matmul: cells ``rows x cols`` of ``target``, ``acc = fma(x, w, acc)`` over
-    ``k``; ``x_is_a`` says whether ``x`` is the operand indexed by the rows. A size-1 axis of the
-    result has no loop (the optimizer indexes it with a fixed index): ``rows`` or ``cols`` is
-    then None and its extent 1. ``batch``: the parallel loops of a batched matmul (result axes
-    before the last two), a group of work items per block of one matrix."""
-
-    rows: L.For_loop | None
-    cols: L.For_loop | None
-    k: L.For_loop
-    target: L.Set
-    x: L.Get
-    w: L.Get
-    x_is_a: bool
-    batch: tuple[L.For_loop, ...] = ()
-    init: float | None = None
-    """The value every cell was filled with just before, folded in (the fill's launch dropped;
-    :func:`~arrayjit_backends.gpu.syntax._fold_fills`): cells start from it instead of their
-    stored values."""
-
-    @property
-    def extents(self) -> tuple[int, int, int]:
-        m, n, kk = (
-            1 if lp is None else lp.to_inclusive - lp.from_ + 1
-            for lp in (self.rows, self.cols, self.k)
-        )
-        return m, n, kk
-
-    @property
-    def tiling(self) -> Tiling:
-        m, n, _ = self.extents
-        t = SQUARE
-        if m < 32 and n >= 4 * m:
-            t = WIDE
-        elif n < 32 and m >= 4 * n:
-            t = TALL
-        # Both tiles within LOCAL_BYTES (float64 WIDE and TALL tiles take half as many steps).
-        size = self.target.tn.prec.byte_size
-        while t.bk > 1 and (t.bm + 1 + t.bn) * t.bk * size > LOCAL_BYTES:
-            t = replace(t, bk=t.bk // 2)
-        return t
-
-
-def _loop_of(i: AxisIndex, nest: list[L.For_loop]) -> L.For_loop | bool | None:
-    """The loop of ``nest`` indexing an axis by ``i``; None for a fixed index; False otherwise."""
-    if isinstance(i, Fixed_idx):
-        return None
-    if isinstance(i, Iterator):
-        return next((lp for lp in nest if lp.index == i.symbol), False)
-    return False
-
-
-def _reads(g: L.Expr, required: set[Symbol], optional: set[Symbol]) -> bool:
-    """Whether ``g`` is a plain read indexed by each loop of ``required`` once, by loops of
-    ``optional`` (batch axes: an operand shared by the batch has none) at most once, and by
-    fixed indices otherwise."""
-    if not isinstance(g, L.Get) or len(g.indices) != len(g.tn.dims):
-        return False
-    if not all(isinstance(i, Iterator | Fixed_idx) for i in g.indices):
-        return False
-    syms = [i.symbol for i in g.indices if isinstance(i, Iterator)]
-    return required <= set(syms) <= required | optional and len(set(syms)) == len(syms)
-
-
-def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
-    """The :class:`MatmulPlan` of a parallel nest (from :func:`~arrayjit_backends.gpu.syntax.
-    parallel_order`) and the statement each cell runs, if they are a plain matmul."""
-    if not nest or not isinstance(rest, L.For_loop):
-        return None
-    red = scalar_reduction(rest)
-    if red is None or not red.fused or len(red.loops) != 1:
-        return None
-    k, target = red.loops[0], red.target
-    prec = target.tn.prec
-    if prec not in (Prec.single, Prec.double) or len(target.indices) < 2:
-        return None
-    if len(target.tn.dims) != len(target.indices):
-        return None
-    found = [_loop_of(i, nest) for i in target.indices]
-    if any(lp is False for lp in found):
-        return None
-    loops = [lp for lp in found if isinstance(lp, L.For_loop)]
-    if len(loops) != len(nest) or {id(lp) for lp in loops} != {id(lp) for lp in nest}:
-        return None
-    rows, cols = found[-2], found[-1]
-    assert not isinstance(rows, bool) and not isinstance(cols, bool)
-    if rows is None and cols is None:
-        return None
-    batch = tuple(lp for lp in found[:-2] if isinstance(lp, L.For_loop))
-    if any(lp.to_inclusive < lp.from_ for lp in (*nest, k)):
-        return None
-    assert isinstance(red.term, L.Binop)
-    x, w = red.term.a, red.term.b
-    if not (isinstance(x, L.Get) and isinstance(w, L.Get)):
-        return None
-    if x.tn.prec is not prec or w.tn.prec is not prec:
-        return None
-    a_side = {k.index} | ({rows.index} if rows is not None else set())
-    b_side = {k.index} | ({cols.index} if cols is not None else set())
-    opt = {lp.index for lp in batch}
-    if _reads(x, a_side, opt) and _reads(w, b_side, opt):
-        return MatmulPlan(rows, cols, k, target, x, w, True, batch)
-    if _reads(x, b_side, opt) and _reads(w, a_side, opt):
-        return MatmulPlan(rows, cols, k, target, x, w, False, batch)
-    return None
+def tiling(plan: MatmulPlan) -> Tiling:
+    """The tiling of ``plan``'s tiled kernel: by the shape of its result, its tiles within
+    :data:`LOCAL_BYTES`."""
+    m, n, _ = plan.extents
+    t = SQUARE
+    if m < 32 and n >= 4 * m:
+        t = WIDE
+    elif n < 32 and m >= 4 * n:
+        t = TALL
+    # Both tiles within LOCAL_BYTES (float64 WIDE and TALL tiles take half as many steps).
+    size = plan.target.tn.prec.byte_size
+    while t.bk > 1 and (t.bm + 1 + t.bn) * t.bk * size > LOCAL_BYTES:
+        t = replace(t, bk=t.bk // 2)
+    return t
 
 
 def _address(g: L.Get, values: dict[Symbol, str]) -> str:
@@ -270,7 +170,7 @@ def render_register_matmul(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tup
         return f"{syntax.name(g.tn)}[{_address(g, vals)}]"
 
     for r in range(rows):
-        if plan.init is not None:  # the fill before, folded (gpu_syntax._fold_fills)
+        if plan.init is not None:  # the fill before, folded (the planner's fold_fills)
             out.add(1, f"{vt} aj_c{r} = ({vt})({syntax.const(plan.init, ct)});")
             continue
         cells = ", ".join(
@@ -306,7 +206,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
     ones are used (each work item's share of a tile), then stored to local memory."""
     if syntax.cell_lanes == 1 and syntax.vector_cells:
         return render_register_matmul(syntax, plan, out)
-    t = plan.tiling
+    t = tiling(plan)
     m, n, kk = plan.extents
     prec = plan.target.tn.prec
     ct = syntax.compute_type(prec)
@@ -353,7 +253,7 @@ def render_matmul_kernel(syntax: GpuSyntax, plan: MatmulPlan, out: Out) -> tuple
         out.add(1, f"const {it} aj_j{c} = aj_bj + aj_tx * {t.tn} + {c};")
     for r in range(t.tm):
         for c in range(t.tn):
-            if plan.init is not None:  # the fill before, folded (gpu_syntax._fold_fills)
+            if plan.init is not None:  # the fill before, folded (the planner's fold_fills)
                 start = syntax.const(plan.init, ct)
             else:
                 start = f"({ct}){syntax.load(prec, target_at(r, c))}"
@@ -465,4 +365,4 @@ VECTOR_BYTES = 16
 """Bytes of one vector load from a local tile (``float4``, ``double2``)."""
 
 
-__all__ = ["MatmulPlan", "Tiling", "matmul_plan", "render_matmul_kernel", "render_register_matmul"]
+__all__ = ["Tiling", "render_matmul_kernel", "render_register_matmul", "tiling"]

@@ -1,11 +1,12 @@
-"""Row chains: row reductions and the pointwise work between them as one kernel (GPU renderer).
+"""Row chains: row reductions and the pointwise work between them as one kernel (GPU renderer:
+which statements fuse, and the row kernel).
 
 Softmax over rows, as users write it, is five statements: a row max, ``e = x - m``,
 ``e = exp(e)``, a row sum of ``e``, ``y = e / s``. Each would be a launch of its own, and each
 would stream the whole of ``x`` or ``e`` through memory again. When consecutive statements
 (:func:`fuse_rows`) all run over the same rows, include a reduction whose lanes can share a row
-(:mod:`arrayjit_backends.gpu.cell_reduction`) and touch, in each row, only that row's cells of
-what any of them writes, they run as one kernel with one work group per row:
+(a :class:`~arrayjit_backends.gpu.planner.CellReduction`) and touch, in each row, only that
+row's cells of what any of them writes, they run as one kernel with one work group per row:
 
 - a **cell reduction** step runs as in its own kernel (lanes walk the row, a tree in local
   memory, lane 0 stores the cell), so its accuracy rules hold unchanged: blocked float sums,
@@ -40,8 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from collections.abc import Set as AbstractSet
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 from arrayjit_backends.codegen.c_syntax import Out
 from arrayjit_backends.codegen.kernel_plan import (
@@ -51,19 +51,21 @@ from arrayjit_backends.codegen.kernel_plan import (
     scalar_reduction,
     sets_of,
 )
-from arrayjit_backends.gpu.cell_reduction import (
+from arrayjit_backends.gpu.cell_reduction import render_cell_body, render_lanes
+from arrayjit_backends.gpu.dialect import GpuSyntax
+from arrayjit_backends.gpu.planner import (
     CellReduction,
+    Piece,
+    RowChain,
+    RowStep,
     cell_lanes,
     covers,
-    render_cell_body,
-    render_lanes,
+    extent,
+    flatten_blocked_sum,
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import Iterator, Symbol
 from arrayjit_tnode import Prec, Tnode
-
-if TYPE_CHECKING:
-    from arrayjit_backends.gpu.syntax import GpuSyntax, _Piece
 
 CHAIN_MIN_ROWS = 256
 """Rows from which any pointwise step joins a chain (a few work groups per compute unit)."""
@@ -79,43 +81,6 @@ RESIDENT_BYTES = 24 * 1024
 """Local memory a chain's work group may hold rows of nodes in (:func:`row_resident`): OpenCL
 guarantees 32 KiB per group, CUDA 48 KiB of static shared memory; 24 KiB leaves room for the
 reduction tree and, on an H100, eight groups per multiprocessor."""
-
-
-@dataclass(frozen=True)
-class RowStep:
-    """One statement of a chain: its row loops (outermost first), the parallel loops inside
-    the row that lanes walk (none: lane 0 runs it), and what each of those cells runs (the
-    folded ``fill`` first); or a cooperative ``cell`` reduction of the row. A lane-0 step's
-    inlined reductions (``locals``) run on all lanes first."""
-
-    stmt: L.Stmt
-    rows: tuple[L.For_loop, ...]
-    inner: tuple[L.For_loop, ...]
-    rest: L.Stmt
-    cell: CellReduction | None
-    fill: L.Set | None
-    locals: tuple[tuple[L.Local_scope, CellReduction], ...] = ()
-
-    @property
-    def cooperative(self) -> tuple[CellReduction, ...]:
-        """The reductions this step's lanes share."""
-        return (self.cell,) if self.cell is not None else tuple(c for _, c in self.locals)
-
-
-@dataclass(frozen=True)
-class RowChain:
-    """Statements run as one kernel of a work group of ``lanes`` work items per row."""
-
-    steps: tuple[RowStep, ...]
-    lanes: int
-
-    @property
-    def rows(self) -> int:
-        return _extent(self.steps[0].rows)
-
-
-def _extent(loops: Sequence[L.For_loop]) -> int:
-    return math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in loops)
 
 
 def _ranges(loops: Sequence[L.For_loop]) -> list[tuple[int, int]]:
@@ -173,7 +138,7 @@ def _rows_independent(steps: Sequence[RowStep]) -> bool:
     return independent([([lp.index for lp in st.rows], st.stmt) for st in steps])
 
 
-def _as_step(syn: GpuSyntax, p: _Piece, rows: tuple[L.For_loop, ...]) -> RowStep | None:
+def _as_step(syn: GpuSyntax, p: Piece, rows: tuple[L.For_loop, ...]) -> RowStep | None:
     """``p`` as a step over ``rows`` (by their ranges), if it can be one."""
     k = len(rows)
     if (
@@ -187,7 +152,7 @@ def _as_step(syn: GpuSyntax, p: _Piece, rows: tuple[L.For_loop, ...]) -> RowStep
     ):
         return None
     inner = p.nest[k:]
-    if _extent(rows) < CHAIN_MIN_ROWS and _extent(inner) > CHAIN_MAX_ROW_CELLS:
+    if extent(rows) < CHAIN_MIN_ROWS and extent(inner) > CHAIN_MAX_ROW_CELLS:
         return None
     found = local_reductions(p.nest, p.rest, syn.cell_lanes) if not inner else ()
     return RowStep(p.stmt, p.nest[:k], inner, p.rest, p.cell, p.fill, found)
@@ -207,11 +172,9 @@ def local_reductions(
     lanes may share: local scopes among the operands of its value (not inside other local
     scopes) whose body is an optional constant start, then accumulations into the local with
     one reduction operation (loop nests, or a blocked sum's leftover level), each paired with
-    its cooperative shape (:func:`~arrayjit_backends.gpu.cell_reduction.cell_lanes`; ``init``
+    its cooperative shape (:func:`~arrayjit_backends.gpu.planner.cell_lanes`; ``init``
     the start; where the body sets none, the local's own start, -0.0 for floats:
     :func:`~arrayjit_ir.low_level.local_start`)."""
-    from arrayjit_backends.gpu.syntax import flatten_blocked_sum  # no import cycle at load
-
     if not isinstance(rest, L.Set) or max_lanes < 2:
         return ()
     found: list[tuple[L.Local_scope, CellReduction]] = []
@@ -265,13 +228,13 @@ def _local_parts(e: L.Local_scope) -> tuple[float, list[ScalarReduction]] | None
     return init, reds
 
 
-def fuse_rows(syn: GpuSyntax, pieces: Sequence[_Piece]) -> list[_Piece]:
+def fuse_rows(syn: GpuSyntax, pieces: Sequence[Piece]) -> list[Piece]:
     """``pieces`` with each maximal run of consecutive statements that can share a row kernel
     (around a cooperative cell reduction: the statements before it, then after it) replaced by
     one piece carrying the :class:`RowChain`."""
-    result: list[_Piece] = []
+    result: list[Piece] = []
     steps: list[RowStep] = []
-    members: list[_Piece] = []
+    members: list[Piece] = []
 
     def close() -> None:
         if len(members) >= 2 or (members and steps[0].locals):
@@ -282,7 +245,7 @@ def fuse_rows(syn: GpuSyntax, pieces: Sequence[_Piece]) -> list[_Piece]:
                 replace(
                     first,
                     stmt=L.Seq(tuple(m.stmt for m in members)),
-                    total=_extent(rows),
+                    total=extent(rows),
                     nest=rows,
                     rest=L.Noop(),
                     cell=None,
@@ -443,15 +406,14 @@ def render_row_kernel(
         out.add(1, line)
     out.add(1, f"{syn.local_qualifier} {ct} aj_sh[{lanes}];")
     k = len(chain.steps[0].rows)
+    rows: dict[Tnode, tuple[str, int, bool]] = {}
     for tn, through in (resident or {}).items():
         name = syn.fresh_name(f"row_{syn.name(tn)}")
         cells = _row_bytes(chain, tn) // tn.prec.byte_size
         out.add(1, f"{syn.local_qualifier} {syn.storage_types[tn.prec]} {name}[{cells}];")
-        syn._resident[tn] = (name, k, through)
-    try:
+        rows[tn] = (name, k, through)
+    with syn.resident_rows(rows):
         _render_phases(syn, chain, out)
-    finally:
-        syn._resident.clear()
     out.add(0, "}")
 
 
@@ -471,14 +433,14 @@ def _render_phases(syn: GpuSyntax, chain: RowChain, out: Out) -> None:
             out.add(2, "if (aj_lid == 0) {")
             for st in steps:
                 out.add(3, "{")
-                syn._decode(list(st.rows), out, syn.group_id, 4)
+                syn.decode(list(st.rows), out, syn.group_id, 4)
                 _body(syn, st, out, 4)
                 out.add(3, "}")
             out.add(2, "}")
         else:
             # The lanes' trip count is the same for all (a uniform loop around the cells):
             # PoCL then runs a step's lanes side by side, vectorized.
-            n = _extent(first.inner)
+            n = extent(first.inner)
             out.add(2, f"for ({it} aj_b = 0; aj_b < {n}; aj_b += {lanes}) {{")
             out.add(3, f"const {it} aj_c = aj_b + aj_lid;")
             if n % lanes:
@@ -486,9 +448,9 @@ def _render_phases(syn: GpuSyntax, chain: RowChain, out: Out) -> None:
             d = 3 if n % lanes == 0 else 4
             for st in phase:
                 out.add(d, "{")
-                syn._decode(list(st.rows), out, syn.group_id, d + 1)
+                syn.decode(list(st.rows), out, syn.group_id, d + 1)
                 out.add(d + 1, "{")
-                syn._decode(list(st.inner), out, "aj_c", d + 2)
+                syn.decode(list(st.inner), out, "aj_c", d + 2)
                 _body(syn, st, out, d + 2)
                 out.add(d + 1, "}")
                 out.add(d, "}")
@@ -507,10 +469,9 @@ def _local_values(syn: GpuSyntax, st: RowStep, lanes: int, out: Out) -> L.Stmt:
         sc = scope_expr.scope
         ct = syn.compute_type(sc.tn.prec)
         name = syn.local(sc)
-        syn._declared.add(sc)
-        out.add(2, f"{ct} {name};")
+        out.add(2, syn.declare_uninitialized(sc))
         out.add(2, "{")
-        syn._decode(list(st.rows), out, syn.group_id, 3)
+        syn.decode(list(st.rows), out, syn.group_id, 3)
         render_lanes(syn, cr, lanes, out, 3)
         init = syn.const(cr.init if cr.init is not None else L.local_start(sc.prec), ct)
         out.add(3, f"{name} = {syn.binop(cr.op, init, 'aj_sh[0]', ct, ct not in _FLOATS)};")
@@ -533,15 +494,13 @@ def _body(syn: GpuSyntax, st: RowStep, out: Out, indent: int) -> None:
         syn.stmt(st.fill, out, indent)
     red = scalar_reduction(st.rest) if isinstance(st.rest, L.For_loop) else None
     if red is not None:
-        syn._register_reduction(red, out, indent)
+        syn.register_reduction(red, out, indent)
     else:
         syn.stmt(st.rest, out, indent)
 
 
 __all__ = [
     "CHAIN_MIN_ROWS",
-    "RowChain",
-    "RowStep",
     "fuse_rows",
     "independent",
     "render_row_kernel",

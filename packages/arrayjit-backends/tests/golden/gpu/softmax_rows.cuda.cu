@@ -1,0 +1,171 @@
+/* launches:
+   aj_softmax_rows_k0: global 32768, local 64
+*/
+#include <cstdint>
+#include <cuda_fp16.h>
+
+__device__ inline float aj_bf16_to_f32(unsigned short b) { return __uint_as_float(((unsigned int)b) << 16); }
+__device__ inline unsigned short aj_f32_to_bf16(float f) {
+  unsigned int u = __float_as_uint(f);
+  if (f != f) return (unsigned short)((u >> 16) | 0x40);
+  return (unsigned short)((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+__device__ inline float aj_fp8_to_f32(unsigned char b) {
+  int e = (b >> 2) & 31, m = b & 3;
+  float v = e == 0 ? ldexpf((float)m, -16)
+          : (e == 31 ? (m ? NAN : INFINITY) : ldexpf(1.0f + m * 0.25f, e - 15));
+  return (b & 0x80) ? -v : v;
+}
+__device__ inline unsigned char aj_f32_to_fp8(float f) {
+  if (f != f) return 0x7E;
+  unsigned char sign = signbit(f) ? 0x80 : 0;
+  float m = fabsf(f);
+  if (m == 0) return sign;
+  int e; frexpf(m, &e); e -= 1; if (e < -14) e = -14;
+  float q = ldexpf(1.0f, e - 2);
+  float r = rintf(m / q) * q;
+  if (r >= 65536.0f) return sign | 0x7C;
+  if (r == 0) return sign;
+  int e2; frexpf(r, &e2); e2 -= 1;
+  if (e2 < -14) return sign | (unsigned char)(r * 65536.0f);
+  unsigned int mant = (unsigned int)((r / ldexpf(1.0f, e2) - 1.0f) * 4.0f);
+  return sign | (unsigned char)(((e2 + 15) << 2) | mant);
+}
+__device__ inline float aj_fmaxf(float a, float b) {
+  return (a > b || a != a) ? a : ((b > a || b != b) ? b : (signbit(a) ? b : a));
+}
+__device__ inline float aj_fminf(float a, float b) {
+  return (a < b || a != a) ? a : ((b < a || b != b) ? b : (signbit(a) ? a : b));
+}
+__device__ inline double aj_fmax(double a, double b) {
+  return (a > b || a != a) ? a : ((b > a || b != b) ? b : (signbit(a) ? b : a));
+}
+__device__ inline double aj_fmin(double a, double b) {
+  return (a < b || a != a) ? a : ((b < a || b != b) ? b : (signbit(a) ? a : b));
+}
+__device__ inline float aj_ipowf(float x, float y) {
+  float r = powf(x, y);
+  return y >= 0 ? rintf(r) : r;
+}
+__device__ inline float aj_ilog2f(float x) {
+  int e;
+  return frexpf(x, &e) == (float)0.5 ? (float)(e - 1) : log2f(x);
+}
+__device__ inline double aj_ipow(double x, double y) {
+  double r = pow(x, y);
+  return y >= 0 ? rint(r) : r;
+}
+__device__ inline double aj_ilog2(double x) {
+  int e;
+  return frexp(x, &e) == (double)0.5 ? (double)(e - 1) : log2(x);
+}
+__device__ inline uint8_t aj_float_to_uint8_t(float x) { return x != x ? (uint8_t)0 : x <= -1.0f ? (uint8_t)0 : x >= 0x1p8f ? ((uint8_t)255LL) : (uint8_t)x; }
+__device__ inline uint16_t aj_float_to_uint16_t(float x) { return x != x ? (uint16_t)0 : x <= -1.0f ? (uint16_t)0 : x >= 0x1p16f ? ((uint16_t)65535LL) : (uint16_t)x; }
+__device__ inline int32_t aj_float_to_int32_t(float x) { return x != x ? (int32_t)0 : x <= -0x1p31f ? ((int32_t)-2147483648LL) : x >= 0x1p31f ? ((int32_t)2147483647LL) : (int32_t)x; }
+__device__ inline uint32_t aj_float_to_uint32_t(float x) { return x != x ? (uint32_t)0 : x <= -1.0f ? (uint32_t)0 : x >= 0x1p32f ? ((uint32_t)4294967295LL) : (uint32_t)x; }
+__device__ inline int64_t aj_float_to_int64_t(float x) { return x != x ? (int64_t)0 : x <= -0x1p63f ? ((int64_t)(-0x7FFFFFFFFFFFFFFFLL - 1)) : x >= 0x1p63f ? ((int64_t)9223372036854775807LL) : (int64_t)x; }
+__device__ inline uint64_t aj_float_to_uint64_t(float x) { return x != x ? (uint64_t)0 : x <= -1.0f ? (uint64_t)0 : x >= 0x1p64f ? ((uint64_t)18446744073709551615ULL) : (uint64_t)x; }
+__device__ inline uint8_t aj_double_to_uint8_t(double x) { return x != x ? (uint8_t)0 : x <= -1.0 ? (uint8_t)0 : x >= 0x1p8 ? ((uint8_t)255LL) : (uint8_t)x; }
+__device__ inline uint16_t aj_double_to_uint16_t(double x) { return x != x ? (uint16_t)0 : x <= -1.0 ? (uint16_t)0 : x >= 0x1p16 ? ((uint16_t)65535LL) : (uint16_t)x; }
+__device__ inline int32_t aj_double_to_int32_t(double x) { return x != x ? (int32_t)0 : x <= -0x1p31 ? ((int32_t)-2147483648LL) : x >= 0x1p31 ? ((int32_t)2147483647LL) : (int32_t)x; }
+__device__ inline uint32_t aj_double_to_uint32_t(double x) { return x != x ? (uint32_t)0 : x <= -1.0 ? (uint32_t)0 : x >= 0x1p32 ? ((uint32_t)4294967295LL) : (uint32_t)x; }
+__device__ inline int64_t aj_double_to_int64_t(double x) { return x != x ? (int64_t)0 : x <= -0x1p63 ? ((int64_t)(-0x7FFFFFFFFFFFFFFFLL - 1)) : x >= 0x1p63 ? ((int64_t)9223372036854775807LL) : (int64_t)x; }
+__device__ inline uint64_t aj_double_to_uint64_t(double x) { return x != x ? (uint64_t)0 : x <= -1.0 ? (uint64_t)0 : x >= 0x1p64 ? ((uint64_t)18446744073709551615ULL) : (uint64_t)x; }
+/* routine softmax_rows */
+extern "C" __global__ void aj_softmax_rows_k0(float* __restrict__ e_0, float* __restrict__ x_1, float* __restrict__ y_2, float* __restrict__ m_3, float* __restrict__ se_4) {
+  __shared__ float aj_sh[64];
+  __shared__ float row_e_0[1000];
+  __shared__ float row_m_3[1];
+  __shared__ float row_se_4[1];
+  const int aj_lid = (int)threadIdx.x;
+  {
+    uint32_t aj_r = ((uint32_t)blockIdx.x);
+    const long long i0 = 0 + (long long)aj_r;
+    float aj_acc = ((float)(-INFINITY));
+    {
+      for (long long aj_t = aj_lid; aj_t < 1000; aj_t += 64) {
+        uint32_t aj_r = ((uint32_t)aj_t);
+        const long long i1 = 0 + (long long)aj_r;
+        aj_acc = ((float)aj_fmaxf(aj_acc, ((float)x_1[(i0) * 1000 + i1])));
+      }
+    }
+    aj_sh[aj_lid] = aj_acc;
+    __syncthreads();
+    for (int aj_s = 32; aj_s > 0; aj_s >>= 1) {
+      if (aj_lid < aj_s) aj_sh[aj_lid] = ((float)aj_fmaxf(aj_sh[aj_lid], aj_sh[aj_lid + aj_s]));
+      __syncthreads();
+    }
+    if (aj_lid == 0) row_m_3[0] = ((float)aj_fmaxf(((float)(-INFINITY)), aj_sh[0]));
+  }
+  __syncthreads();
+  {
+    for (long long aj_b = 0; aj_b < 1000; aj_b += 64) {
+      const long long aj_c = aj_b + aj_lid;
+      if (aj_c < 1000) {
+        {
+          uint32_t aj_r = ((uint32_t)blockIdx.x);
+          const long long i2 = 0 + (long long)aj_r;
+          {
+            uint32_t aj_r = ((uint32_t)aj_c);
+            const long long i3 = 0 + (long long)aj_r;
+            row_e_0[i3] = e_0[(i2) * 1000 + i3] = ((float)(((float)x_1[(i2) * 1000 + i3]) - ((float)row_m_3[0])));
+          }
+        }
+        {
+          uint32_t aj_r = ((uint32_t)blockIdx.x);
+          const long long i4 = 0 + (long long)aj_r;
+          {
+            uint32_t aj_r = ((uint32_t)aj_c);
+            const long long i5 = 0 + (long long)aj_r;
+            row_e_0[i5] = e_0[(i4) * 1000 + i5] = ((float)expf(((float)row_e_0[i5])));
+          }
+        }
+      }
+    }
+  }
+  __syncthreads();
+  {
+    uint32_t aj_r = ((uint32_t)blockIdx.x);
+    const long long i6 = 0 + (long long)aj_r;
+    float aj_acc = ((float)-0.0);
+    {
+      for (long long aj_t = aj_lid; aj_t < 960; aj_t += 64) {
+        uint32_t aj_r = ((uint32_t)aj_t);
+        const long long i8 = 0 + (long long)(aj_r % 64u); aj_r /= 64u;
+        const long long i7 = 0 + (long long)aj_r;
+        aj_acc = ((float)(aj_acc + ((float)row_e_0[(64 * i7 + i8)])));
+      }
+    }
+    {
+      for (long long aj_t = aj_lid; aj_t < 40; aj_t += 64) {
+        uint32_t aj_r = ((uint32_t)aj_t);
+        const long long i9 = 0 + (long long)aj_r;
+        aj_acc = ((float)(aj_acc + ((float)row_e_0[(i9 + 960)])));
+      }
+    }
+    aj_sh[aj_lid] = aj_acc;
+    __syncthreads();
+    for (int aj_s = 32; aj_s > 0; aj_s >>= 1) {
+      if (aj_lid < aj_s) aj_sh[aj_lid] = ((float)(aj_sh[aj_lid] + aj_sh[aj_lid + aj_s]));
+      __syncthreads();
+    }
+    if (aj_lid == 0) row_se_4[0] = ((float)(((float)0.0) + aj_sh[0]));
+  }
+  __syncthreads();
+  {
+    for (long long aj_b = 0; aj_b < 1000; aj_b += 64) {
+      const long long aj_c = aj_b + aj_lid;
+      if (aj_c < 1000) {
+        {
+          uint32_t aj_r = ((uint32_t)blockIdx.x);
+          const long long i10 = 0 + (long long)aj_r;
+          {
+            uint32_t aj_r = ((uint32_t)aj_c);
+            const long long i11 = 0 + (long long)aj_r;
+            y_2[(i10) * 1000 + i11] = ((float)(((float)row_e_0[i11]) / ((float)row_se_4[0])));
+          }
+        }
+      }
+    }
+  }
+}
