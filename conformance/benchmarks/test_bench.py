@@ -114,8 +114,7 @@ def test_stream_baseline(benchmark: Any, k: int, kind: str, threads: int) -> Non
     """The machine's own limit in the same run: a hand-written STREAM-style C loop (not
     generated code) on arrays of the group's size, on all cores and on one thread; the table
     shows each row's GB/s as a fraction of the fastest of the four."""
-    from arrayjit_backend_c.cc import toolchain
-    from arrayjit_backend_c.cpu import stream_baseline
+    from arrayjit_backend_c.cc import stream_baseline, toolchain
 
     if toolchain.find_compiler() is None:
         pytest.skip("no C compiler")

@@ -6,6 +6,8 @@ from __future__ import annotations
 import ctypes
 import gc
 import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -249,3 +251,41 @@ def test_a_forked_child_starts_helpers_of_its_own() -> None:
     assert os.waitstatus_to_exitcode(status) == 0
     crew.run(task.address, 0, 0, 4, 2)  # the parent's helpers are unaffected
     crew.stop()
+
+
+FIRST_USE = """
+import ctypes
+import threading
+from arrayjit_backend_c.cpu import crew, llvm_jit
+start = threading.Barrier(8)
+natives, targets = [], []
+
+def first_use():
+    start.wait()
+    targets.append(llvm_jit.host_target())
+    bell = crew.FutexBell()
+    natives.append(bell._native)
+    bell.raise_(at_once=True)
+    bell.wait()  # the entry point's code must still be there
+    task = crew.TASK(lambda common, extra, chunk: None)
+    crew.Crew(1).run(ctypes.cast(task, ctypes.c_void_p).value, 0, 0, 4, 2)
+
+threads = [threading.Thread(target=first_use) for _ in range(8)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+assert len(natives) == 8 and all(n is crew._native() for n in natives), natives
+assert len(targets) == 8 and all(t is targets[0] for t in targets), targets
+"""
+
+
+def test_first_use_from_threads_at_once_makes_one_crew_module() -> None:
+    """Eight threads of a fresh process making their first bell and crew at the same instant
+    share one crew module (a second one, dropped, freed the code the first callers' entry
+    points pointed into: a segmentation fault every time) and one host target."""
+    for _ in range(3):  # a race does not lose every time
+        done = subprocess.run(
+            [sys.executable, "-c", FIRST_USE], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"

@@ -9,6 +9,7 @@ from cpu_helpers import compare, results_with_threads, run_both, run_direct
 
 pytest.importorskip("llvmlite")
 
+from arrayjit_backend_c.cpu import llvm_jit
 from arrayjit_backend_c.llvm import compiler as llvm_compiler
 from arrayjit_backend_c.llvm.compiler import LlvmCompiler
 from arrayjit_backend_c.llvm.renderer import LlvmGen
@@ -41,7 +42,7 @@ def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPa
     y = Tnode.create((8,), label="y", hosted=True)
     code = backend.compile(ir.unop(y, "exp", x), name="warm")
     calls: list[str] = []
-    real_compile, real_optimize = llvm_compiler.compile_object, llvm_compiler.optimize
+    real_compile, real_optimize = llvm_jit.compile_object, llvm_jit.optimize
 
     def counting_compile(*args: Any) -> bytes:
         calls.append(args[1])
@@ -52,7 +53,7 @@ def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPa
         real_optimize(*args)
 
     monkeypatch.setattr(llvm_compiler, "compile_object", counting_compile)
-    monkeypatch.setattr(llvm_compiler, "optimize", counting_optimize)
+    monkeypatch.setattr(llvm_jit, "optimize", counting_optimize)
     fresh = LlvmCompiler()
     warm = fresh.compile(code.optimized)
     assert calls == []
@@ -65,16 +66,16 @@ def test_warm_cache_runs_no_optimizer(backend: Any, monkeypatch: pytest.MonkeyPa
 
 
 def test_compile_error_has_output_and_ir() -> None:
-    target = llvm_compiler.host_target()
+    target = llvm_jit.host_target()
     with pytest.raises(CompileError, match=r"failed to compile routine broken") as info:
-        llvm_compiler.compile_object("define void @broken() { this is not IR }", "broken", target)
+        llvm_jit.compile_object("define void @broken() { this is not IR }", "broken", target)
     assert "error" in info.value.output
     assert info.value.source_path is not None and Path(info.value.source_path).exists()
     assert "this is not IR" in Path(info.value.source_path).read_text()
     # Parses, but the verifier rejects it: a use before its definition.
     bad = "define i32 @f() {\nentry:\n  %x = add i32 %y, 1\n  %y = add i32 1, 1\n  ret i32 %x\n}\n"
     with pytest.raises(CompileError, match=r"routine f") as info:
-        llvm_compiler.compile_object(bad, "f", target)
+        llvm_jit.compile_object(bad, "f", target)
     assert "dominate" in info.value.output
 
 

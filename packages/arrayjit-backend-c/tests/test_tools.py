@@ -148,7 +148,7 @@ def test_llvm_probe_reports_ir_it_cannot_compile(monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.skipif(toolchain.find_compiler() is None, reason="no C compiler")
 def test_stream_baseline_copies_and_triads() -> None:
-    from arrayjit_backend_c.cpu import stream_baseline
+    from arrayjit_backend_c.cc import stream_baseline
 
     n = 100_003  # not a multiple of any vector width
     a = np.arange(n, dtype=np.float32)

@@ -1,14 +1,19 @@
 """arrayjit_backend_c: the CPU backends ``cc`` (C source, system C compiler, ctypes) and ``llvm``
 (LLVM IR, llvmlite's in-process JIT, ctypes).
 
-Each is a :class:`~arrayjit_backends.impl.cpu_compiler.CpuCompiler` that the shared layer runs under
-its ``sync_`` and ``multicore_`` schedulers. Both: ``segments.py`` (a routine as one native
-function per segment; linking and running them), ``crew.py`` (the native helper threads of
-parallel loops, and the futex bell of ``multicore_`` workers), ``cpu_matmul.py`` (the packed
-matmul). ``cc``: ``cc_renderer.py`` (the C dialect), ``toolchain.py`` (finding and running the
-system C compiler), ``cc_compiler.py`` (compile).
-``llvm``: ``llvm_renderer.py`` (the IR generator, over ``llvm_types.py``, ``llvm_scalar.py`` and
-``llvm_helpers.py``), ``llvm_compiler.py`` (compile). This module holds the two entry points.
+Each is a :class:`~arrayjit_backends.impl.cpu_compiler.CpuCompiler` that the shared layer runs
+under its ``sync_`` and ``multicore_`` schedulers. ``cpu/``, what both share: ``segments.py`` (a
+routine as one native function per segment; linking and running them), ``crew.py`` (the native
+helper threads of parallel loops, and the futex bell of ``multicore_`` workers),
+``llvm_jit.py`` (the process's llvmlite JIT, which the crew's module and the ``llvm`` compiler
+use), ``matmul.py`` (the packed matmul: which loop nests are one, its layout and C source),
+``work.py`` (which routines are short enough to run on the scheduling thread). ``cc/``:
+``renderer.py`` (the C dialect), ``toolchain.py`` (finding and running the system C compiler),
+``compiler.py`` (compile), ``stream_baseline.py`` (the benchmarks' hand-written STREAM-style
+bandwidth baseline). ``llvm/``: ``renderer.py`` (the IR generator, over ``ir_types.py``,
+``scalar.py``, ``helpers.py`` and ``matmul.py``, the packed matmul as IR), ``compiler.py``
+(compile). ``cpu/`` imports neither ``cc/`` nor ``llvm/``, which never import each other. This
+module holds the two entry points.
 """
 
 import ctypes
@@ -52,18 +57,20 @@ def _probe_llvm() -> str | None:
         llvm.check_jit_execution()
     except OSError as e:
         return f"llvmlite cannot run JIT-compiled code here ({e})"
-    from arrayjit_backend_c.llvm import compiler as lc
+    from arrayjit_backend_c.cpu import llvm_jit
 
     try:
-        with lc._LLVM_LOCK:
-            target = lc.host_target()
-            engine = lc.load_object(lc.compile_object(PROBE_IR, "aj_probe", target), target)
+        with llvm_jit.LLVM_LOCK:
+            target = llvm_jit.host_target()
+            engine = llvm_jit.load_object(
+                llvm_jit.compile_object(PROBE_IR, "aj_probe", target), target
+            )
             address = engine.get_function_address("aj_probe")
             cell = ctypes.c_int32(41)
             result = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.POINTER(ctypes.c_int32))(address)(
                 ctypes.byref(cell)
             )
-            lc._close_engine(engine)
+            llvm_jit.close_engine(engine)
     except Exception as e:
         return (
             f"llvmlite {llvmlite.__version__} cannot compile arrayjit's LLVM IR "

@@ -1,2 +1,3 @@
-"""The ``cc`` backend: the C dialect, finding and running the system C compiler, and the
-compiler that links a routine's segments. Imports ``cpu`` and the shared layer, never ``llvm``."""
+"""The ``cc`` backend: the C dialect, finding and running the system C compiler, the compiler
+that links a routine's segments, and the STREAM-style bandwidth baseline. Imports ``cpu`` and the
+shared layer, never ``llvm``."""

@@ -1,5 +1,6 @@
-"""The ``cc`` renderer: the shared C-like renderer (:class:`arrayjit_backends.codegen.c_syntax.CSyntax`)
-for the system C compiler, one C function per segment of the routine
+"""The ``cc`` renderer: the shared C-like renderer
+(:class:`arrayjit_backends.codegen.c_syntax.CSyntax`) for the system C compiler, one C function
+per segment of the routine
 (:mod:`arrayjit_backend_c.cpu.segments`), with the packed matmul
 (:mod:`arrayjit_backend_c.cpu.matmul`) for the top-level loop nests that are one.
 

@@ -1,2 +1,3 @@
 """The CPU runtime both backends share: a routine as native segments, the native crew of helper
-threads, the packed-matmul plan and the bandwidth baseline. Imports neither ``cc`` nor ``llvm``."""
+threads, the process-wide LLVM JIT and the packed-matmul plan. Imports neither ``cc`` nor
+``llvm``."""

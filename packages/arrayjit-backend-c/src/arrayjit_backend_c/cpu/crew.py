@@ -3,10 +3,10 @@ CPU compilers' parallelism: the generated code has no threads of its own, see
 :mod:`arrayjit_backend_c.cpu.segments`).
 
 The crew is native: a small LLVM module (:data:`CREW_IR`, JIT-compiled once per process by
-llvmlite, so neither compiler needs a C compiler for it) whose helpers are Python threads that
-make one ctypes call each, :func:`serve`, and stay in native code, without the interpreter
-lock, until the crew stops. A parallel loop is one ctypes call, ``run``, whatever its number of
-chunks:
+llvmlite through :mod:`arrayjit_backend_c.cpu.llvm_jit`, so neither compiler needs a C compiler
+for it) whose helpers are Python threads that make one ctypes call each, :func:`serve`, and
+stay in native code, without the interpreter lock, until the crew stops. A parallel loop is
+one ctypes call, ``run``, whatever its number of chunks:
 
 - every chunk is a call of a *task*, ``void task(const int64_t *common, const int64_t *extra,
   int64_t chunk)`` (each parallel segment's ``{name}_task`` wrapper, which unpacks the segment
@@ -29,7 +29,6 @@ the crew has no helpers (the caller runs every chunk).
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import platform
 import threading
@@ -421,18 +420,19 @@ class _Native:
     the bell's wait and raise) as ctypes functions."""
 
     def __init__(self) -> None:
-        from arrayjit_backend_c.llvm import compiler as lc
+        # Imported on use: llvmlite is loaded when the first crew or bell needs the module.
+        from arrayjit_backend_c.cpu import llvm_jit
 
-        target = lc.host_target()
+        target = llvm_jit.host_target()
         arch = target.triple.split("-")[0]
         decl, pause = _PAUSE.get(arch, ("", ""))
         machine = platform.machine().lower()
         ir = CREW_IR.format(pause_decl=decl, pause=pause, futex=FUTEX_SYSCALLS.get(machine, -1))
-        with lc._LLVM_LOCK:  # the object code comes from the compile cache after the first time
+        with llvm_jit.LLVM_LOCK:  # the object code is in the compile cache after the first time
             self.engine = CompileCache().load_or_build(
-                lc.object_key(ir, target, "crew"),
-                lambda: lc.compile_object(ir, "crew", target),
-                lambda data, cached: lc.load_object(data, target),
+                llvm_jit.object_key(ir, target, "crew"),
+                lambda: llvm_jit.compile_object(ir, "crew", target),
+                lambda data, cached: llvm_jit.load_object(data, target),
             )
         address = self.engine.get_function_address
         ptr, i64 = ctypes.c_void_p, ctypes.c_int64
@@ -449,9 +449,22 @@ class _Native:
         )
 
 
-@functools.cache
+_NATIVE: _Native | None = None
+"""The process's crew module, once made: never replaced nor collected, since helper threads and
+bells hold its entry points (code in its execution engine) for the life of the process."""
+_NATIVE_LOCK = threading.Lock()
+
+
 def _native() -> _Native:
-    return _Native()
+    """The crew module, compiled and loaded by the first caller; safe to call from several
+    threads at once (a second module, made by a race and dropped, would free code that its
+    callers' ctypes functions still point into)."""
+    global _NATIVE
+    if _NATIVE is None:
+        with _NATIVE_LOCK:
+            if _NATIVE is None:
+                _NATIVE = _Native()
+    return _NATIVE
 
 
 def has_helpers() -> bool:
@@ -588,6 +601,7 @@ class FutexBell(Bell):
         self._raised = 0
         """The level last set: 0 lowered, 1 raised, 2 raised at once."""
         native = _native()
+        self._native = native  # its engine holds the code of the two entry points
         self._raise, self._wait = native.bell_raise, native.bell_wait
 
     def raise_(self, at_once: bool = False) -> None:

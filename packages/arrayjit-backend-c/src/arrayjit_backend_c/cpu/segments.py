@@ -4,9 +4,9 @@ A routine becomes one native function per *segment* of its top-level statements
 (:func:`split_segments`): a parallel loop (a top-level loop whose iterations write disjoint
 cells, or that reduces into one cell, with enough work), a packed matmul, or a run of the serial
 statements between them. Every segment function takes the same leading parameters: the context
-nodes' buffers (in :func:`~arrayjit_backends.codegen.kernel_plan.kernel_params` order), the merge buffer
-if the routine reads it, the scratch buffers (kernel-local nodes too large for the stack or
-touched by several segments: :func:`plan_segments`), then the static indices; a parallel
+nodes' buffers (in :func:`~arrayjit_backends.codegen.kernel_plan.kernel_params` order), the
+merge buffer if the routine reads it, the scratch buffers (kernel-local nodes too large for the
+stack or touched by several segments: :func:`plan_segments`), then the static indices; a parallel
 segment's function takes a range of its loop after them (:class:`Segment`), and has a *task*
 (:attr:`Segment.task_name`) that calls it with one chunk's arguments read from blocks of int64
 (:func:`task_arguments`).
@@ -153,9 +153,9 @@ COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
 def split_segments(code: L.Stmt) -> list[Group]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work, worth two threads or more
-    (:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`), that write disjoint cells or are a
-    :class:`~arrayjit_backends.codegen.kernel_plan.ScalarReduction` (as is the store of a float32
-    accumulator into a small-float cell, a ``Set``), and packed matmuls
+    (:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`), that write disjoint cells or
+    are a :class:`~arrayjit_backends.codegen.kernel_plan.ScalarReduction` (as is the store of a
+    float32 accumulator into a small-float cell, a ``Set``), and packed matmuls
     (:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`). A loop worth one thread stays in its
     serial run: one native call for the run instead of a call per loop."""
     stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
@@ -305,7 +305,8 @@ class SegmentedCode:
     """Per segment: its function, its combining function (None but for a reduction) and its
     task's address (None but for a parallel segment)."""
     short: bool
-    """Short enough to run on the scheduling thread (:func:`~arrayjit_backend_c.cpu.work.is_short`)."""
+    """Short enough to run on the scheduling thread
+    (:func:`~arrayjit_backend_c.cpu.work.is_short`)."""
     owner: Any
     """What keeps the functions' machine code loaded (a library, an execution engine)."""
     source: str

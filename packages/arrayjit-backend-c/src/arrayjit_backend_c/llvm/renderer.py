@@ -1,9 +1,9 @@
 """LLVM IR from optimized low-level IR: the renderer of the ``llvm`` backend.
 
 The generated code computes what the shared C renderer's code computes
-(:mod:`arrayjit_backends.codegen.c_syntax`) and what the reference interpreter computes: a stored value
-is evaluated in the compute type of the node it is stored into (half, bfloat16 and fp8 compute in
-float and round to nearest-even when stored); ``where``'s condition in its own natural precision;
+(:mod:`arrayjit_backends.codegen.c_syntax`) and what the reference interpreter computes: a stored
+value is evaluated in the compute type of the node it is stored into (half, bfloat16 and fp8 compute
+in float and round to nearest-even when stored); ``where``'s condition in its own natural precision;
 integers wrap; integer division and remainder by zero give 0 (and ``x / -1`` is ``-x``, never a
 trap); a float converted to an integer saturates (``llvm.fptosi.sat``/``llvm.fptoui.sat``: NaN
 gives 0, values beyond the range its nearest end, others truncate toward zero), as integer ops
@@ -16,10 +16,11 @@ whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.
 PARALLEL_MIN_WORK` innermost iterations is a parallel segment, taking the extra parameters
 ``(start, stop)`` (a half-open range of its loop), which the backend splits across threads; the
 statements between them form serial segments. Every segment function takes the same leading
-parameters: the context nodes' buffers (in :func:`~arrayjit_backends.codegen.kernel_plan.kernel_params`
-order), the merge buffer if the routine reads it, the scratch buffers (kernel-local nodes too
-large for the stack or used by several segments), then the static indices as ``i64``. Buffer
-parameters are ``noalias``: nodes never share memory.
+parameters: the context nodes' buffers (in
+:func:`~arrayjit_backends.codegen.kernel_plan.kernel_params` order), the merge buffer if the routine
+reads it, the scratch buffers (kernel-local nodes too large for the stack or used by several
+segments), then the static indices as ``i64``. Buffer parameters are ``noalias``: nodes never share
+memory.
 
 Values, blocks and helpers are numbered per routine, so the same routine generates the same IR
 (and hits the compile cache) whatever the global ids of its symbols and nodes.
@@ -296,7 +297,8 @@ class LlvmGen(ScalarGen):
 
     def _local_step(self, op: ops.Binop, s: L.Set_local) -> None:
         """``local = local op term`` or, for a multiply-accumulate, ``local = fma(x, w,
-        local)`` (a :func:`~arrayjit_backends.codegen.kernel_plan.local_sum` loop's body), reassociable."""
+        local)`` (a :func:`~arrayjit_backends.codegen.kernel_plan.local_sum` loop's body),
+        reassociable."""
         ty, prec = compute_type(s.scope.prec), s.scope.prec
         ptr = self._local(s.scope)
         acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")
