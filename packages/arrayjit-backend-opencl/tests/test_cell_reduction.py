@@ -14,7 +14,7 @@ import pytest
 from opencl_helpers import node
 
 from arrayjit_backend_opencl.renderer import OpenclSyntax
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram, render_program
 from arrayjit_ir import ir, lower, optimize
 
 RNG = np.random.default_rng(19)
@@ -30,7 +30,7 @@ def test_the_backend_runs_the_cooperative_shape(backend: Any) -> None:
 
 def _program(comp: Any, lanes: int = 64) -> GpuProgram:
     opt = optimize(lower(comp), name="rows")
-    return OpenclSyntax(cell_lanes=lanes).render_program(opt, "rows")
+    return render_program(OpenclSyntax(cell_lanes=lanes), opt, "rows")
 
 
 def _run_all(be: Any, comp: Any, inputs: dict[Any, np.ndarray], outs: list[Any]) -> list[Any]:

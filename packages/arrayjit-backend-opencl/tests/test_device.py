@@ -3,6 +3,7 @@ streams, transfers for every precision, and the kernels the renderer chooses."""
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from opencl_helpers import FLOATS, INTS, compare, node, require_prec, run_batch
 
 from arrayjit_backends import MergeMode
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram, render_program
 from arrayjit_ir import interpret, ir
 from arrayjit_ir.indexing import StaticSymbol
 from arrayjit_tnode import Padding, Tnode, UsageError
@@ -112,12 +113,12 @@ def test_large_matmul_order_is_interchanged() -> None:
 
     x, w, h = node((256, 256), "x"), node((256, 256), "w"), node((256, 256), "h")
     opt = optimize(lower(ir.accum(h, "add", x, w, op="mul", spec="ik,kj->ij")), name="mm")
-    program = OpenclSyntax().render_program(opt, "mm")
+    program = render_program(OpenclSyntax(), opt, "mm")
     sizes = [(k.global_size, k.local_size) for k in program.kernels]
     assert sizes == [(16 * 256, 256)]  # the zeroing folded in: the cells start from 0
     assert "__local float aj_ta[16][68] __attribute__((aligned(16)));" in program.source
     # A device whose groups are smaller than 256 keeps one work item per cell.
-    program = OpenclSyntax(group_size=128).render_program(opt, "mm")
+    program = render_program(OpenclSyntax(group_size=128), opt, "mm")
     assert [k.global_size for k in program.kernels] == [256 * 256, 256 * 256]
     assert "float acc" in program.source
 
@@ -288,6 +289,28 @@ def test_transfers_do_not_block_the_host(backend: Any) -> None:
     assert (values == n).all()
     # The copy call costs about as little as the launches; the read waits for the kernels.
     assert returned - queued < max(0.5 * (done - start), queued - start + 0.01)
+
+
+def test_the_host_gate_holds_the_queue_on_the_device(backend: Any) -> None:
+    """A stream made to wait for its host gate (how arrayjit-distributed hands a collective's
+    result back) waits on the device: the caller is never blocked, and the stream's later work
+    runs once the gate is opened."""
+    from arrayjit_backend_opencl.device import OpenclGate
+
+    queue = backend.new_stream(backend.get_device(0)).queue
+    gate = queue.host_gate()
+    assert isinstance(gate, OpenclGate)
+    opener = threading.Timer(1.0, gate.open)  # another thread opens it, as the engine does
+    start = time.perf_counter()
+    opener.start()
+    queue.wait_for(gate.event)
+    after = queue.all_work()
+    returned = time.perf_counter() - start
+    assert not gate.event.is_done() and not after.is_done()
+    after.sync()
+    opened = time.perf_counter() - start
+    assert gate.event.is_done() and after.succeeded()
+    assert returned < 0.5 <= opened  # the caller did not wait for the gate; the stream did
 
 
 def test_unsupported_precision_is_refused(backend: Any) -> None:

@@ -17,7 +17,7 @@ import pytest
 from opencl_helpers import node
 
 from arrayjit_backend_opencl.renderer import OpenclSyntax
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram, render_program
 from arrayjit_conformance.harness import run_against_interpreter
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_ir.assignments import Constant
@@ -56,7 +56,7 @@ def test_small_float_full_reduction_starts_from_the_stored_fill(
     assert float(ref) == want
     assert float(got) == want
     # The shape under test: one grid reduction (two kernels), the fill folded into it.
-    program = OpenclSyntax(cell_lanes=64).render_program(optimize(lower(comp), name="f"), "f")
+    program = render_program(OpenclSyntax(cell_lanes=64), optimize(lower(comp), name="f"), "f")
     assert len(program.kernels) == 2
 
 

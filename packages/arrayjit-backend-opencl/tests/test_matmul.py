@@ -3,7 +3,7 @@ bits of the serial fma chain (the interpreter's exact fma, k in order) at edge s
 
 This module's backend takes 64 lanes per reduced cell (``ARRAYJIT_GPU_CELL_LANES``), so its
 matmuls take the tiled shape GPUs get; ``test_matmul_register.py`` runs the same tests with
-PoCL's default, the register shape of CPU devices (``gpu_matmul.render_register_matmul``)."""
+PoCL's default, the register shape of CPU devices (``gpu.matmul.render_register_matmul``)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from opencl_helpers import node, require_prec, run_batch
 
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram
 from arrayjit_ir import interpret, ir
 from arrayjit_ir.assignments import Constant
 from arrayjit_tnode import Tnode

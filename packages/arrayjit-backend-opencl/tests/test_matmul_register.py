@@ -1,5 +1,5 @@
 """The matmul tests of ``test_matmul.py`` with PoCL's default lanes: the register shape of CPU
-devices (``gpu_matmul.render_register_matmul``: no local memory, no barriers, rows of vector
+devices (``gpu.matmul.render_register_matmul``: no local memory, no barriers, rows of vector
 cells per work item), its bits equal to the interpreter's at edge sizes, transposed, batched
 accumulating operands, and a fill folded in as the cells' start."""
 

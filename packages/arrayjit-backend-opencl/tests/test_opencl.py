@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from arrayjit_backends import fresh_backend
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram, render_program
 from arrayjit_ir import ir, lower, optimize
 from arrayjit_tnode import CompileError, Prec, Tnode
 
@@ -115,7 +115,7 @@ def test_kernels_are_parallel(backend: Any) -> None:
     )
     # The GPU shape: partials from work groups reducing in local memory, then one group.
     syntax = OpenclSyntax(cell_lanes=64)
-    gpu, group = syntax.render_program(code.optimized, "par"), syntax.group_size
+    gpu, group = render_program(syntax, code.optimized, "par"), syntax.group_size
     assert any(
         first.global_size > group and first.global_size % group == 0 and second.local_size == group
         for first, second in itertools.pairwise(gpu.kernels[1:])
@@ -300,10 +300,10 @@ def test_only_an_empty_nest_keeps_a_bounds_check() -> None:
     it), so a parallel body has no bounds check; an empty nest still launches one work item,
     which must do nothing."""
     a, y = (Tnode.create((0, 3), label=x, hosted=True) for x in ("a", "y"))
-    empty = OpenclSyntax().render_program(optimize(lower(ir.unop(y, "exp", a)), name="e"), "e")
+    empty = render_program(OpenclSyntax(), optimize(lower(ir.unop(y, "exp", a)), name="e"), "e")
     assert [(k.global_size, k.local_size) for k in empty.kernels] == [(1, 1)]
     assert "if (aj_gid >= 0) return;" in empty.source
     b, z = (Tnode.create((7, 3), label=x, hosted=True) for x in ("b", "z"))
-    full = OpenclSyntax().render_program(optimize(lower(ir.unop(z, "exp", b)), name="f"), "f")
+    full = render_program(OpenclSyntax(), optimize(lower(ir.unop(z, "exp", b)), name="f"), "f")
     assert [(k.global_size, k.local_size) for k in full.kernels] == [(21, None)]
     assert "aj_gid >=" not in full.source

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from arrayjit_backends.gpu.syntax import GpuProgram
+from arrayjit_backends.gpu.program import GpuProgram
 from arrayjit_conformance.harness import check_runs, hosted, new_context, run_once
 from arrayjit_conformance.workloads import (
     Built,

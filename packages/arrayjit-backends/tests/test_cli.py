@@ -2,6 +2,7 @@
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -47,6 +48,30 @@ def test_distributed_demo_without_the_package_says_what_to_install(
     assert main(["demo", "--distributed"]) == 2
     err = capsys.readouterr().err
     assert "demo --distributed needs arrayjit-distributed" in err
+    assert "pip install 'arrayjit-distributed[mpich]'" in err and "mpiexec -n 2" in err
+
+
+def test_distributed_demo_not_registered_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # arrayjit-distributed not installed: no entry in the group, and no import is tried.
+    import importlib.metadata
+
+    real = importlib.metadata.entry_points
+
+    def without_commands(**params: Any) -> Any:
+        if params.get("group") == "arrayjit.commands":
+            return importlib.metadata.EntryPoints(())
+        return real(**params)
+
+    monkeypatch.setattr(importlib.metadata, "entry_points", without_commands)
+    monkeypatch.setitem(sys.modules, "arrayjit_distributed.demo", None)  # never reached
+    assert main(["demo", "--distributed"]) == 2
+    err = capsys.readouterr().err
+    assert (
+        "demo --distributed needs arrayjit-distributed (no entry point 'demo-distributed' in "
+        "group 'arrayjit.commands')" in err
+    )
     assert "pip install 'arrayjit-distributed[mpich]'" in err and "mpiexec -n 2" in err
 
 

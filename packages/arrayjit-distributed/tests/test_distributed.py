@@ -87,6 +87,17 @@ def test_a_failing_rank_ends_the_job(backend: str, n: int, scenario: str, cause:
             assert f"arrayjit-distributed: rank {rank} of {n}: rank 1 failed" in out, out
 
 
+def test_the_command_finds_the_demo_through_its_entry_point() -> None:
+    """``arrayjit demo --distributed`` loads the demo from the entry-point group
+    ``arrayjit.commands`` (arrayjit-backends may not import this package)."""
+    from importlib.metadata import entry_points
+
+    from arrayjit_distributed.demo import main
+
+    (entry,) = entry_points(group="arrayjit.commands", name="demo-distributed")
+    assert entry.load() is main
+
+
 DEMO_ENTRIES = {
     "module": ["-m", "arrayjit_distributed.demo"],
     "cli": ["-m", "arrayjit_backends.cli.main", "demo", "--distributed"],

@@ -15,8 +15,7 @@ from arrayjit_ir import low_level as L
 from arrayjit_ir.assignments import Accum_op
 from arrayjit_ir.indexing import Affine, Fixed_idx, Iterator, StaticSymbol, fresh_symbol
 from arrayjit_ir.projections import Projections
-from arrayjit_tnode import Tnode, UsageError
-from arrayjit_tnode.tnode import Padding
+from arrayjit_tnode import Padding, Tnode, UsageError
 
 
 def _copy(dst: Tnode, src: Tnode, extents: tuple[int, ...], lhs: tuple, rhs: tuple) -> Accum_op:

@@ -12,8 +12,7 @@ import pytest
 from ir_helpers import run
 
 from arrayjit_ir import interpret, ir, lower, optimize, optimize_batch
-from arrayjit_tnode import Tnode, create_from_padded, create_with_reshape
-from arrayjit_tnode.tnode import Padding
+from arrayjit_tnode import Padding, Tnode, create_from_padded, create_with_reshape
 
 RNG = np.random.default_rng(7)
 

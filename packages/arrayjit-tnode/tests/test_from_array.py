@@ -5,10 +5,9 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from arrayjit_tnode import UsageError, create_from_padded, create_with_reshape
+from arrayjit_tnode import Padding, UsageError, create_from_padded, create_with_reshape
 from arrayjit_tnode import memory_mode as mm
 from arrayjit_tnode import precision as P
-from arrayjit_tnode.tnode import Padding
 
 
 def test_with_reshape_shares_the_base() -> None:

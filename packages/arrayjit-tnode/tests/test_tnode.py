@@ -10,7 +10,8 @@ import pytest
 from arrayjit_tnode import MemoryModeError, Tnode, UsageError, find, registered_nodes
 from arrayjit_tnode import memory_mode as mm
 from arrayjit_tnode import precision as P
-from arrayjit_tnode.tnode import STACK_THRESHOLD_BYTES, Padding
+from arrayjit_tnode.padding import Padding
+from arrayjit_tnode.tnode import STACK_THRESHOLD_BYTES
 
 
 def test_architecture_example() -> None:
@@ -98,6 +99,13 @@ def test_padding_rank_mismatch() -> None:
         Tnode.create((2, 3), label="q", padding=Padding(((1, 1),)))
     with pytest.raises(UsageError, match="padding must be non-negative"):
         Tnode.create((2,), label="q", padding=Padding(((-1, 0),)))
+
+
+def test_padding_is_one_class_under_every_import_path() -> None:
+    import arrayjit_tnode
+    import arrayjit_tnode.tnode
+
+    assert arrayjit_tnode.Padding is Padding and arrayjit_tnode.tnode.Padding is Padding
 
 
 def test_delayed_precision() -> None:

@@ -9,8 +9,7 @@ import numpy as np
 
 from arrayjit_conformance.harness import new_context
 from arrayjit_ir import ir
-from arrayjit_tnode import create_from_padded, create_with_reshape
-from arrayjit_tnode.tnode import Padding
+from arrayjit_tnode import Padding, create_from_padded, create_with_reshape
 
 RNG = np.random.default_rng(11)
 

@@ -4,7 +4,8 @@
   setting; pyopencl's ``PYOPENCL_CTX`` is not read either: one context spans the platform's
   devices, so buffers of one device can be copied to another with one ``enqueue_copy``).
 - Streams: an in-order command queue each; ``all_work`` is a marker event, ``will_wait_for`` a
-  barrier waiting for another queue's marker, so cross-stream order costs the host nothing.
+  barrier waiting for another queue's marker, so cross-stream order costs the host nothing; a
+  host gate (:class:`OpenclGate`) is a user event the queue waits for on the device.
 - Memory: slab pools are ``cl.Buffer`` objects, zero-filled when created; transfers are
   non-blocking ``enqueue_copy`` calls with byte offsets; the stream keeps each transfer's event
   (and so its host array) until the copy is done (:class:`OpenclQueue`), and the generic layer keeps
@@ -13,10 +14,11 @@
   stored as bits and computed in float (see :mod:`arrayjit_backend_opencl.renderer`).
 - Code: the recipe of :class:`~arrayjit_backends.gpu.devices.GpuDevices`: one program per
   routine and device (device 0's built by ``compile``, another's at the routine's first link on
-  it), through the shared compile cache (program binaries keyed by the device's identity, so
-  identical devices share them; pyopencl's own cache is bypassed); kernel objects are made once
-  per link, from the program of the context's device, with their buffer arguments set once; a
-  run sets the merge buffer and static indices and enqueues the kernels.
+  it), built by :mod:`arrayjit_backend_opencl.compiler` through the shared compile cache
+  (program binaries keyed by the device's identity, so identical devices share them; pyopencl's
+  own cache is bypassed); kernel objects are made once per link, from the program of the
+  context's device, with their buffer arguments set once; a run sets the merge buffer and
+  static indices and enqueues the kernels.
 """
 
 from __future__ import annotations
@@ -28,16 +30,15 @@ from typing import Any, ClassVar
 import numpy as np
 import pyopencl as cl
 
+from arrayjit_backend_opencl.compiler import BUILD_OPTIONS, build_binary, load_binary
 from arrayjit_backend_opencl.renderer import OpenclSyntax
-from arrayjit_backends.gpu.devices import GpuCode, GpuDevices, keep_failed_source
-from arrayjit_backends.gpu.syntax import GpuKernel
+from arrayjit_backends.gpu.devices import GpuCode, GpuDevices
+from arrayjit_backends.gpu.program import GpuKernel
 from arrayjit_backends.impl.compile_cache import cache_key
 from arrayjit_backends.impl.device import Buf, DeviceInfo, ImmediateQueue
-from arrayjit_backends.impl.stream_queue import Event, StreamQueue, poll_until
+from arrayjit_backends.impl.stream_queue import Event, HostGate, StreamQueue, poll_until
 from arrayjit_backends.settings import gpu_cell_lanes
-from arrayjit_tnode import CompileError, Prec
-
-BUILD_OPTIONS = "-cl-std=CL1.2"
+from arrayjit_tnode import Prec
 
 
 def find_platform() -> tuple[Any, list[Any]] | str:
@@ -71,6 +72,19 @@ class OpenclEvent(Event):
         # Not ``event.wait()``: it holds Ctrl-C back until the device is done (seconds).
         self.queue.flush()
         poll_until(lambda: _complete(self.event))
+
+
+class OpenclGate(HostGate):
+    """The host gate of an OpenCL queue: a user event, which the queue waits for on the device
+    (``wait_for`` enqueues a barrier on it), so neither the caller nor any thread blocks;
+    :meth:`open` completes it."""
+
+    def __init__(self, queue: Any) -> None:
+        self._user = cl.UserEvent(queue.context)
+        self.event = OpenclEvent(self._user, queue)
+
+    def open(self) -> None:
+        self._user.set_status(cl.command_execution_status.COMPLETE)
 
 
 class OpenclQueue(ImmediateQueue):
@@ -108,6 +122,10 @@ class OpenclQueue(ImmediateQueue):
     def finish(self) -> None:
         self.queue.finish()
         self._in_flight.clear()
+
+    def host_gate(self) -> HostGate:
+        """A user event of this queue's context: the device waits for it, no thread does."""
+        return OpenclGate(self.queue)
 
     def hold(self, seconds: float) -> None:
         self._check()
@@ -295,32 +313,11 @@ class OpenclDevices(GpuDevices):
         context = self._build_contexts.get(ordinal)
         if context is None:
             context = self._build_contexts[ordinal] = cl.Context([device])
-        # pyopencl's Program(context, source) would consult its own on-disk cache; the raw
-        # program object builds the source as it is (our compile cache keeps the binary).
-        raw = cl._cl._Program(context, code.source)
-        try:
-            raw.build(BUILD_OPTIONS.encode(), [device])
-        except cl.Error as exc:
-            log = str(raw.get_build_info(device, cl.program_build_info.LOG))
-            path = keep_failed_source(self.cache.directory, code.source, ".cl")
-            raise CompileError(
-                f"OpenCL failed to build routine {code.name} on {device.name}", log, str(path)
-            ) from exc
-        binaries: list[bytes] = raw.get_info(cl.program_info.BINARIES)  # type: ignore[assignment]
-        return bytes(binaries[0])
+        return build_binary(context, device, code.source, code.name, self.cache.directory)
 
     def load(self, code: GpuCode, binary: bytes, ordinal: int, from_cache: bool) -> Any:
-        # A program from a binary, for the device alone: pyopencl builds it without its cache.
-        device = self.devices[ordinal]
-        try:
-            return cl.Program(self.context, [device], [binary]).build(BUILD_OPTIONS)
-        except cl.Error as exc:
-            if from_cache:  # the cache discards it with a warning and builds from source
-                raise ValueError(f"the OpenCL driver rejects its binary: {exc}") from exc
-            raise CompileError(
-                f"OpenCL rejects the binary it built for routine {code.name} on {device.name}",
-                str(exc),
-            ) from exc
+        # A program from a binary, for the device alone.
+        return load_binary(self.context, self.devices[ordinal], binary, code.name, from_cache)
 
     def kernel(self, module: Any, name: str, fixed: list[Any]) -> Any:
         # Buffer arguments are set once per link; a launch sets only the dynamic ones.
@@ -356,4 +353,4 @@ class OpenclDevices(GpuDevices):
         }
 
 
-__all__ = ["OpenclDevices", "OpenclEvent", "OpenclQueue", "find_platform"]
+__all__ = ["OpenclDevices", "OpenclEvent", "OpenclGate", "OpenclQueue", "find_platform"]

@@ -23,8 +23,8 @@ import numpy as np
 from mpi4py import MPI
 
 from arrayjit_backends import fresh_backend
-from arrayjit_backends.cli.main import positive_int
 from arrayjit_backends.cli.demo import mlp_data
+from arrayjit_backends.cli.main import positive_int
 from arrayjit_distributed.communicator import Communicator
 from arrayjit_distributed.data_parallel import build
 from arrayjit_ir import ir

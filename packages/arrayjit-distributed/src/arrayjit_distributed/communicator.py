@@ -33,9 +33,9 @@ from mpi4py import MPI
 from arrayjit_backends import settings
 from arrayjit_backends.backend import Backend
 from arrayjit_backends.backend_intf import BackendInterface
-from arrayjit_backends.impl.stream_queue import Event, StreamQueue
-from arrayjit_backends.runtime.context import Context
+from arrayjit_backends.impl.stream_queue import Event
 from arrayjit_backends.runtime.slab import typed_view
+from arrayjit_backends.runtime.values import Context
 from arrayjit_distributed.engine import Engine, Job
 from arrayjit_distributed.failure import Alarm, ExceptHooks
 from arrayjit_distributed.mpi_types import REDUCE_OPS, Reductions, byte_view, reducible
@@ -237,11 +237,13 @@ class Communicator:
         compute: Compute,
     ) -> tuple[Job, Callable[[], None]]:
         """A job on host staging arrays for a backend whose memory is not host memory: the
-        stream copies the read nodes out, waits (on the device) for the engine's gate, and
+        stream copies the read nodes out, waits for the engine to open its gate
+        (:meth:`~arrayjit_backends.impl.stream_queue.StreamQueue.host_gate`: on the device
+        where the queue can wait there, as OpenCL's does; else a blocking host wait), and
         copies the written nodes back in."""
         staging = [np.empty(tn.prec.host_shape(tn.dims), tn.prec.numpy_dtype) for tn in nodes]
         stream_queue = ctx.stream.queue
-        gate = _gate(stream_queue)
+        gate = stream_queue.host_gate()
         runtime = self.backend.runtime
 
         def work() -> None:
@@ -419,50 +421,3 @@ def _divide(a: np.ndarray, n: int) -> None:
         np.divide(a, a.dtype.type(n), out=a)
     else:
         a[...] = (a.astype(np.float32) / np.float32(n)).astype(a.dtype)
-
-
-class _HostGate:
-    """A gate the device's queue cannot wait for on the device: its stream's ``wait_for``
-    blocks the caller until the engine opens it (the fallback for device backends other than
-    OpenCL)."""
-
-    def __init__(self) -> None:
-        self._flag = threading.Event()
-        gate = self
-
-        class _GateEvent(Event):
-            def is_done(self) -> bool:
-                return gate._flag.is_set()
-
-            def sync(self) -> None:
-                gate._flag.wait()
-
-        self.event: Event = _GateEvent()
-
-    def open(self) -> None:
-        self._flag.set()
-
-
-class _ClGate:
-    """An OpenCL user event: the stream's queue waits for it on the device, so the caller is
-    never blocked; the engine completes it once the staging array holds the result."""
-
-    def __init__(self, stream_queue: Any) -> None:
-        import pyopencl as cl
-
-        from arrayjit_backend_opencl.device import OpenclEvent
-
-        self._cl = cl
-        self._user = cl.UserEvent(stream_queue.queue.context)
-        self.event: Event = OpenclEvent(self._user, stream_queue.queue)
-
-    def open(self) -> None:
-        self._user.set_status(self._cl.command_execution_status.COMPLETE)
-
-
-def _gate(stream_queue: StreamQueue) -> _HostGate | _ClGate:
-    try:
-        from arrayjit_backend_opencl.device import OpenclQueue
-    except ImportError:
-        return _HostGate()
-    return _ClGate(stream_queue) if isinstance(stream_queue, OpenclQueue) else _HostGate()

@@ -15,8 +15,8 @@ import numpy as np
 from mpi4py import MPI
 
 from arrayjit_backends import fresh_backend
-from arrayjit_backends.cli.main import positive_int
 from arrayjit_backends.cli.demo import mlp_data, numpy_sgd
+from arrayjit_backends.cli.main import positive_int
 from arrayjit_distributed.data_parallel import build
 from arrayjit_tnode import UsageError
 

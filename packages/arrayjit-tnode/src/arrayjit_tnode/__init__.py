@@ -1,4 +1,4 @@
-"""arrayjit_tnode: precisions, host arrays, tensor nodes and memory modes."""
+"""arrayjit_tnode: precisions, host arrays, padding, tensor nodes and memory modes."""
 
 from arrayjit_tnode import errors, from_array, memory_mode, precision
 from arrayjit_tnode.__about__ import __version__
@@ -11,9 +11,9 @@ from arrayjit_tnode.errors import (
     UsageError,
 )
 from arrayjit_tnode.from_array import create_from_padded, create_with_reshape
+from arrayjit_tnode.padding import Padding
 from arrayjit_tnode.precision import Prec
 from arrayjit_tnode.tnode import (
-    Padding,
     Tnode,
     all_nodes,
     find,

@@ -21,8 +21,9 @@ import numpy as np
 from arrayjit_tnode import precision
 from arrayjit_tnode.errors import UsageError
 from arrayjit_tnode.host_array import margin_value
+from arrayjit_tnode.padding import Padding
 from arrayjit_tnode.precision import Prec
-from arrayjit_tnode.tnode import Padding, Tnode
+from arrayjit_tnode.tnode import Tnode
 
 
 def _as_array(what: str, label: str | Sequence[str], values: object) -> np.ndarray:

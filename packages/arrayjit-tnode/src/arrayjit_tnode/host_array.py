@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     import threading
 
     from arrayjit_tnode import memory_mode as mm
-    from arrayjit_tnode.tnode import Padding
+    from arrayjit_tnode.padding import Padding
 
 
 @dataclass

@@ -18,7 +18,6 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TextIO
 
 import numpy as np
@@ -27,6 +26,7 @@ from arrayjit_tnode import memory_mode as mm
 from arrayjit_tnode import precision
 from arrayjit_tnode.errors import MemoryModeError, UsageError
 from arrayjit_tnode.host_array import HostArrayMixin
+from arrayjit_tnode.padding import Padding, buffer_dims, check_dims
 from arrayjit_tnode.precision import Prec
 
 logger = logging.getLogger(__name__)
@@ -42,56 +42,6 @@ _ids = itertools.count(1)
 _ids_lock = threading.Lock()
 _registry: weakref.WeakValueDictionary[int, Tnode] = weakref.WeakValueDictionary()
 _registry_lock = threading.Lock()
-
-
-@dataclass(frozen=True)
-class Padding:
-    """Per-axis ``(left, right)`` margins and the value the margins hold (``None``: unspecified,
-    so code that relies on the margins resets them itself)."""
-
-    axes: tuple[tuple[int, int], ...]
-    value: float | None = 0.0
-
-    def __post_init__(self) -> None:
-        v = self.value
-        if v is not None and not precision.is_number(v):
-            raise UsageError(f"Padding: the value must be a number or None, got {v!r}")
-
-
-MAX_BYTES = (1 << 63) - 1
-"""The largest buffer a node may have: generated code indexes with 64-bit signed integers."""
-
-
-def _check_dims(label: str, what: str, dims: object) -> tuple[int, ...]:
-    """``dims`` as a tuple of Python ints, each a non-negative integer (a Python ``int`` or a
-    numpy integer; ``bool`` and floats are refused, never truncated).
-
-    Raises:
-        UsageError: ``dims`` is not a sequence of non-negative integers (names the node).
-    """
-    if isinstance(dims, (str, bytes)) or not isinstance(dims, Sequence | np.ndarray):
-        raise UsageError(f"node {label}: {what} must be a sequence of integers, got {dims!r}")
-    out = []
-    for d in dims:
-        if isinstance(d, (bool, np.bool_)) or not isinstance(d, (int, np.integer)):
-            raise UsageError(
-                f"node {label}: {what} must be non-negative integers, got {d!r} "
-                f"({type(d).__name__}) in {list(dims)!r}"
-            )
-        if d < 0:
-            raise UsageError(f"node {label}: {what} must be non-negative, got {tuple(dims)}")
-        out.append(int(d))
-    return tuple(out)
-
-
-def _check_size(label: str, dims: tuple[int, ...]) -> None:
-    """Refuse buffers whose size in elements overflows 64-bit indexing (exact arithmetic)."""
-    n = math.prod(dims)
-    if n * 16 > MAX_BYTES:  # 16: the widest precision (uint4x32)
-        raise UsageError(
-            f"node {label}: dims {list(dims)} give {n} elements, more than 64-bit indexing "
-            f"can address"
-        )
 
 
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -295,25 +245,8 @@ class Tnode(HostArrayMixin):
         return tn
 
     def _set_dims(self, dims: Sequence[int]) -> None:
-        logical = _check_dims(self.debug_label, "dims", dims)
-        if self.padding is not None:
-            axes = self.padding.axes
-            if not isinstance(axes, (tuple, list)) or len(axes) != len(logical):
-                raise UsageError(
-                    f"node {self.debug_label}: padding has "
-                    f"{len(axes) if isinstance(axes, (tuple, list)) else axes!r} axes but the "
-                    f"node has {len(logical)} dims {logical}"
-                )
-            margins = [_check_dims(self.debug_label, "padding", lr) for lr in axes]
-            # (_check_dims says "padding must be non-negative" for a negative margin)
-            if any(len(lr) != 2 for lr in margins):
-                raise UsageError(
-                    f"node {self.debug_label}: padding must be (left, right) pairs, got {axes}"
-                )
-            padded = tuple(d + lr[0] + lr[1] for d, lr in zip(logical, margins))
-        else:
-            padded = logical
-        _check_size(self.debug_label, padded)
+        logical = check_dims(self.debug_label, "dims", dims)
+        padded = buffer_dims(self.debug_label, logical, self.padding)
         self._dims_without_padding = logical
         self._dims = padded
 
@@ -477,7 +410,7 @@ class Tnode(HostArrayMixin):
     @property
     def num_elems(self) -> int:
         """Number of elements of the buffer (padding included)."""
-        return math.prod(self.dims)  # exact: dims are Python ints (see _check_size)
+        return math.prod(self.dims)  # exact: dims are Python ints (see padding.buffer_dims)
 
     @property
     def size_in_bytes(self) -> int:

@@ -4,7 +4,9 @@
   the first-party backends that are not installed, each with its install command.
 - ``arrayjit demo [--backend B] [--size N] [--steps K]``: an end-to-end check against numpy.
   With ``--distributed`` (run under ``mpiexec -n P``), the data-parallel demo of
-  ``arrayjit-distributed``: every rank trains on its shard, gradients all-reduced.
+  ``arrayjit-distributed``: every rank trains on its shard, gradients all-reduced. The command
+  finds it through the entry-point group ``arrayjit.commands`` (:data:`COMMANDS_GROUP`), not
+  an import: arrayjit-distributed sits above this package.
 - ``arrayjit show FILE.py``: the optimized IR of the computations a file defines: every
   module-level value that is an assignment or a computation, in definition order.
 - ``arrayjit bench [--from-json FILE] [--plot FILE]``: the benchmark table of a
@@ -142,9 +144,32 @@ def _demo(name: str | None, size: int | None, steps: int, distributed: bool) -> 
     return 0 if ok else 1
 
 
+COMMANDS_GROUP = "arrayjit.commands"
+"""The entry-point group through which packages above this one lend the command a subcommand:
+each entry names a callable that takes the argument list (``list[str]``) and returns the exit
+status. ``arrayjit demo --distributed`` runs the entry ``demo-distributed``, which
+arrayjit-distributed registers; this package never imports the packages above it."""
+
+
+def _command(name: str) -> Callable[[list[str]], int]:
+    """The callable of entry ``name`` in :data:`COMMANDS_GROUP`, loaded.
+
+    Raises:
+        ImportError: no installed distribution registers ``name``, or loading it fails (its
+            package or one of its dependencies, such as mpi4py, does not import).
+    """
+    from importlib.metadata import entry_points
+
+    found = entry_points(group=COMMANDS_GROUP, name=name)
+    if not found:
+        raise ImportError(f"no entry point {name!r} in group {COMMANDS_GROUP!r}")
+    command: Callable[[list[str]], int] = next(iter(found)).load()
+    return command
+
+
 def _distributed_demo(name: str | None, steps: int) -> int:
     try:
-        from arrayjit_distributed.demo import main as distributed_main
+        distributed_main = _command("demo-distributed")
     except ImportError as exc:
         raise UsageError(
             f"demo --distributed needs arrayjit-distributed ({exc}); install it with "

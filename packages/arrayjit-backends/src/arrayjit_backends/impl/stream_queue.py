@@ -1,5 +1,5 @@
-"""The stream API every backend's executors implement: events, the stream queue base, the
-worker's bell, and the thread budget of a device's streams.
+"""The stream API every backend's executors implement: events, host gates, the stream queue
+base, the worker's bell, and the thread budget of a device's streams.
 
 A :class:`StreamQueue` runs the tasks of one stream in order; an :class:`Event` marks a point in
 its schedule. The CPU schedulers (``sync_``, ``multicore_``) are in
@@ -146,6 +146,46 @@ DONE = Event()
 """An event that is already done."""
 
 
+class HostGate:
+    """A point of a stream's schedule that a host thread opens: a stream made to wait for
+    :attr:`event` (``queue.wait_for(gate.event)``) runs its later tasks only once some thread
+    has called :meth:`open`. How work done off the stream (an MPI collective on a staging array,
+    on another thread) hands its result back to the stream in order.
+    :meth:`StreamQueue.host_gate` makes one for its stream.
+
+    This base class is the gate any stream can wait for: a host flag, so the stream's wait
+    blocks a thread (the caller of ``wait_for``, or the stream's worker) until the gate opens.
+    A queue that can wait on the device returns a subclass whose event its device waits for
+    instead, blocking no thread (OpenCL: a user event).
+    """
+
+    event: Event
+    """What the stream waits for; done once the gate is open."""
+
+    def __init__(self) -> None:
+        self._opened = threading.Event()
+        self.event = _FlagEvent(self._opened)
+
+    def open(self) -> None:
+        """Let the stream pass the gate. Call it once."""
+        self._opened.set()
+
+
+class _FlagEvent(Event):
+    """Done once its flag is set (the event of a :class:`HostGate` of the base class)."""
+
+    __slots__ = ("_flag",)
+
+    def __init__(self, flag: threading.Event) -> None:
+        self._flag = flag
+
+    def is_done(self) -> bool:
+        return self._flag.is_set()
+
+    def sync(self) -> None:
+        self._flag.wait()
+
+
 class StreamQueue(abc.ABC):
     """The executor behind one stream."""
 
@@ -199,6 +239,14 @@ class StreamQueue(abc.ABC):
         waits instead."""
         self._check()
         event.wait()
+
+    def host_gate(self) -> HostGate:
+        """A gate for this stream that a host thread opens (see :class:`HostGate`): after
+        ``wait_for(gate.event)``, this stream's later tasks run once ``gate.open()`` was
+        called. Here: a host flag, so waiting for it may block a thread; a queue that can wait
+        on the device without blocking one overrides this (the OpenCL queue: a user event).
+        """
+        return HostGate()
 
     @abc.abstractmethod
     def await_idle(self) -> None:
@@ -262,6 +310,7 @@ __all__ = [
     "Bell",
     "Event",
     "Executor",
+    "HostGate",
     "Running",
     "StreamQueue",
     "Task",
