@@ -1,5 +1,5 @@
-"""The helpers every CPU compiler shares (backend_impl.py): kernel names, native arguments and
-the compile-cache lookup."""
+"""The helpers every CPU compiler shares (:mod:`arrayjit_backends.impl.cpu_compiler`): kernel
+names, native arguments and the compile-cache lookup."""
 
 import ctypes
 from pathlib import Path

@@ -46,6 +46,14 @@ ROOMS_MAY_NOT_IMPORT = {
 against, so neither reaches the glue above them; ``gpu`` is a renderer and device recipe, not
 glue."""
 
+C = "arrayjit_backend_c"
+ROOMS_MAY_NOT_IMPORT |= {
+    f"{C}.cpu": (f"{C}.cc", f"{C}.llvm"),
+    f"{C}.cc": (f"{C}.llvm",),
+    f"{C}.llvm": (f"{C}.cc",),
+}
+"""The CPU backends' rooms: ``cpu/`` is the runtime both share, so it imports neither."""
+
 GPU_ROOM = f"{B}.gpu"
 GPU_USERS = ("arrayjit_backend_opencl", "arrayjit_backend_cuda")
 """Only the GPU device packages (and the room itself) import the GPU room."""
@@ -163,11 +171,7 @@ def layering_problems(edges: Mapping[str, set[str]]) -> list[str]:
             for room, forbidden in ROOMS_MAY_NOT_IMPORT.items():
                 if in_room(module, room) and any(in_room(target, f) for f in forbidden):
                     problems.append(f"{module} -> {target}: {room} may not import it")
-            if (
-                in_room(target, GPU_ROOM)
-                and not in_room(module, GPU_ROOM)
-                and own not in GPU_USERS
-            ):
+            if in_room(target, GPU_ROOM) and not in_room(module, GPU_ROOM) and own not in GPU_USERS:
                 problems.append(f"{module} -> {target}: only the GPU packages use {GPU_ROOM}")
     return problems
 
