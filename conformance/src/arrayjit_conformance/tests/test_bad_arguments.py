@@ -82,10 +82,9 @@ def test_node_and_merge_mode_arguments_are_checked(backend: Any) -> None:
         backend.make_context(backend.new_stream(dev)),
         backend.compile(ir.unop(y, "neg", a), name="dst_neg"),
     )
-    a.set_values(np.full(8, 5.0))
-    backend.from_host(r2.context, a)
-    r2()  # the destination's y is -5
     r1()  # the source's y is -(0..7)
+    a.set_values(np.full(8, 5.0))  # after it: a later run of r1 would read these
+    r2()  # the destination's y is -5
     for bad in ("y", 3, None):
         with pytest.raises(UsageError, match=r"to_host: expected a Tnode"):
             backend.to_host(r1.context, bad)

@@ -94,12 +94,11 @@ def test_from_host_on_three_streams_and_two_nodes(backend: Any) -> None:
     ]
     a.set_values(_full(9.0))
     b.set_values(_full(2.0))
-    for r in routines[:2]:  # the third context never asks: it keeps what it had
+    for r in routines[:2]:  # the third context never asks: its run uploads them itself
         assert backend.from_host(r.context, a) and backend.from_host(r.context, b)
     streams[0].hold(HOLD)
-    for k, (r, y) in enumerate(zip(routines, outs)):
-        expected = 7.0 if k < 2 else 0.0
-        np.testing.assert_array_equal(_read(backend, r, y), _full(expected))
+    for r, y in zip(routines, outs):
+        np.testing.assert_array_equal(_read(backend, r, y), _full(7.0))
 
 
 def test_repeated_set_values_reach_every_stream(backend: Any) -> None:
@@ -276,9 +275,12 @@ def test_set_values_waits_for_every_pending_upload(backend: Any) -> None:
     sa.hold(HOLD)
     assert backend.from_host(ra.context, a)  # held back: still reading the host array
     assert backend.from_host(rb.context, a)
+    ra()  # both runs are queued after their uploads, before the next host write
+    rb()
     a.set_values(_full(4.0))
-    np.testing.assert_array_equal(_read(backend, ra, ya), _full(3.0))
-    np.testing.assert_array_equal(_read(backend, rb, yb), _full(3.0))
+    for r, y in ((ra, ya), (rb, yb)):
+        assert backend.to_host(r.context, y)
+        np.testing.assert_array_equal(y.get_values(), _full(3.0))
 
 
 # ---- 3. a Streaming merge ordered before the source's next write ----

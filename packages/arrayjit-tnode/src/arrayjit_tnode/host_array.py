@@ -53,6 +53,7 @@ class HostArrayMixin:
         padding: Padding | None
         memory_mode: mm.MemoryMode | None
         devices_not_lagging_host: set[int]
+        host_version: int
 
         @property
         def prec(self) -> Prec: ...
@@ -228,6 +229,7 @@ class HostArrayMixin:
         self.do_write()
         arr[self.logical_slices()] = converted
         self.devices_not_lagging_host.clear()
+        self.host_version += 1
 
     def get_value(self, index: Sequence[SupportsIndex]) -> float | int:
         """One logical value (as a Python number).
@@ -265,6 +267,7 @@ class HostArrayMixin:
         self.do_write()
         arr[idx] = converted
         self.devices_not_lagging_host.clear()
+        self.host_version += 1
 
     def points_1d(self, xdim: int, from_axis: int = -1) -> np.ndarray:
         """For plotting: the coordinate ``xdim`` of every point, where axis ``from_axis`` holds

@@ -126,6 +126,8 @@ class Tnode(HostArrayMixin):
         label: display components, most specific last.
         devices_not_lagging_host: ids of devices holding the host's latest value or having
             produced the latest value themselves.
+        host_version: how many times the host array was written (``set_values``,
+            ``set_value``); a device buffer defined before the latest host write lags the host.
         backend_info: free-form annotations of backends (e.g. how a routine uses the node).
     """
 
@@ -144,6 +146,7 @@ class Tnode(HostArrayMixin):
         "_sharing_provenance",
         "backend_info",
         "devices_not_lagging_host",
+        "host_version",
         "id",
         "label",
         "memory_mode",
@@ -157,6 +160,7 @@ class Tnode(HostArrayMixin):
     memory_mode: mm.MemoryMode | None
     memory_mode_provenance: int | None
     devices_not_lagging_host: set[int]
+    host_version: int
     backend_info: dict[str, Any]
     _code_name: str | None
     _lock: threading.Lock
@@ -231,6 +235,7 @@ class Tnode(HostArrayMixin):
         tn.memory_mode = None
         tn.memory_mode_provenance = None
         tn.devices_not_lagging_host = set()
+        tn.host_version = 0
         tn.backend_info = {}
         tn._code_name = None
         if memory_mode is not None:

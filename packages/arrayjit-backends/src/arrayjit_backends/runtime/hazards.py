@@ -169,6 +169,10 @@ class _HostState:
     fresh: set[tuple[int, BufferLoc]] = field(default_factory=set)
     """``(device id, buffer)`` of the buffers holding the node's latest value: read from the
     host array since its last change, or computed by the last write of the node."""
+    defined_at: dict[tuple[int, BufferLoc], int] = field(default_factory=dict)
+    """``(device id, buffer)`` -> the node's ``host_version`` when the buffer's value was last
+    defined (an upload, a write, a copy into it or from it to the host): a buffer defined before
+    the latest host write lags the host (:func:`lags_host`)."""
     uploads: list[tuple[weakref.ref[Queued], Event]] = field(default_factory=list)
     """Pending copies reading the host array."""
     downloads: list[tuple[weakref.ref[Queued], Event]] = field(default_factory=list)
@@ -223,10 +227,18 @@ def is_fresh(tn: Tnode, device_id: int, loc: BufferLoc) -> bool:
     return device_id in tn.devices_not_lagging_host and (device_id, loc) in _state(tn).fresh
 
 
+def lags_host(tn: Tnode, device_id: int, loc: BufferLoc) -> bool:
+    """Whether the host array was written (``set_values``, ``set_value``) since the buffer's
+    value was last defined: a routine reading the node must upload it first (the backends
+    README, "A run never reads a stale hosted input")."""
+    return _state(tn).defined_at.get((device_id, loc)) != tn.host_version
+
+
 def mark_fresh(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
     """The buffer now holds the node's latest value too (it was uploaded, or copied from a
     fresh buffer)."""
     st = _state(tn)
+    st.defined_at[device_id, loc] = tn.host_version
     if device_id not in tn.devices_not_lagging_host:  # set_values made its buffers stale
         st.fresh = {f for f in st.fresh if f[0] != device_id}
         tn.devices_not_lagging_host.add(device_id)
@@ -237,6 +249,7 @@ def mark_only_fresh(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
     """The buffer holds the node's latest value and no other buffer does: a routine wrote it,
     or it was just copied to the host (other buffers may hold older values)."""
     st, key, devices = _state(tn), (device_id, loc), tn.devices_not_lagging_host
+    st.defined_at[key] = tn.host_version
     if len(st.fresh) != 1 or key not in st.fresh:  # a routine run again: nothing changes
         st.fresh = {key}
     if len(devices) != 1 or device_id not in devices:
@@ -247,6 +260,7 @@ def mark_only_fresh(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
 def mark_stale(tn: Tnode, device_id: int, loc: BufferLoc) -> None:
     """The buffer no longer holds the node's latest value (a stale buffer was copied in)."""
     st = _state(tn)
+    st.defined_at[device_id, loc] = tn.host_version  # defined by the copy, stale or not
     st.fresh.discard((device_id, loc))
     if not any(f[0] == device_id for f in st.fresh):
         tn.devices_not_lagging_host.discard(device_id)
@@ -329,6 +343,7 @@ __all__ = [
     "Key",
     "Queued",
     "is_fresh",
+    "lags_host",
     "mark_fresh",
     "mark_only_fresh",
     "mark_stale",

@@ -72,6 +72,16 @@ class Routine:
         ]
         """Nodes whose buffer is their host array (``use_host_memory``), and whether the
         routine writes them."""
+        on_host = {tn for tn, _ in self._on_host}
+        self._hosted_inputs = [
+            (tn, locs[tn])
+            for tn in opt.context_nodes
+            if tn.is_hosted()
+            and tn not in on_host
+            and (opt.traced[tn].read_only or opt.traced[tn].read_before_write)
+        ]
+        """Hosted nodes the routine reads from a device buffer: uploaded before a run when the
+        host wrote them since (:func:`~arrayjit_backends.runtime.hazards.lags_host`)."""
 
     def schedule(self) -> None:
         """Schedule one run on the context's stream (what calling the routine does).
@@ -92,6 +102,9 @@ class Routine:
                 f"routine {self.name} on {stream.name} reads the merge buffer as "
                 f"{want.debug_label}, but it holds {have}"
             )
+        for tn, loc in self._hosted_inputs:  # never a run on values the host replaced
+            if hazards.lags_host(tn, dev.id, loc):
+                transfers.upload(self.context, tn)
         queue, table = stream.queue, dev.hazards
         reads = self._reads
         if table.views:  # merge buffers that read a buffer this run writes get their copy first
@@ -257,7 +270,9 @@ def extend(
             buffers[tn] = loc
     except UsageError as exc:  # (pack released what it allocated for the failed request)
         raise UsageError(f"link {code.name} on {ctx.stream.name}: {exc}") from exc
-    child = Context(ctx.backend, ctx.stream, ctx, buffers, pools)
+    child = Context(
+        ctx.backend, ctx.stream, ctx, buffers, pools, origin=f"the context of routine {code.name}"
+    )
     for tn in new:
         if tn.is_hosted() and (tn in private or tn in missing_shared):
             transfers.upload(child, tn)

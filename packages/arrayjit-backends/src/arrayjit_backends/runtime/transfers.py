@@ -19,6 +19,7 @@ copies. :class:`~arrayjit_backends.backend.Backend` checks its arguments, then c
 from __future__ import annotations
 
 import enum
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -176,11 +177,28 @@ def upload(ctx: Context, tn: Tnode) -> None:
     hazards.mark_fresh(tn, dev.id, loc)
 
 
+def _absent(ctx: Context, tn: Tnode, what: str) -> bool:
+    """False, for a hosted node without a buffer in ``ctx``; a warning first where a context
+    linked from ``ctx`` holds it (the user most likely meant that one)."""
+    holder = ctx.descendant_holding(tn)
+    if holder is not None:
+        warnings.warn(
+            f"{what}: node {tn.debug_label} has no buffer in {ctx!r}, so nothing is copied; "
+            f"{holder.origin}, linked from it, holds it: call {what} with that context "
+            f"(routine.context) (backend {ctx.backend.name})",
+            UserWarning,
+            stacklevel=4,
+        )
+    return False
+
+
 def from_host(ctx: Context, tn: Tnode) -> bool:
     """:meth:`Backend.from_host <arrayjit_backends.backend.Backend.from_host>` once ``ctx``
     is checked."""
-    if not tn.is_hosted() or tn not in ctx.buffers:
+    if not tn.is_hosted():
         return False
+    if tn not in ctx.buffers:
+        return _absent(ctx, tn, "from_host")
     check_host_array(tn, "from_host", ctx.backend.name)
     if hazards.is_fresh(tn, ctx.device.id, ctx.buffers[tn]):
         return True
@@ -194,8 +212,10 @@ def from_host(ctx: Context, tn: Tnode) -> bool:
 def to_host(ctx: Context, tn: Tnode) -> bool:
     """:meth:`Backend.to_host <arrayjit_backends.backend.Backend.to_host>` once ``ctx`` is
     checked."""
-    if not tn.is_hosted() or tn not in ctx.buffers:
+    if not tn.is_hosted():
         return False
+    if tn not in ctx.buffers:
+        return _absent(ctx, tn, "to_host")
     backend = ctx.backend
     arr = check_host_array(tn, "to_host", backend.name, writable=True)
     stream, dev, loc = ctx.stream, ctx.device, ctx.buffers[tn]

@@ -197,10 +197,16 @@ class Context:
         buffers: Mapping[Tnode, BufferLoc],
         own_pools: Sequence[int] = (),
         given: Sequence[Buffer] = (),
+        origin: str = "a child context",
     ) -> None:
         self.backend = backend
         self.stream = stream
         self.parent = parent
+        self.origin = origin
+        """What made the context, for messages (``the context of routine step``)."""
+        self._children: weakref.WeakSet[Context] = weakref.WeakSet()
+        if parent is not None:
+            parent._children.add(self)
         self.buffers: Mapping[Tnode, BufferLoc] = MappingProxyType(dict(buffers))
         self._given = tuple(given)  # buffers passed as ctx_arrays stay allocated with us
         if own_pools:
@@ -224,6 +230,17 @@ class Context:
     def nodes(self) -> list[Tnode]:
         """Nodes with a buffer in this context."""
         return list(self.buffers)
+
+    def descendant_holding(self, tn: Tnode) -> Context | None:
+        """A live context linked or made from this one (at any depth) that has a buffer of
+        ``tn``, nearest first; None when there is none."""
+        level = list(self._children)
+        while level:
+            for child in level:
+                if tn in child.buffers:
+                    return child
+            level = [grandchild for child in level for grandchild in child._children]
+        return None
 
     def buf(self, tn: Tnode) -> Buf:
         """``(memory handle, offset)`` of ``tn``'s buffer."""
