@@ -312,6 +312,24 @@ def test_set_values_marks_devices_lagging() -> None:
     assert tn.devices_not_lagging_host == set()
 
 
+def test_a_constant_on_a_device_refuses_host_writes() -> None:
+    c = Tnode.create((2,), label="c", memory_mode=(mm.Hosted(mm.Constant()), 1))
+    c.set_values([1.0, 2.0])  # before any device holds it: how a constant gets its values
+    c.set_value((1,), 3.0)
+    c.devices_not_lagging_host.add(7)  # what a backend's upload records
+    msg = r"node c#\d+ is a constant already on a device \(memory mode Hosted\(Constant\)"
+    with pytest.raises(UsageError, match=rf"^set_values: {msg}"):
+        c.set_values([5.0, 6.0])
+    with pytest.raises(UsageError, match=rf"^set_value: {msg}"):
+        c.set_value((0,), 5.0)
+    np.testing.assert_array_equal(c.get_values(), [1.0, 3.0])  # nothing was written
+    assert c.devices_not_lagging_host == {7}  # and the device does not lag
+    v = Tnode.create((2,), label="v", hosted=True)  # not a constant: a host write, as ever
+    v.devices_not_lagging_host.add(7)
+    v.set_values([5.0, 6.0])
+    assert v.devices_not_lagging_host == set()
+
+
 def test_prepare_read_waits_and_transfers_once() -> None:
     tn = Tnode.create((2,), hosted=True)
     log: list[str] = []

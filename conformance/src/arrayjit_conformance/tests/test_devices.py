@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import gc
+import re
+import threading
 from typing import Any
 
 import numpy as np
 import pytest
 
-from arrayjit_backends import Config, UsageError
+from arrayjit_backends import Config, MissingBackend, StreamError, UsageError, fresh_backend
 from arrayjit_conformance.harness import hosted, new_context
-from arrayjit_conformance.plugin import fresh_or_skip
+from arrayjit_conformance.plugin import fresh_or_skip, skip_or_fail
 from arrayjit_ir import ir
 from arrayjit_tnode import Prec, Tnode
 from arrayjit_tnode import memory_mode as mm
@@ -63,6 +65,117 @@ def test_debug_info(backend: Any) -> None:
     assert glob["backend"] == backend.name and glob["streams"] >= 1
 
 
+_DEFAULT_REPR = re.compile(r"object at 0x[0-9a-fA-F]+")
+
+
+def _readable(obj: Any, *names: str) -> str:
+    """``repr(obj)``, checked: not Python's default ``<... object at 0x...>``, and naming each
+    of ``names``."""
+    text = repr(obj)
+    assert not _DEFAULT_REPR.search(text), text
+    for name in names:
+        assert name in text, (name, text)
+    return text
+
+
+def test_every_object_has_a_readable_repr(backend: Any) -> None:
+    """Backend, devices, streams, their queues, contexts, buffers, routines and events
+    print what they are (seed 000's ``sexp_of_*``): the backend or stream they belong to, and
+    an event's or queue's state, never a bare ``object at 0x...``."""
+    name = backend.name
+    _readable(backend, name)
+    dev = backend.get_device(0)
+    _readable(dev, f"{name}:0")
+    stream, other = backend.new_stream(dev), backend.new_stream(dev)
+    sname = backend.get_name(stream)
+    _readable(stream, sname)
+    assert _readable(stream.queue, sname).endswith(": idle>")
+    ctx = backend.make_context(stream)
+    _readable(ctx, sname)
+    _readable(backend.alloc_buffer(64, stream), "64 bytes", f"{name}:0")
+    a, y = hosted((4,), "a"), hosted((4,), "y")
+    a.set_values(np.arange(4.0))
+    code = backend.compile(ir.unop(y, "neg", a), name="shown")
+    assert len(_readable(code, "shown", "context nodes")) < 200  # not the whole optimized IR
+    r = backend.link(ctx, code)
+    _readable(r, "shown", sname)
+    _readable(r.context, sname)
+    r()
+    _readable(backend.all_work(stream), sname)
+    backend.await_stream(stream)
+    done = backend.all_work(stream)
+    backend.sync(done)
+    assert _readable(done, sname).endswith(": done>")
+    assert _readable(backend.schedule_task(r.context, lambda: None, reads=[y]), sname)
+
+    # Pending: a task held behind a gate (multicore), the device held (device streams); a
+    # sync_ stream runs everything at once, so its events are never pending.
+    gate = threading.Event()
+    if backend.scheduler == "multicore":
+        backend.schedule_task(ctx, lambda: gate.wait(10))
+    elif backend.scheduler is None:
+        stream.hold(0.5)
+    if backend.scheduler != "sync":
+        pending = backend.all_work(stream)
+        assert _readable(pending, sname).endswith(": pending>")
+        assert _readable(stream.queue, sname).endswith(": busy>")
+        gate.set()
+        backend.sync(pending)
+        assert _readable(pending, sname).endswith(": done>")
+    host_gate = stream.queue.host_gate()
+    assert _readable(host_gate.event, sname, "host gate").endswith(": pending>")
+    host_gate.open()
+    assert _readable(host_gate.event, sname).endswith(": done>")
+
+    # Failed: the queue says so, with the failure; a multicore event after it too.
+    oname = backend.get_name(other)
+    octx = backend.make_context(other)
+
+    def fail() -> None:
+        raise RuntimeError("shown failure")
+
+    gate = threading.Event()
+    with pytest.raises(StreamError, match="shown failure"):
+        if backend.scheduler == "multicore":
+            backend.schedule_task(octx, lambda: gate.wait(10))
+        failed = backend.schedule_task(octx, fail)
+        gate.set()
+        backend.await_stream(other)
+    if backend.scheduler == "multicore":
+        assert _readable(failed, oname).endswith(": failed>")
+    _readable(other.queue, oname, "failed: RuntimeError('shown failure')")
+    backend.finalize()
+    _readable(stream.queue, sname, "closed")
+
+
+def test_device_ids_are_unique_across_backends(backend: Any, backend_name: str) -> None:
+    """Device ids (seed 002's ``next_global_device_id``) come from one process-wide counter:
+    two backends of one name, and backends of different names, never share one. A node's
+    ``devices_not_lagging_host`` holds these ids, so a shared id would let one backend's upload
+    pass for another's."""
+    second = fresh_or_skip(backend_name)
+    interp = fresh_backend("sync_interp")
+    try:
+        backends = [backend, second, interp]
+        ids = [d.id for be in backends for d in (be.get_device(k) for k in range(be.num_devices()))]
+        assert len(ids) == len(set(ids)), ids
+        a = hosted((4,), "a")
+        a.set_values(np.arange(4.0))
+        outs, routines = [], []
+        for k, be in enumerate(backends):
+            y = hosted((4,), f"y{k}")
+            routines.append(be.link(new_context(be), be.compile(ir.unop(y, "neg", a), name="n")))
+            outs.append(y)
+        for be, r, y in zip(backends, routines, outs):
+            r()
+            be.to_host(r.context, y)
+            np.testing.assert_array_equal(y.get_values(), -np.arange(4.0))
+        assert a.devices_not_lagging_host == {be.get_device(0).id for be in backends}
+    finally:
+        second.finalize()
+        interp.finalize()
+
+
 def test_memory_accounting_is_exact_and_released(backend: Any) -> None:
     dev = backend.get_device(0)
     before = backend.get_used_memory(dev)
@@ -108,6 +221,31 @@ def test_contexts_parent_child_and_persistence(backend: Any) -> None:
     assert x not in ctx.buffers and x in r1.context.nodes
     child = backend.make_child(r1.context)
     assert child.parent is r1.context and child.buffers[x] == r1.context.buffers[x]
+
+
+def test_a_backend_runs_a_routine_without_initialize(backend_name: str) -> None:
+    """``initialize`` only chooses the stream strategy (backends README, "Semantics decided
+    here"): a fresh backend works without it, as if initialized with
+    ``Config.MOST_PARALLEL_STREAMS``."""
+    be = fresh_backend(backend_name)
+    if isinstance(be, MissingBackend):
+        skip_or_fail(backend_name, be.reason)
+    try:
+        assert not be.is_initialized()
+        dev = be.get_device(0)
+        suggested = be.suggested_num_streams(dev)
+        a, y = hosted((5,), "a"), hosted((5,), "y")
+        a.set_values(np.arange(5.0))
+        r = be.link(be.make_context(be.new_stream(dev)), be.compile(ir.unop(y, "neg", a), name="n"))
+        r()
+        assert be.to_host(r.context, y)
+        np.testing.assert_array_equal(y.get_values(), -np.arange(5.0))
+        be.sync(be.all_work(r.context.stream))
+        assert not be.is_initialized()  # using it did not initialize it
+        be.initialize(Config.MOST_PARALLEL_STREAMS)
+        assert be.is_initialized() and be.suggested_num_streams(dev) == suggested
+    finally:
+        be.finalize()
 
 
 def test_finalize_releases_and_refuses_work(backend_name: str) -> None:

@@ -94,6 +94,42 @@ def test_copy_into_own_buffer_overwrites_only_the_destination(backend: Any) -> N
     assert (out1.get_values() == 2).all()
 
 
+def test_copying_a_shared_node_within_a_device_makes_no_copy(backend: Any) -> None:
+    """Seed 003: "if a tensor node is shared cross-stream, within-device copying is a NOOP as
+    source and destination pointers are in that case identical". A private node's copy between
+    the same two streams is a real one (it counts in ``backend.copies``)."""
+    s1, s2 = _streams(backend, "other_stream")
+    shared = Tnode.create((6,), label="shared")
+    shared.update_memory_mode(mm.On_device(mm.Sharing.Shared_cross_streams), 1)
+    private = _materialized((6,), "private")
+    out = hosted((6,), "out")
+    write = backend.link(
+        backend.make_context(s1),
+        backend.compile(
+            ir.block(ir.fetch(shared, ir.Constant(3.0)), ir.fetch(private, ir.Constant(4.0))),
+            name="write",
+        ),
+    )
+    other = backend.link(  # the private node gets its own buffer on s2
+        backend.make_context(s2), backend.compile(ir.fetch(private, ir.Constant(0.0)), name="z")
+    )
+    read = backend.link(
+        other.context, backend.compile(ir.binop(out, "add", shared, private), name="read")
+    )
+    assert write.context.buffers[shared] == read.context.buffers[shared]  # one buffer
+    assert write.context.buffers[private] != read.context.buffers[private]
+    write()
+    other()
+    copies = backend.copies
+    assert backend.device_to_device(shared, MergeMode.No, read.context, write.context) is True
+    assert backend.copies == copies  # no copy: the destination is the source
+    assert backend.device_to_device(private, MergeMode.No, read.context, write.context) is True
+    assert backend.copies == copies + 1
+    read()
+    backend.to_host(read.context, out)
+    np.testing.assert_array_equal(out.get_values(), np.full(6, 7.0))
+
+
 def test_merge_buffer_holding_another_node(backend: Any) -> None:
     s1, s2 = _streams(backend, "other_stream")
     g, h = _materialized((3,), "g"), _materialized((3,), "h")

@@ -70,6 +70,44 @@ def test_routine_writing_volatile_is_refused(backend: Any) -> None:
         backend.compile(ir.unop(v, "neg", a), name="upd")
 
 
+def test_task_writing_hosted_constant_is_refused(backend: Any) -> None:
+    c = hosted((3,), "c", memory_mode=(mm.Hosted(mm.Constant()), 7))
+    a = hosted((3,), "a")
+    c.set_values(np.array([1.0, 2.0, 3.0]))
+    r = backend.link(new_context(backend), backend.compile(ir.unop(a, "neg", c), name="read"))
+    ran: list[str] = []
+    with pytest.raises(
+        UsageError,
+        match=r"schedule_task: the task writes node c#\d+, whose memory mode Hosted\(Constant\) "
+        r"\(provenance 7\) says it never changes after initialization",
+    ):
+        backend.schedule_task(r.context, lambda: ran.append("write"), writes=[c])
+    assert ran == []  # refused before anything was scheduled
+    backend.sync(backend.schedule_task(r.context, lambda: ran.append("read"), reads=[c]))
+    assert ran == ["read"]  # reading a constant is what it is for
+    r()
+    backend.to_host(r.context, a)
+    np.testing.assert_array_equal(a.get_values(), [-1.0, -2.0, -3.0])
+
+
+def test_constant_already_on_a_device_refuses_host_writes(backend: Any) -> None:
+    c = hosted((3,), "c", memory_mode=(mm.Hosted(mm.Constant()), 7))
+    a = hosted((3,), "a")
+    c.set_values(np.array([1.0, 2.0, 3.0]))
+    c.set_value((2,), 4.0)  # no device holds it yet: this is how a constant gets its values
+    r = backend.link(new_context(backend), backend.compile(ir.unop(a, "neg", c), name="read"))
+    r()
+    on_device = r"node c#\d+ is a constant already on a device \(memory mode Hosted\(Constant\)"
+    with pytest.raises(UsageError, match=rf"^set_values: {on_device}"):
+        c.set_values(np.array([9.0, 9.0, 9.0]))
+    with pytest.raises(UsageError, match=rf"^set_value: {on_device}"):
+        c.set_value((0,), 9.0)
+    r()  # the device's constant is the one it got, and so is the host's
+    backend.to_host(r.context, a)
+    np.testing.assert_array_equal(a.get_values(), [-1.0, -2.0, -4.0])
+    np.testing.assert_array_equal(c.get_values(), [1.0, 2.0, 4.0])
+
+
 def test_written_hosted_node_becomes_changed_on_devices(backend: Any) -> None:
     a, y = hosted((3,), "a"), hosted((3,), "y")
     backend.compile(ir.unop(y, "neg", a), name="neg")

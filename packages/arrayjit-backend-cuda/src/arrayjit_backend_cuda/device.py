@@ -55,12 +55,13 @@ def probe() -> str | None:
 
 
 class CudaEvent(Event):
-    """A CUDA event recorded on a stream."""
+    """A CUDA event recorded on the stream named ``stream``."""
 
-    def __init__(self, event: Any, devices: CudaDevices, ordinal: int) -> None:
+    def __init__(self, event: Any, devices: CudaDevices, ordinal: int, stream: str = "") -> None:
         self.event = event
         self.devices = devices
         self.ordinal = ordinal
+        self.stream = stream
 
     def is_done(self) -> bool:
         if not self.devices.contexts:  # finalized: every stream was drained first
@@ -74,6 +75,9 @@ class CudaEvent(Event):
         # Polled, not ``synchronize()``: a blocking driver wait holds Ctrl-C back.
         with self.devices.current(self.ordinal):
             poll_until(self.event.query)
+
+    def where(self) -> str:
+        return self.stream
 
 
 class CudaQueue(ImmediateQueue):
@@ -90,7 +94,7 @@ class CudaQueue(ImmediateQueue):
         with self.devices.current(self.ordinal):
             event = cuda.Event(cuda.event_flags.DISABLE_TIMING)
             event.record(self.stream)
-        return CudaEvent(event, self.devices, self.ordinal)
+        return CudaEvent(event, self.devices, self.ordinal, self.name)
 
     def wait_device(self, event: Event) -> bool:
         if not isinstance(event, CudaEvent) or event.devices is not self.devices:

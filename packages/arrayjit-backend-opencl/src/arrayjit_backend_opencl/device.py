@@ -58,11 +58,12 @@ def find_platform() -> tuple[Any, list[Any]] | str:
 
 
 class OpenclEvent(Event):
-    """An OpenCL event (a queue marker)."""
+    """An OpenCL event (a queue marker) of the stream named ``stream``."""
 
-    def __init__(self, event: Any, queue: Any) -> None:
+    def __init__(self, event: Any, queue: Any, stream: str = "") -> None:
         self.event = event
         self.queue = queue
+        self.stream = stream
 
     def is_done(self) -> bool:
         self.queue.flush()  # an unflushed marker may never complete
@@ -73,15 +74,26 @@ class OpenclEvent(Event):
         self.queue.flush()
         poll_until(lambda: _complete(self.event))
 
+    def where(self) -> str:
+        return self.stream
+
+    def status(self) -> str:
+        self.queue.flush()  # as in is_done: an unflushed marker stays pending
+        status = self.event.command_execution_status
+        if status < 0:
+            return f"failed (OpenCL status {status})"
+        return "done" if status == cl.command_execution_status.COMPLETE else "pending"
+
 
 class OpenclGate(HostGate):
     """The host gate of an OpenCL queue: a user event, which the queue waits for on the device
     (``wait_for`` enqueues a barrier on it), so neither the caller nor any thread blocks;
     :meth:`open` completes it."""
 
-    def __init__(self, queue: Any) -> None:
+    def __init__(self, queue: Any, stream: str = "") -> None:
         self._user = cl.UserEvent(queue.context)
-        self.event = OpenclEvent(self._user, queue)
+        where = f"{stream} (a host gate)" if stream else "a host gate"
+        self.event = OpenclEvent(self._user, queue, where)
 
     def open(self) -> None:
         self._user.set_status(cl.command_execution_status.COMPLETE)
@@ -110,7 +122,7 @@ class OpenclQueue(ImmediateQueue):
         in_flight.append(event)
 
     def marker(self) -> Event:
-        return OpenclEvent(cl.enqueue_marker(self.queue), self.queue)
+        return OpenclEvent(cl.enqueue_marker(self.queue), self.queue, self.name)
 
     def wait_device(self, event: Event) -> bool:
         # Another backend instance's event belongs to another OpenCL context: the host waits.
@@ -125,7 +137,7 @@ class OpenclQueue(ImmediateQueue):
 
     def host_gate(self) -> HostGate:
         """A user event of this queue's context: the device waits for it, no thread does."""
-        return OpenclGate(self.queue)
+        return OpenclGate(self.queue, self.name)
 
     def hold(self, seconds: float) -> None:
         self._check()

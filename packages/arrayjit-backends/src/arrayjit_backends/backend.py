@@ -37,7 +37,7 @@ from typing import Any, overload
 import numpy as np
 
 from arrayjit_backends.impl.device import Buf, DeviceBackend
-from arrayjit_backends.impl.stream_queue import Event
+from arrayjit_backends.impl.stream_queue import DONE, Event, Passed
 from arrayjit_backends.runtime import arg_checks as checks
 from arrayjit_backends.runtime import routine, transfers
 from arrayjit_backends.runtime.bindings import (
@@ -559,7 +559,13 @@ class Backend:
     def all_work(self, stream: Stream) -> Event:
         """An event done once everything scheduled on ``stream`` so far has run."""
         checks.check_stream(self, stream, "all_work")
-        return stream.queue.all_work()
+        return self._named(stream, stream.queue.all_work())
+
+    @staticmethod
+    def _named(stream: Stream, event: Event) -> Event:
+        """``event``, or for :data:`DONE` (a point of no stream) a passed point of ``stream``:
+        the events users get name their stream."""
+        return Passed(stream.name) if event is DONE else event
 
     def is_done(self, event: Event) -> bool:
         """Whether ``event`` is done."""
@@ -627,7 +633,10 @@ class Backend:
             The event done once the task (and its device work) has run.
 
         Raises:
-            UsageError: a node has no buffer in ``ctx``, or ``ctx`` belongs to another backend.
+            UsageError: a node has no buffer in ``ctx``, ``ctx`` belongs to another backend, or
+                a node of ``writes`` is ``Hosted(Constant)`` (it never changes after
+                initialization, so no task may write it; a routine writing one is refused at
+                compile alike).
             StreamError: an earlier task on the stream failed.
         """
         checks.check_context(self, ctx, "schedule_task")
@@ -639,7 +648,14 @@ class Backend:
                     f"schedule_task: node {tn.debug_label} has no buffer in the context on "
                     f"{ctx.stream.name} (backend {self.name})"
                 )
-        return routine.schedule_task(ctx, task, reads, writes)
+        for tn in writes:
+            if tn.memory_mode == mm.Hosted(mm.Constant()):
+                raise UsageError(
+                    f"schedule_task: the task writes node {tn.debug_label}, whose memory mode "
+                    f"{tn.memory_mode} (provenance {tn.memory_mode_provenance}) says it never "
+                    f"changes after initialization (on {ctx.stream.name}, backend {self.name})"
+                )
+        return self._named(ctx.stream, routine.schedule_task(ctx, task, reads, writes))
 
     # ---- memory and debugging ----
 

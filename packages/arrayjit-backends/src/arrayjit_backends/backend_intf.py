@@ -15,7 +15,7 @@ of this module. A misspelt method on a backend is then a type error, not a runti
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, overload
 
 if TYPE_CHECKING:
@@ -30,10 +30,11 @@ if TYPE_CHECKING:
 
 
 class BackendInterface(Protocol):
-    """A backend as users see it (ARCHITECTURE.md §4.2). Each method of
-    :class:`~arrayjit_backends.backend.Backend` documents its errors; on a missing backend every
-    call but ``num_devices``, ``is_initialized`` and ``finalize`` raises
-    :class:`~arrayjit_tnode.BackendMissingError`."""
+    """A backend as users see it (ARCHITECTURE.md §4.2): every public method of
+    :class:`~arrayjit_backends.backend.Backend` (``tests/test_backend_intf.py`` checks that
+    none is missing). Each method of :class:`~arrayjit_backends.backend.Backend` documents its
+    errors; on a missing backend every call but ``num_devices``, ``is_initialized`` and
+    ``finalize`` raises :class:`~arrayjit_tnode.BackendMissingError`."""
 
     name: str
 
@@ -41,6 +42,7 @@ class BackendInterface(Protocol):
     def initialize(self, config: Config = ...) -> None: ...
     def is_initialized(self) -> bool: ...
     def finalize(self) -> None: ...
+    def check_live(self) -> None: ...
     @property
     def capabilities(self) -> Capabilities: ...
 
@@ -101,6 +103,16 @@ class BackendInterface(Protocol):
     def await_stream(self, stream: Stream) -> None: ...
     def is_idle(self, stream: Stream) -> bool: ...
     def synchronize(self, device: Device) -> None: ...
+
+    # ---- tasks of other packages (arrayjit-distributed's collectives) ----
+    def schedule_task(
+        self,
+        ctx: Context,
+        task: Callable[[], None],
+        *,
+        reads: Sequence[Tnode] = ...,
+        writes: Sequence[Tnode] = ...,
+    ) -> Event: ...
 
     # ---- accounting and debugging ----
     def get_used_memory(self, device: Device) -> int: ...

@@ -31,12 +31,12 @@ class MissingBackend:
     def _fail(self, *args: Any, **kwargs: Any) -> NoReturn:
         raise BackendMissingError(self.name, self.reason, self.install_hint)
 
-    initialize = get_device = new_stream = make_context = make_child = _fail
+    initialize = check_live = get_device = new_stream = make_context = make_child = _fail
     compile = compile_batch = link = link_batch = _fail
     from_host = to_host = device_to_device = use_host_memory = _fail
     sync = is_done = will_wait_for = all_work = await_stream = is_idle = _fail
     get_used_memory = get_debug_info = get_global_debug_info = suggested_num_streams = _fail
-    get_name = synchronize = alloc_buffer = alloc_zero_init_array = _fail
+    get_name = synchronize = alloc_buffer = alloc_zero_init_array = schedule_task = _fail
 
     @property
     def capabilities(self) -> NoReturn:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 
 import numpy as np
 
+from arrayjit_tnode import memory_mode as mm
 from arrayjit_tnode import precision
 from arrayjit_tnode.errors import UsageError
 from arrayjit_tnode.precision import Prec
@@ -27,8 +28,9 @@ from arrayjit_tnode.precision import Prec
 if TYPE_CHECKING:
     import threading
 
-    from arrayjit_tnode import memory_mode as mm
     from arrayjit_tnode.padding import Padding
+
+_CONSTANT = mm.Hosted(mm.Constant())
 
 
 @dataclass
@@ -53,7 +55,13 @@ class HostArrayMixin:
         padding: Padding | None
         memory_mode: mm.MemoryMode | None
         devices_not_lagging_host: set[int]
-        host_version: int
+
+        # A property to mypy: the slot is Tnode's, and mypy checks assignments in this class
+        # against this class's own __slots__.
+        @property
+        def host_version(self) -> int: ...
+        @host_version.setter
+        def host_version(self, value: int) -> None: ...
 
         @property
         def prec(self) -> Prec: ...
@@ -191,6 +199,18 @@ class HostArrayMixin:
         self.do_read()
         return arr[self.logical_slices()].copy()
 
+    def _refuse_constant_rewrite(self, what: str) -> None:
+        """A ``Hosted(Constant)`` node gets its values on the host before any device holds it
+        (``devices_not_lagging_host`` is empty until an upload); once one does, the constant
+        is initialized and a host write is refused."""
+        if self.devices_not_lagging_host and self.memory_mode == _CONSTANT:
+            raise UsageError(
+                f"{what}: node {self.debug_label} is a constant already on a device (memory "
+                f"mode {self.memory_mode}: it never changes after initialization); set its "
+                f"values before a routine using it is linked, or use a node that is not "
+                f"Constant"
+            )
+
     def set_values(self, values: Any) -> None:
         """Overwrite the logical values on the host; devices then lag the host.
 
@@ -200,9 +220,12 @@ class HostArrayMixin:
 
         Raises:
             UsageError: the node is not hosted, ``values`` is not an array of numbers (a ragged
-                list), the shape differs, or the dtype does not cast.
+                list), the shape differs, or the dtype does not cast; or the node is
+                ``Hosted(Constant)`` and a device already holds it (a constant's values are
+                set before it is uploaded).
         """
         arr = self._host_array("set_values")
+        self._refuse_constant_rewrite("set_values")
         try:
             vals = np.asarray(values)
         except (ValueError, TypeError) as exc:  # ragged nested lists, odd objects
@@ -251,9 +274,11 @@ class HostArrayMixin:
         Raises:
             UsageError: the node is not hosted or is uint4x32 (use :meth:`set_values`),
                 ``index`` is out of bounds, or ``value`` is not a number that converts to the
-                node's precision (a float into an integer node, an integer out of range).
+                node's precision (a float into an integer node, an integer out of range); or
+                the node is ``Hosted(Constant)`` and a device already holds it.
         """
         arr = self._host_array("set_value")
+        self._refuse_constant_rewrite("set_value")
         if self.prec is Prec.uint4x32:
             raise UsageError(f"set_value: node {self.debug_label} is uint4x32; use set_values")
         idx = self._check_index(index)

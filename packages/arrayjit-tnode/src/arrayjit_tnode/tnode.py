@@ -128,7 +128,9 @@ class Tnode(HostArrayMixin):
             produced the latest value themselves.
         host_version: how many times the host array was written (``set_values``,
             ``set_value``); a device buffer defined before the latest host write lags the host.
-        backend_info: free-form annotations of backends (e.g. how a routine uses the node).
+        backend_info: free-form annotations a backend or tool may write (printed by
+            :meth:`log_debug_info`; nothing acts on it, and no backend of this project writes
+            it).
     """
 
     __slots__ = (

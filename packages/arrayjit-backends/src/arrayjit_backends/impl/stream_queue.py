@@ -119,6 +119,26 @@ class Event:
         with contextlib.suppress(StreamError):
             self.sync()
 
+    def where(self) -> str:
+        """The event's stream (its name) and, where the stream counts its tasks, the point in
+        its schedule (``multicore_cc:0:1 after 3 tasks``); empty for :data:`DONE`, a point of no
+        stream. For :func:`repr` and messages."""
+        return ""
+
+    def status(self) -> str:
+        """``"pending"``, ``"done"`` or ``"failed"`` (done, but a task before it failed), as
+        far as the stream knows; a query that blocks nothing. For :func:`repr` and messages."""
+        if not self.is_done():
+            return "pending"
+        return "done" if self.succeeded() else "failed"
+
+    def __repr__(self) -> str:
+        try:
+            where, status = self.where(), self.status()
+        except Exception as exc:  # a repr must not raise (a released driver context)
+            where, status = "", f"unknown ({type(exc).__name__})"
+        return f"<Event{f' of {where}' if where else ''}: {status}>"
+
 
 POLL_SPIN_S = 5e-5
 """How long :func:`poll_until` polls without sleeping: a short kernel finishes within it, and
@@ -143,7 +163,22 @@ def poll_until(is_done: Callable[[], bool]) -> None:
 
 
 DONE = Event()
-"""An event that is already done."""
+"""An event that is already done (a point of no stream in particular: the generic layer
+compares against it to skip recording a run that has already happened)."""
+
+
+class Passed(Event):
+    """A point of a named stream that it has already passed: what the Backend hands users in
+    place of :data:`DONE` (``all_work`` of a ``sync_`` or drained stream), so that the event
+    says which stream it belongs to."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: str) -> None:
+        self.stream = stream
+
+    def where(self) -> str:
+        return self.stream
 
 
 class HostGate:
@@ -162,9 +197,10 @@ class HostGate:
     event: Event
     """What the stream waits for; done once the gate is open."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: str = "") -> None:
+        """``stream``: the name of the stream the gate is for (for :func:`repr`)."""
         self._opened = threading.Event()
-        self.event = _FlagEvent(self._opened)
+        self.event = _FlagEvent(self._opened, stream)
 
     def open(self) -> None:
         """Let the stream pass the gate. Call it once."""
@@ -174,16 +210,20 @@ class HostGate:
 class _FlagEvent(Event):
     """Done once its flag is set (the event of a :class:`HostGate` of the base class)."""
 
-    __slots__ = ("_flag",)
+    __slots__ = ("_flag", "stream")
 
-    def __init__(self, flag: threading.Event) -> None:
+    def __init__(self, flag: threading.Event, stream: str = "") -> None:
         self._flag = flag
+        self.stream = stream
 
     def is_done(self) -> bool:
         return self._flag.is_set()
 
     def sync(self) -> None:
         self._flag.wait()
+
+    def where(self) -> str:
+        return f"{self.stream} (a host gate)" if self.stream else "a host gate"
 
 
 class StreamQueue(abc.ABC):
@@ -246,7 +286,7 @@ class StreamQueue(abc.ABC):
         called. Here: a host flag, so waiting for it may block a thread; a queue that can wait
         on the device without blocking one overrides this (the OpenCL queue: a user event).
         """
-        return HostGate()
+        return HostGate(self.name)
 
     @abc.abstractmethod
     def await_idle(self) -> None:
@@ -276,6 +316,28 @@ class StreamQueue(abc.ABC):
             "error": repr(self.error),
             "closed": self.closed,
         }
+
+    def failure(self) -> BaseException | None:
+        """The failure the stream will raise at its next interaction, if a task failed (a
+        query that raises nothing and blocks nothing)."""
+        return self.error
+
+    def idle_now(self) -> bool:
+        """:meth:`is_idle`, for :func:`repr`: a queue whose :meth:`is_idle` acts on the stream
+        (a ``multicore_`` one wakes a worker left asleep) overrides it with a pure query."""
+        return self.is_idle()
+
+    def __repr__(self) -> str:
+        try:
+            parts = ["idle" if self.idle_now() else "busy"]
+        except Exception as exc:  # a repr must not raise (a released driver queue)
+            parts = [f"state unknown ({type(exc).__name__})"]
+        if self.closed:
+            parts.append("closed")
+        error = self.failure()
+        if error is not None:
+            parts.append(f"failed: {error!r}")
+        return f"<{type(self).__name__} {self.name}: {', '.join(parts)}>"
 
 
 class Bell(abc.ABC):
@@ -311,6 +373,7 @@ __all__ = [
     "Event",
     "Executor",
     "HostGate",
+    "Passed",
     "Running",
     "StreamQueue",
     "Task",

@@ -334,6 +334,16 @@ class _Ticket(Event):
     def wait(self) -> None:
         self._state.wait_until(self._count)
 
+    def where(self) -> str:
+        return f"{self._state.name} after {self._count} tasks"
+
+    def status(self) -> str:
+        state = self._state  # read without waking a worker left asleep (``passed`` would)
+        if state.finished < self._count:
+            return "pending"
+        failed = state.failed_at
+        return "done" if failed is None or failed >= self._count else "failed"
+
 
 def _worker(state: _WorkerState) -> None:
     while state.take_next():
@@ -407,6 +417,13 @@ class ThreadQueue(StreamQueue):
 
     def is_idle(self) -> bool:
         return self._state.passed(self._state.scheduled)
+
+    def idle_now(self) -> bool:
+        state = self._state
+        return state.finished >= state.scheduled
+
+    def failure(self) -> BaseException | None:
+        return self.error or self._state.error
 
     def hold(self, seconds: float) -> None:
         self.schedule(lambda: time.sleep(seconds))

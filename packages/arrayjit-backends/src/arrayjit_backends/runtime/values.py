@@ -269,5 +269,10 @@ class Code:
     kind: str = ""
     """Which backends can link it (:meth:`DeviceBackend.code_kind`)."""
 
+    def __repr__(self) -> str:
+        # The dataclass repr printed the whole optimized IR and the native handle.
+        nodes = len(self.optimized.context_nodes)
+        return f"<Code {self.name} ({self.kind or 'any kind'}), {nodes} context nodes>"
+
 
 __all__ = ["Buffer", "Code", "Context", "Device", "Stream", "free_pools"]
