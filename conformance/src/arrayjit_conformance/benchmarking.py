@@ -1,17 +1,22 @@
 """Helpers of the benchmark modules (``conformance/benchmarks``): timing one call the same way
-for every implementation, and the GPU libraries that give the hand-written baselines."""
+for every implementation, the GPU libraries that give the hand-written baselines, and
+``jax.jit`` on the CPU, the compiled baseline of the whole programs."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
 
 HAVE_PYOPENCL = importlib.util.find_spec("pyopencl") is not None
 HAVE_CUPY = importlib.util.find_spec("cupy") is not None
+HAVE_JAX = importlib.util.find_spec("jax") is not None
+JAX_IMPL = "jax.jit (cpu)"
+"""The ``impl`` of jax rows: ``arrayjit bench`` reads rows whose impl starts with ``jax`` as
+the group's jax baseline (column ``vs jax``)."""
 
 QUICK = os.environ.get("ARRAYJIT_BENCH_QUICK", "0") not in ("", "0")
 """A smoke run: the smallest elementwise size only."""
@@ -99,5 +104,47 @@ def cupy_timed(cupy: Any, fn: Callable[[], Any]) -> Callable[[], None]:
     def run() -> None:
         fn()
         cupy.cuda.get_current_stream().synchronize()
+
+    return run
+
+
+def jax_or_skip() -> Any:
+    """jax, where it is installed and has a CPU device (skips the test with the reason
+    otherwise: the extra ``jax-baseline`` of arrayjit-conformance installs it)."""
+    if not HAVE_JAX:
+        pytest.skip("jax is not installed (pip install 'arrayjit-conformance[jax-baseline]')")
+    try:
+        # The type environment has no jax (and typed jaxlibs need no ignore): both cases pass.
+        import jax  # type: ignore[import-not-found, unused-ignore]
+    except (ImportError, RuntimeError) as exc:  # a jax without a matching jaxlib, say
+        pytest.skip(f"jax is installed but does not import: {exc}")
+    try:
+        jax.devices("cpu")
+    except RuntimeError as exc:  # a jaxlib built without its CPU client, or one that fails
+        pytest.skip(f"jax has no CPU device: {exc}")
+    return jax
+
+
+def jax_timed(
+    jax: Any,
+    fn: Callable[[dict[str, Any]], dict[str, Any]],
+    inputs: Mapping[str, Any],
+    carried: tuple[str, ...] = (),
+) -> Callable[[], dict[str, Any]]:
+    """``jax.jit(fn)`` over ``inputs`` (a dict of arrays, placed on jax's CPU device first, so a
+    jaxlib that also sees a GPU still runs on the CPU), compiled before this returns: a call of
+    the result runs it once, blocks until every output is computed (``jax.block_until_ready``:
+    jax dispatches asynchronously) and returns the outputs. ``carried`` names inputs that each
+    call replaces with the output of the same name (the parameters of a training step, as in
+    ``params = step(params, batch)``)."""
+    cpu = jax.devices("cpu")[0]
+    state = dict(jax.device_put(dict(inputs), cpu))
+    compiled = jax.jit(fn).lower(state).compile()
+
+    def run() -> dict[str, Any]:
+        out: dict[str, Any] = jax.block_until_ready(compiled(state))
+        for name in carried:
+            state[name] = out[name]
+        return out
 
     return run

@@ -374,6 +374,53 @@ def test_bench_table_numba_column(tmp_path: Path, capsys: pytest.CaptureFixture[
     )
 
 
+def test_bench_table_jax_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A group with a jax row gives every row a ``vs jax`` ratio (jax time / its time), after
+    the ``vs hand`` and ``vs numba`` columns where the group has them; other groups get none."""
+
+    from arrayjit_backends.cli.bench_table import jax_ratios, load_rows
+
+    group = "softmax over rows 2048x1024 f32"
+    rows = [
+        _bench_row(group, "j", 6e-3, "jax.jit (cpu)"),
+        _bench_row(group, "m", 3e-3, "multicore_cc"),
+        _bench_row(group, "c", 1e-3, "cuda"),
+        _bench_row(group, "k", 2e-3, "cupy"),
+        _bench_row(group, "n", 12e-3, "numpy"),
+    ]
+    rows[3]["extra_info"]["baseline_of"] = "cuda"  # type: ignore[index]
+    both = "fused relu(a*b+c) 2^20 f32"
+    rows += [
+        _bench_row(both, "b", 4e-3, "numba prange"),
+        _bench_row(both, "j", 2e-3, "jax.jit (cpu)"),
+        _bench_row(both, "s", 8e-3, "sync_cc"),
+        _bench_row(both, "n", 10e-3, "numpy"),
+    ]
+    path, lines = _bench_table(tmp_path, rows, capsys)
+    header = lines[1]
+    assert "vs jax" in header and header.index("vs jax") > header.index("vs numba")
+    assert "vs jax: jax.jit's time / ours" in header
+    start = lines.index(group)
+    members = {line.split()[0]: line.split() for line in lines[start + 1 : start + 6]}
+    assert members["multicore_cc"][-2:] == ["4.00x", "2.00x"]  # numpy 12 / 3; jax 6 / 3
+    assert members["cuda"][-3:] == ["12.00x", "2.00x", "6.00x"]  # numpy, hand 2 / 1, jax
+    assert members["jax.jit"][-2:] == ["2.00x", "1.00x"] and members["numpy"][-1] == "0.50x"
+    # the columns line up under the header: each ratio ends where its title does
+    cc = next(line for line in lines[start:] if "multicore_cc" in line)
+    assert len(cc) == header.index("vs jax") + len("vs jax")
+    start = lines.index(both)
+    members = {line.split()[0]: line.split() for line in lines[start + 1 : start + 5]}
+    assert members["sync_cc"][-3:] == ["1.25x", "0.50x", "0.25x"]  # numpy, numba, jax
+    assert members["numba"][-2:] == ["1.00x", "0.50x"]
+    assert lines[lines.index("sum 2^10 f32") + 1].endswith("2.00x")  # no jax row there
+    got = jax_ratios(load_rows(path))
+    assert list(got) == [both, group]
+    assert got[group] == pytest.approx(
+        {"multicore_cc": 2.0, "cuda": 6.0, "cupy": 3.0, "numpy": 0.5}
+    )
+    assert got[both] == pytest.approx({"numba prange": 0.5, "sync_cc": 0.25, "numpy": 0.2})
+
+
 def test_bench_into_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
     """``arrayjit bench | head -1``: the reader leaves early; the command ends without a
     traceback (a table larger than the pipe's buffer makes the write fail)."""

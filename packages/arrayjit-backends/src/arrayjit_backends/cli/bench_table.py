@@ -16,7 +16,11 @@ the fastest of its baselines in the group (``0.83x``: it takes 1.2 times as long
 baseline's own speed relative to that fastest one.
 
 Groups with a numba row (``numba prange``: the CPU fused kernels' named baseline) add a column
-``vs numba``: numba's time over each row's (higher is faster)."""
+``vs numba``: numba's time over each row's (higher is faster).
+
+Groups with a jax row (an impl starting with ``jax``: ``jax.jit`` on the CPU, the whole
+programs' compiled baseline) add a column ``vs jax``: jax's time over each row's (higher is
+faster)."""
 
 from __future__ import annotations
 
@@ -204,6 +208,11 @@ def _numba(group: str, members: Iterable[Row]) -> Row | None:
     return next((r for r in members if r.impl.startswith("numba")), None)
 
 
+def _jax(group: str, members: Iterable[Row]) -> Row | None:
+    """The group's jax row (``jax.jit (cpu)``), if it has one."""
+    return next((r for r in members if r.impl.startswith("jax")), None)
+
+
 def _ratios_to(
     rows: Iterable[Row], baseline: Callable[[str, list[Row]], Row | None]
 ) -> dict[str, dict[str, float]]:
@@ -223,20 +232,27 @@ def numba_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
     return _ratios_to(rows, _numba)
 
 
+def jax_ratios(rows: Iterable[Row]) -> dict[str, dict[str, float]]:
+    """Per group with a jax row, each other row's speed relative to jax (jax time / its time),
+    as in the table's ``vs jax`` column."""
+    return _ratios_to(rows, _jax)
+
+
 def render(rows: Iterable[Row]) -> str:
     """The table: per group, each implementation's median time, throughput and speed relative
     to numpy in the same group (``2.50x`` = two and a half times as fast as numpy: higher is
     faster), where the group has a bandwidth baseline, the fraction of it (``of bw``), and
     where it has hand-written baselines, the speed relative to them (``vs hand``), and where it
-    has a numba row, the speed relative to it (``vs numba``). Compile-latency groups show no
-    ratio (numpy compiles nothing)."""
+    has a numba row, the speed relative to it (``vs numba``), and where it has a jax row, the
+    speed relative to that (``vs jax``). Compile-latency groups show no ratio (numpy compiles
+    nothing)."""
     groups = _by_group(rows)
     header = f"{'group / implementation':48} {'median':>11} {'throughput':>16}"
     lines = [
-        f"{header} {'vs numpy':>9} {'of bw':>6} {'vs hand':>8} {'vs numba':>8}   (numpy time / "
-        "ours: higher is faster; of bw: GB/s over the group's fastest bandwidth baseline: C "
-        "STREAM loop or device copy; vs hand: the fastest hand-written kernel's time / ours; "
-        "vs numba: numba's time / ours)"
+        f"{header} {'vs numpy':>9} {'of bw':>6} {'vs hand':>8} {'vs numba':>8} {'vs jax':>8}   "
+        "(numpy time / ours: higher is faster; of bw: GB/s over the group's fastest bandwidth "
+        "baseline: C STREAM loop or device copy; vs hand: the fastest hand-written kernel's "
+        "time / ours; vs numba: numba's time / ours; vs jax: jax.jit's time / ours)"
     ]
     for group in sorted(groups):
         members = sorted(groups[group], key=lambda r: r.median_s)
@@ -244,6 +260,7 @@ def render(rows: Iterable[Row]) -> str:
         bw = _bandwidth(members)
         bases = _hand_bases(members)
         numba = _numba(group, members)
+        jax = _jax(group, members)
         lines.append(group)
         for r in members:
             ratio = f"{base.median_s / r.median_s:8.2f}x" if base else ""
@@ -256,6 +273,8 @@ def render(rows: Iterable[Row]) -> str:
                 line += f" {hand:7.2f}x" if hand is not None else ""
             if numba is not None:
                 line = f"{line:103}{numba.median_s / r.median_s:8.2f}x"
+            if jax is not None:
+                line = f"{line:112}{jax.median_s / r.median_s:8.2f}x"
             lines.append(line.rstrip())
     return "\n".join(lines)
 
@@ -270,6 +289,7 @@ __all__ = [
     "Row",
     "bandwidth_fractions",
     "hand_ratios",
+    "jax_ratios",
     "load_data",
     "load_rows",
     "machine_line",
