@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from arrayjit_backends.codegen import math_lib
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec
@@ -27,6 +28,7 @@ class CudaSyntax(GpuSyntax):
     global_barrier = "__syncthreads();"  # orders the block's global stores too
     index_type = "long long"
     helper_qualifier: ClassVar[str] = "__device__ inline"
+    math_dialect: ClassVar[math_lib.CDialect] = math_lib.CUDA_DIALECT
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "__half"}
 
     def buffer_params(self, name: str, ctype: str) -> list[str]:

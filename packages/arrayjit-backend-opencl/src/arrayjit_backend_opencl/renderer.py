@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
+from arrayjit_backends.codegen import math_lib
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec
@@ -29,10 +30,11 @@ _MATH = (
 
 
 # PoCL's float tanh gives 1 - 2**-24 (not 1) at +-inf and from about 9 on; past 9.1 the
-# correctly rounded float result is +-1, so it is given directly (NaN still reaches tanh).
+# correctly rounded float result is +-1, so it is given directly (NaN still reaches tanh). Only
+# where the math library's tanh (which needs fp64) is not used: integer tanh without fp64.
 _TANHF = (
-    "inline float aj_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }\n"
-    "#define tanhf(...) aj_tanhf(__VA_ARGS__)"
+    "inline float aj_cl_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }\n"
+    "#define tanhf(...) aj_cl_tanhf(__VA_ARGS__)"
 )
 
 # Core OpenCL C converts half in memory to and from float (vload_half, vstore_half_rte), also
@@ -61,6 +63,7 @@ class OpenclSyntax(GpuSyntax):
     index_type = "long"
     helper_qualifier: ClassVar[str] = "inline"
     storage_types: ClassVar[dict[Prec, str]] = {**GpuSyntax.storage_types, Prec.half: "ushort"}
+    math_dialect: ClassVar[math_lib.CDialect] = math_lib.OPENCL_DIALECT
     exact_launch: ClassVar[bool] = True
     """Kernels without a group size are launched with no local size (``OpenclDevices.
     launch_shape``): exactly their global size of work items, so their bodies have no bounds

@@ -105,7 +105,13 @@ class CcSyntax(CSyntax):
         for seg in segments:
             if seg.parallel:
                 self._task(seg, task_arguments(seg, plan.params, scratch), out)
-        source = self.prelude + "".join(helpers.values()) + "\n".join(out.lines) + "\n"
+        source = (
+            self.prelude
+            + self.math_prelude()
+            + "".join(helpers.values())
+            + "\n".join(out.lines)
+            + "\n"
+        )
         return SegmentedKernel(source, plan.params, scratch, tuple(segments))
 
     @staticmethod

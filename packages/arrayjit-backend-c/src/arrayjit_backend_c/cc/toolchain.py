@@ -20,6 +20,9 @@ FLAGS = (
     "-shared",
     "-fwrapv",
     "-fno-math-errno",
+    # Values are IEEE either way; without it gcc 12 keeps a selection between a float and a
+    # double computation as a branch, and the math library's loops do not vectorize.
+    "-fno-trapping-math",
     "-ffp-contract=off",  # a*b + c rounds twice, as the IR defines; fma only where written
     "-std=gnu11",
 )

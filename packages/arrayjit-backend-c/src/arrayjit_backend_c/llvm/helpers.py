@@ -2,12 +2,14 @@
 
 A module defines a helper only when its code calls it (see ``LlvmGen._helper``), always inlined
 (attribute group ``#1``): the conversions between float and the stored bits of bfloat16, half
-and fp8 (round to nearest-even, as :mod:`arrayjit_tnode` converts), and threefry-4x32.
+and fp8 (round to nearest-even, as :mod:`arrayjit_tnode` converts), threefry-4x32, and the
+math library's float32 transcendentals (:mod:`arrayjit_backends.codegen.math_lib`).
 :data:`HELPER_INTRINSICS` lists the intrinsic declarations a helper needs.
 """
 
 from __future__ import annotations
 
+from arrayjit_backends.codegen import math_lib
 from arrayjit_ir import ops
 
 # ---- conversion helpers, defined in the module when used (always inlined) ----
@@ -177,3 +179,8 @@ HELPER_INTRINSICS: dict[str, tuple[str, ...]] = {
         "declare float @llvm.roundeven.f32(float)",
     ),
 }
+
+# The math library's float32 transcendentals (arrayjit_backends.codegen.math_lib), printed as
+# LLVM IR from the same steps the C renderers print.
+for _name, _fn in math_lib.FUNCTIONS.items():
+    HELPERS[_name], HELPER_INTRINSICS[_name] = math_lib.llvm_function(_fn)

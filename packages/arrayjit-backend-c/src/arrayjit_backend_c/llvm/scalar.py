@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 from arrayjit_backend_c.llvm.helpers import HELPER_INTRINSICS
 from arrayjit_backend_c.llvm.ir_types import F32, F64, I64, U32, VEC, Ty, compute_type, fconst
+from arrayjit_backends.codegen import math_lib
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec, UsageError
 
@@ -206,6 +207,8 @@ class ScalarGen:
                     return f.tmp(f"f{'div' if op is ops.Binop.div else op.value} {t} {x}, {y}")
                 case ops.Binop.mod:
                     return f.tmp(f"frem {t} {x}, {y}")
+                case ops.Binop.pow if ty is F32:
+                    return self._call("float", self._helper("aj_powf"), f"float {x}", f"float {y}")
                 case ops.Binop.pow:
                     return self._intrinsic("pow", ty, x, y)
                 case ops.Binop.max | ops.Binop.min:  # IEEE maximum/minimum: NaN propagates
@@ -280,6 +283,8 @@ class ScalarGen:
                 case ops.Unop.recip:
                     return self._int_divmod(ops.Binop.div, "1", x, ty)
             return self.cast(self.unop(op, self.cast(x, ty, F64), F64), F64, ty)
+        if ty is F32 and op in math_lib.UNOP_FUNCTIONS:
+            return self._call("float", self._helper(math_lib.UNOP_FUNCTIONS[op]), f"float {x}")
         match op:
             case ops.Unop.recip:
                 return f.tmp(f"fdiv {t} {ty.one}, {x}")

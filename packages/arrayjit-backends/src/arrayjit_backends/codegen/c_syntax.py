@@ -16,7 +16,10 @@ beyond the range its nearest end, others truncate toward zero; the prelude's hel
 :mod:`arrayjit_backends.codegen.c_prelude`), integer ops computed in floating point too. Float
 ``max`` and ``min`` are the NaN-propagating ``aj_fmax``/``aj_fmin`` of the prelude (never C's
 ``fmax``), and ``fma`` (the op, and each step of a multiply-accumulate) is C's single-rounding
-``fma``; nothing else may be contracted (the compilers run with contraction off). uint4x32
+``fma``; nothing else may be contracted (the compilers run with contraction off). The float
+transcendentals (``exp``, ``log``, ``tanh``, ``sin``, ``pow``...) call the math library's
+helpers (:mod:`arrayjit_backends.codegen.math_lib`), whose definitions head the source
+(:meth:`CSyntax.math_prelude`); double ones call the C library. uint4x32
 values are ``aj_u4`` structs of four uint32 lanes, as in the interpreter: a scalar becomes
 lanes 0 and 1 (its 64-bit value), a uint4x32 becomes a scalar through lane 0, a uint4x32
 condition is true when any lane is nonzero, and arithmetic other than threefry runs on lane 0
@@ -32,6 +35,7 @@ from typing import ClassVar
 import numpy as np
 
 from arrayjit_backends.codegen.c_prelude import C_PRELUDE, INT_CTYPES, int_literal
+from arrayjit_backends.codegen import math_lib
 from arrayjit_backends.codegen.kernel_plan import (
     PARALLEL_MIN_WORK,
     REDUCTION_OPS,
@@ -117,6 +121,8 @@ class CSyntax:
     int_math_type = "double"
     """Where integer ``pow`` and transcendental unary ops are computed."""
     prelude = C_PRELUDE
+    math_dialect: ClassVar[math_lib.CDialect] = math_lib.C_DIALECT
+    """How the math library's helpers (:mod:`~arrayjit_backends.codegen.math_lib`) are printed."""
 
     def __init__(self) -> None:
         self._reset()
@@ -130,6 +136,8 @@ class CSyntax:
         self._locals: dict[L.ScopeId, str] = {}
         self._declared: set[L.ScopeId] = set()
         self._taken: set[str] = {"z"}  # the zero-fill loop's index
+        self._math: dict[str, None] = {}
+        """The math library's helpers the routine calls, in first-use order."""
 
     def fresh_name(self, base: str) -> str:
         """A C identifier no other name of this routine has: ``base``, else ``base_<k>``.
@@ -148,6 +156,22 @@ class CSyntax:
         """A fresh temporary's name, ``kind`` followed by a number."""
         self._temps += 1
         return self.fresh_name(f"{kind}{self._temps}")
+
+    # ---- the math library ----
+
+    def uses_math(self, name: str) -> bool:
+        """Whether float32 code calls the math library's helper ``name`` (else the dialect's
+        own function, e.g. where a helper needs double and the device has none)."""
+        return True
+
+    def math_call(self, name: str, *args: str) -> str:
+        """A call of the math library's helper ``name``, recorded for :meth:`math_prelude`."""
+        self._math[name] = None
+        return f"{name}({', '.join(args)})"
+
+    def math_prelude(self) -> str:
+        """The definitions of the math library's helpers the routine rendered so far calls."""
+        return math_lib.c_functions(tuple(self._math), self.math_dialect)
 
     # ---- types ----
 
@@ -402,6 +426,9 @@ class CSyntax:
                 case ops.Binop.pow:
                     mt = self.int_math_type
                     return f"aj_{mt}_to_{ct}(aj_ipow{self._f(mt)}(({mt}){x}, ({mt}){y}))"
+        fn = math_lib.BINOP_FUNCTIONS.get(op)
+        if ct == "float" and fn is not None and self.uses_math(fn):
+            return self.math_call(fn, x, y)
         if op in (ops.Binop.cmplt, ops.Binop.cmpeq, ops.Binop.cmpne, ops.Binop.or_, ops.Binop.and_):
             return f"(({ct}){ops.C_BINOP[op].format(x, y)})"
         return f"(({ct}){ops.C_BINOP[op].format(x, y, f=self._f(ct))})"
@@ -429,6 +456,9 @@ class CSyntax:
                     form = "aj_ilog2{f}({0})" if op is ops.Unop.log2 else ops.C_UNOP[op]
                     inner = form.format(f"(({mt}){x})", f=self._f(mt))
                     return f"aj_{mt}_to_{ct}({inner})"
+        fn = math_lib.UNOP_FUNCTIONS.get(op)
+        if ct == "float" and fn is not None and self.uses_math(fn):
+            return self.math_call(fn, x)
         return f"(({ct}){ops.C_UNOP[op].format(x, f=self._f(ct))})"
 
     # ---- statements ----

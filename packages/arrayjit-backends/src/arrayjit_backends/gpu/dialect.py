@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import ClassVar
 
+from arrayjit_backends.codegen import math_lib
 from arrayjit_backends.codegen.c_prelude import float_to_int_helpers
 from arrayjit_backends.codegen.c_syntax import CSyntax, Out
 from arrayjit_backends.codegen.kernel_plan import ScalarReduction
@@ -105,8 +106,13 @@ class GpuSyntax(CSyntax, abc.ABC):
         return f"{g} {ctype}* {self.restrict} {name} = ({g} {ctype}*)(p_{name} + o_{name});"
 
     def program_prelude(self) -> str:
-        """Type names and helpers the kernels use, at the start of every program's source."""
-        return self.prelude
+        """Type names and helpers the kernels use, at the start of every program's source (the
+        math library's too: call it after rendering the kernels)."""
+        return self.prelude + self.math_prelude()
+
+    def uses_math(self, name: str) -> bool:
+        # The double-based helpers need fp64; without it the dialect's builtins compute them.
+        return self.fp64 or name not in math_lib.NEEDS_FP64
 
     def int_conversions(self) -> str:
         """The saturating float-to-integer helpers, for the dialect's prelude (after the integer

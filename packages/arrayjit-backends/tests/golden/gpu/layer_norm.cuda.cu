@@ -71,6 +71,47 @@ __device__ inline int32_t aj_double_to_int32_t(double x) { return x != x ? (int3
 __device__ inline uint32_t aj_double_to_uint32_t(double x) { return x != x ? (uint32_t)0 : x <= -1.0 ? (uint32_t)0 : x >= 0x1p32 ? ((uint32_t)4294967295LL) : (uint32_t)x; }
 __device__ inline int64_t aj_double_to_int64_t(double x) { return x != x ? (int64_t)0 : x <= -0x1p63 ? ((int64_t)(-0x7FFFFFFFFFFFFFFFLL - 1)) : x >= 0x1p63 ? ((int64_t)9223372036854775807LL) : (int64_t)x; }
 __device__ inline uint64_t aj_double_to_uint64_t(double x) { return x != x ? (uint64_t)0 : x <= -1.0 ? (uint64_t)0 : x >= 0x1p64 ? ((uint64_t)18446744073709551615ULL) : (uint64_t)x; }
+__device__ inline float aj_rsqrtf(float x) {
+  const int t1 = x < 0x1p-126f;
+  const float t2 = x * 0x1p+24f;
+  const float t3 = t1 ? t2 : x;
+  const uint32_t t4 = __float_as_uint(t3);
+  const uint32_t t5 = t4 >> 1;
+  const uint32_t t6 = 1597463174u - t5;
+  const float t7 = __uint_as_float(t6);
+  const float t8 = t3 * 0x1p-1f;
+  const float t9 = -t8;
+  const float t10 = t7 * t7;
+  const float t11 = fmaf(t9, t10, 0x1.8p+0f);
+  const float t12 = t7 * t11;
+  const float t13 = -t8;
+  const float t14 = t12 * t12;
+  const float t15 = fmaf(t13, t14, 0x1.8p+0f);
+  const float t16 = t12 * t15;
+  const float t17 = t3 * t16;
+  const float t18 = -t17;
+  const float t19 = fmaf(t3, t16, t18);
+  const float t20 = -t19;
+  const float t21 = -t17;
+  const float t22 = fmaf(t21, t16, 0x1p+0f);
+  const float t23 = fmaf(t20, t16, t22);
+  const float t24 = t16 * 0x1p-1f;
+  const float t25 = fmaf(t24, t23, t16);
+  const float t26 = t25 * 0x1p+12f;
+  const float t27 = t1 ? t26 : t25;
+  const int t28 = x == ((float)(INFINITY));
+  const float t29 = t28 ? 0x0p+0f : t27;
+  const uint32_t t30 = __float_as_uint(x);
+  const uint32_t t31 = t30 & 2147483648u;
+  const uint32_t t32 = t31 | 2139095040u;
+  const float t33 = __uint_as_float(t32);
+  const int t34 = x == 0x0p+0f;
+  const float t35 = t34 ? t33 : t29;
+  const int t36 = x >= 0x0p+0f;
+  const int t37 = !t36;
+  const float t38 = t37 ? ((float)NAN) : t35;
+  return t38;
+}
 /* routine layer_norm */
 extern "C" __global__ void aj_layer_norm_k0(float* __restrict__ beta_0, float* __restrict__ eps_1, float* __restrict__ gamma_2, float* __restrict__ inv_n_3, float* __restrict__ x_4, float* __restrict__ y_5, float* __restrict__ mean_6, float* __restrict__ rstd_7) {
   __shared__ float aj_sh[64];
@@ -142,7 +183,7 @@ extern "C" __global__ void aj_layer_norm_k0(float* __restrict__ beta_0, float* _
       {
         uint32_t aj_r = ((uint32_t)blockIdx.x);
         const long long i4 = 0 + (long long)aj_r;
-        row_rstd_7[0] = ((float)(1 / sqrtf(((float)(((float)(((float)v1_ss) * ((float)inv_n_3[0]))) + ((float)eps_1[0]))))));
+        row_rstd_7[0] = aj_rsqrtf(((float)(((float)(((float)v1_ss) * ((float)inv_n_3[0]))) + ((float)eps_1[0]))));
       }
     }
   }

@@ -19,8 +19,8 @@ typedef uint uint32_t; typedef long int64_t; typedef ulong uint64_t;
 #define fabsf(...) fabs(__VA_ARGS__)
 #define rintf(...) rint(__VA_ARGS__)
 #define frexpf(...) frexp(__VA_ARGS__)
-inline float aj_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }
-#define tanhf(...) aj_tanhf(__VA_ARGS__)
+inline float aj_cl_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }
+#define tanhf(...) aj_cl_tanhf(__VA_ARGS__)
 
 inline float aj_bf16_to_f32(unsigned short b) { return as_float(((unsigned int)b) << 16); }
 inline unsigned short aj_f32_to_bf16(float f) {
@@ -93,6 +93,47 @@ inline int32_t aj_double_to_int32_t(double x) { return x != x ? (int32_t)0 : x <
 inline uint32_t aj_double_to_uint32_t(double x) { return x != x ? (uint32_t)0 : x <= -1.0 ? (uint32_t)0 : x >= 0x1p32 ? ((uint32_t)4294967295LL) : (uint32_t)x; }
 inline int64_t aj_double_to_int64_t(double x) { return x != x ? (int64_t)0 : x <= -0x1p63 ? ((int64_t)(-0x7FFFFFFFFFFFFFFFLL - 1)) : x >= 0x1p63 ? ((int64_t)9223372036854775807LL) : (int64_t)x; }
 inline uint64_t aj_double_to_uint64_t(double x) { return x != x ? (uint64_t)0 : x <= -1.0 ? (uint64_t)0 : x >= 0x1p64 ? ((uint64_t)18446744073709551615ULL) : (uint64_t)x; }
+inline float aj_rsqrtf(float x) {
+  const int t1 = x < 0x1p-126f;
+  const float t2 = x * 0x1p+24f;
+  const float t3 = t1 ? t2 : x;
+  const uint32_t t4 = as_uint(t3);
+  const uint32_t t5 = t4 >> 1;
+  const uint32_t t6 = 1597463174u - t5;
+  const float t7 = as_float(t6);
+  const float t8 = t3 * 0x1p-1f;
+  const float t9 = -t8;
+  const float t10 = t7 * t7;
+  const float t11 = fmaf(t9, t10, 0x1.8p+0f);
+  const float t12 = t7 * t11;
+  const float t13 = -t8;
+  const float t14 = t12 * t12;
+  const float t15 = fmaf(t13, t14, 0x1.8p+0f);
+  const float t16 = t12 * t15;
+  const float t17 = t3 * t16;
+  const float t18 = -t17;
+  const float t19 = fmaf(t3, t16, t18);
+  const float t20 = -t19;
+  const float t21 = -t17;
+  const float t22 = fmaf(t21, t16, 0x1p+0f);
+  const float t23 = fmaf(t20, t16, t22);
+  const float t24 = t16 * 0x1p-1f;
+  const float t25 = fmaf(t24, t23, t16);
+  const float t26 = t25 * 0x1p+12f;
+  const float t27 = t1 ? t26 : t25;
+  const int t28 = x == ((float)(INFINITY));
+  const float t29 = t28 ? 0x0p+0f : t27;
+  const uint32_t t30 = as_uint(x);
+  const uint32_t t31 = t30 & 2147483648u;
+  const uint32_t t32 = t31 | 2139095040u;
+  const float t33 = as_float(t32);
+  const int t34 = x == 0x0p+0f;
+  const float t35 = t34 ? t33 : t29;
+  const int t36 = x >= 0x0p+0f;
+  const int t37 = !t36;
+  const float t38 = t37 ? ((float)NAN) : t35;
+  return t38;
+}
 /* routine layer_norm */
 __kernel void aj_layer_norm_k0(__global unsigned char* p_beta_0, const unsigned long o_beta_0, __global unsigned char* p_eps_1, const unsigned long o_eps_1, __global unsigned char* p_gamma_2, const unsigned long o_gamma_2, __global unsigned char* p_inv_n_3, const unsigned long o_inv_n_3, __global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_y_5, const unsigned long o_y_5, __global unsigned char* p_mean_6, const unsigned long o_mean_6, __global unsigned char* p_rstd_7, const unsigned long o_rstd_7) {
   __global float* restrict beta_0 = (__global float*)(p_beta_0 + o_beta_0);
@@ -172,7 +213,7 @@ __kernel void aj_layer_norm_k0(__global unsigned char* p_beta_0, const unsigned 
       {
         uint32_t aj_r = ((uint32_t)get_group_id(0));
         const long i4 = 0 + (long)aj_r;
-        row_rstd_7[0] = ((float)(1 / sqrtf(((float)(((float)(((float)v1_ss) * ((float)inv_n_3[0]))) + ((float)eps_1[0]))))));
+        row_rstd_7[0] = aj_rsqrtf(((float)(((float)(((float)v1_ss) * ((float)inv_n_3[0]))) + ((float)eps_1[0]))));
       }
     }
   }

@@ -20,8 +20,8 @@ typedef uint uint32_t; typedef long int64_t; typedef ulong uint64_t;
 #define fabsf(...) fabs(__VA_ARGS__)
 #define rintf(...) rint(__VA_ARGS__)
 #define frexpf(...) frexp(__VA_ARGS__)
-inline float aj_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }
-#define tanhf(...) aj_tanhf(__VA_ARGS__)
+inline float aj_cl_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }
+#define tanhf(...) aj_cl_tanhf(__VA_ARGS__)
 
 inline float aj_bf16_to_f32(unsigned short b) { return as_float(((unsigned int)b) << 16); }
 inline unsigned short aj_f32_to_bf16(float f) {

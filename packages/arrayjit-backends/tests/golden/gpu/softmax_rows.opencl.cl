@@ -19,8 +19,8 @@ typedef uint uint32_t; typedef long int64_t; typedef ulong uint64_t;
 #define fabsf(...) fabs(__VA_ARGS__)
 #define rintf(...) rint(__VA_ARGS__)
 #define frexpf(...) frexp(__VA_ARGS__)
-inline float aj_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }
-#define tanhf(...) aj_tanhf(__VA_ARGS__)
+inline float aj_cl_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }
+#define tanhf(...) aj_cl_tanhf(__VA_ARGS__)
 
 inline float aj_bf16_to_f32(unsigned short b) { return as_float(((unsigned int)b) << 16); }
 inline unsigned short aj_f32_to_bf16(float f) {
@@ -93,6 +93,46 @@ inline int32_t aj_double_to_int32_t(double x) { return x != x ? (int32_t)0 : x <
 inline uint32_t aj_double_to_uint32_t(double x) { return x != x ? (uint32_t)0 : x <= -1.0 ? (uint32_t)0 : x >= 0x1p32 ? ((uint32_t)4294967295LL) : (uint32_t)x; }
 inline int64_t aj_double_to_int64_t(double x) { return x != x ? (int64_t)0 : x <= -0x1p63 ? ((int64_t)(-0x7FFFFFFFFFFFFFFFLL - 1)) : x >= 0x1p63 ? ((int64_t)9223372036854775807LL) : (int64_t)x; }
 inline uint64_t aj_double_to_uint64_t(double x) { return x != x ? (uint64_t)0 : x <= -1.0 ? (uint64_t)0 : x >= 0x1p64 ? ((uint64_t)18446744073709551615ULL) : (uint64_t)x; }
+inline float aj_expf(float x) {
+  const int t1 = x != x;
+  const int t2 = x > 0x1.64p+6f;
+  const float t3 = t2 ? 0x1.64p+6f : x;
+  const int t4 = t3 < -0x1.ap+6f;
+  const float t5 = t4 ? -0x1.ap+6f : t3;
+  const float t6 = t1 ? 0x0p+0f : t5;
+  const float t7 = t6 * 0x1.715476p+0f;
+  const float t8 = rintf(t7);
+  const float t9 = -t8;
+  const float t10 = fmaf(t9, 0x1.62e43p-1f, t6);
+  const float t11 = t9 * -0x1.05c61p-29f;
+  const float t12 = t10 + t11;
+  const float t13 = fmaf(t12, 0x1.9df468p-13f, 0x1.6d4cfep-10f);
+  const float t14 = fmaf(t13, t12, 0x1.111312p-7f);
+  const float t15 = fmaf(t14, t12, 0x1.5554e8p-5f);
+  const float t16 = fmaf(t15, t12, 0x1.555554p-3f);
+  const float t17 = fmaf(t16, t12, 0x1p-1f);
+  const float t18 = t12 * t12;
+  const float t19 = fmaf(t18, t17, t11);
+  const float t20 = t10 + 0x1p+0f;
+  const float t21 = t20 - 0x1p+0f;
+  const float t22 = t10 - t21;
+  const float t23 = t22 + t19;
+  const float t24 = t20 + t23;
+  const float t25 = t8 * 0x1p-1f;
+  const uint32_t t26 = (uint32_t)(int32_t)t25;
+  const uint32_t t27 = (uint32_t)(int32_t)t8;
+  const uint32_t t28 = t27 - t26;
+  const uint32_t t29 = t26 + 127u;
+  const uint32_t t30 = t29 << 23;
+  const float t31 = as_float(t30);
+  const uint32_t t32 = t28 + 127u;
+  const uint32_t t33 = t32 << 23;
+  const float t34 = as_float(t33);
+  const float t35 = t24 * t31;
+  const float t36 = t35 * t34;
+  const float t37 = t1 ? x : t36;
+  return t37;
+}
 /* routine softmax_rows */
 __kernel void aj_softmax_rows_k0(__global unsigned char* p_e_0, const unsigned long o_e_0, __global unsigned char* p_x_1, const unsigned long o_x_1, __global unsigned char* p_y_2, const unsigned long o_y_2, __global unsigned char* p_m_3, const unsigned long o_m_3, __global unsigned char* p_se_4, const unsigned long o_se_4) {
   __global float* restrict e_0 = (__global float*)(p_e_0 + o_e_0);
@@ -144,7 +184,7 @@ __kernel void aj_softmax_rows_k0(__global unsigned char* p_e_0, const unsigned l
           {
             uint32_t aj_r = ((uint32_t)aj_c);
             const long i5 = 0 + (long)aj_r;
-            row_e_0[i5] = e_0[(i4) * 1000 + i5] = ((float)expf(((float)row_e_0[i5])));
+            row_e_0[i5] = e_0[(i4) * 1000 + i5] = aj_expf(((float)row_e_0[i5]));
           }
         }
       }
