@@ -171,19 +171,41 @@ def pow_sample(lib: ctypes.CDLL, n: int, seed: int = 1) -> tuple[float, tuple[fl
     rng = np.random.default_rng(seed)
     k = n // 4
     bits = rng.integers(0, 1 << 32, (k, 2), dtype=np.uint64).astype(np.uint32).view(np.float32)
-    near1 = np.stack(
-        [rng.uniform(0.5, 2.0, k), rng.uniform(-300, 300, k)], axis=1
-    ).astype(np.float32)
-    wide = np.stack(
-        [np.exp2(rng.uniform(-150, 128, k)), rng.uniform(-4, 4, k)], axis=1
-    ).astype(np.float32)
+    near1 = np.stack([rng.uniform(0.5, 2.0, k), rng.uniform(-300, 300, k)], axis=1).astype(
+        np.float32
+    )
+    wide = np.stack([np.exp2(rng.uniform(-150, 128, k)), rng.uniform(-4, 4, k)], axis=1).astype(
+        np.float32
+    )
     # near overflow and underflow: y log2 x close to 128 or -149
     xs = np.exp2(rng.uniform(-20, 20, k)).astype(np.float32)
     target = rng.choice([128.0, -126.0, -149.0], k) + rng.uniform(-1, 1, k)
     edge = np.stack([xs, (target / np.log2(xs.astype(np.float64)))], axis=1).astype(np.float32)
     sp = np.array(
-        [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, -2.0, 3.0, -3.0, np.inf, -np.inf, np.nan,
-         1e-45, -1e-45, 1.17549435e-38, 3.4028235e38, -3.4028235e38, 0.25, 1.5, -1.5, 1e10],
+        [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.5,
+            -0.5,
+            2.0,
+            -2.0,
+            3.0,
+            -3.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            1e-45,
+            -1e-45,
+            1.17549435e-38,
+            3.4028235e38,
+            -3.4028235e38,
+            0.25,
+            1.5,
+            -1.5,
+            1e10,
+        ],
         dtype=np.float32,
     )
     a, b = np.meshgrid(sp, sp, indexing="ij")

@@ -16,6 +16,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,7 +44,7 @@ STORAGE = {
     "fp8": np.dtype(ml_dtypes.float8_e5m2),
 }
 
-_NUMPY = {
+_NUMPY: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "exp": np.exp,
     "exp2": np.exp2,
     "log": np.log,

@@ -54,9 +54,7 @@ def _run(backend: Any, prec: str) -> tuple[np.ndarray, np.ndarray, dict[str, np.
     x, z = hosted((n,), "x", prec), hosted((n,), "z", prec)
     unary = list(math_oracle.UNARY)
     outs = {op: hosted((n,), f"y_{op}", prec) for op in [*unary, "pow"]}
-    comp = ir.block(
-        *(ir.unop(outs[op], op, x) for op in unary), ir.binop(outs["pow"], "pow", x, z)
-    )
+    comp = ir.block(*(ir.unop(outs[op], op, x) for op in unary), ir.binop(outs["pow"], "pow", x, z))
     got = run_once(backend, comp, {x: vx, z: vz}, list(outs.values()))
     return vx, vz, dict(zip(outs, got))
 

@@ -9,8 +9,8 @@ trap); a float converted to an integer saturates (``llvm.fptosi.sat``/``llvm.fpt
 gives 0, values beyond the range its nearest end, others truncate toward zero), as integer ops
 computed in double do. Float arithmetic is IEEE (no fast-math or contraction flags), math
 functions are LLVM intrinsics, except the float32 transcendentals, which call the math
-library's helpers (:mod:`arrayjit_backends.codegen.math_lib`, the steps the C renderers print); float ``max``/``min`` are ``llvm.maximum``/``llvm.minimum`` (NaN
-propagates).
+library's helpers (:mod:`arrayjit_backends.codegen.math_lib`, the steps the C renderers
+print); float ``max``/``min`` are ``llvm.maximum``/``llvm.minimum`` (NaN propagates).
 
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.codegen.kernel_plan.

@@ -34,8 +34,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from arrayjit_backends.codegen.c_prelude import C_PRELUDE, INT_CTYPES, int_literal
 from arrayjit_backends.codegen import math_lib
+from arrayjit_backends.codegen.c_prelude import C_PRELUDE, INT_CTYPES, int_literal
 from arrayjit_backends.codegen.kernel_plan import (
     PARALLEL_MIN_WORK,
     REDUCTION_OPS,

@@ -34,6 +34,7 @@ without it keeps its builtins for them (:data:`NEEDS_FP64`).
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -208,7 +209,14 @@ COEFFS: dict[str, tuple[float, ...]] = {
     # tools/fit_math.py; the comment is the largest error the polynomial adds, relative to the
     # function's value, before any rounding of the evaluation
     # 2^-33.2
-    "exp_f32": (0.5, _h("0x1.555554p-3"), _h("0x1.5554E8p-5"), _h("0x1.111312p-7"), _h("0x1.6D4CFEp-10"), _h("0x1.9DF468p-13")),
+    "exp_f32": (
+        0.5,
+        _h("0x1.555554p-3"),
+        _h("0x1.5554E8p-5"),
+        _h("0x1.111312p-7"),
+        _h("0x1.6D4CFEp-10"),
+        _h("0x1.9DF468p-13"),
+    ),
     # 2^-32.5
     "exp2_f32": (
         _h("0x1.62E430p-1"),
@@ -618,11 +626,18 @@ class CDialect:
     """Definitions the bit casts need (C: union-based functions)."""
 
 
-C_CASTS = """{q} uint32_t aj_f32_bits(float f) {{ union {{ float f; uint32_t u; }} v; v.f = f; return v.u; }}
-{q} float aj_f32_from_bits(uint32_t u) {{ union {{ float f; uint32_t u; }} v; v.u = u; return v.f; }}
-{q} uint64_t aj_f64_bits(double f) {{ union {{ double f; uint64_t u; }} v; v.f = f; return v.u; }}
-{q} double aj_f64_from_bits(uint64_t u) {{ union {{ double f; uint64_t u; }} v; v.u = u; return v.f; }}
-"""
+C_CASTS = "".join(
+    f"{{q}} {ret} aj_{name}({arg} x) {{{{ union {{{{ {fl} f; {ui} u; }}}} v; "
+    f"v.{put} = x; return v.{get}; }}}}\n"
+    for name, ret, arg, fl, ui, put, get in (
+        ("f32_bits", "uint32_t", "float", "float", "uint32_t", "f", "u"),
+        ("f32_from_bits", "float", "uint32_t", "float", "uint32_t", "u", "f"),
+        ("f64_bits", "uint64_t", "double", "double", "uint64_t", "f", "u"),
+        ("f64_from_bits", "double", "uint64_t", "double", "uint64_t", "u", "f"),
+    )
+)
+"""C's bit casts (through a union, which compilers keep in registers), with the qualifier
+``{q}``."""
 
 C_DIALECT = CDialect(casts=C_CASTS.format(q="static inline"))
 OPENCL_DIALECT = CDialect(
@@ -763,9 +778,7 @@ def _ll_const(v: float | int, ty: str) -> str:
         bits = 32 if ty == "u" else 64
         v = int(v) & ((1 << bits) - 1)
         return str(v - (1 << bits) if v >= 1 << (bits - 1) else v)
-    import struct
-
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+    return f"0x{struct.unpack('<Q', struct.pack('<d', float(v)))[0]:016X}"
 
 
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
