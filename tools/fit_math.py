@@ -90,10 +90,16 @@ def fits() -> dict[str, tuple[list[float], float]]:
     out["log_f32"] = fit(t, f, f**2 / np.abs(np.log1p(f)), 8, True)
     # log2: log2(1+f) = f / ln2 + f^2 T2(f)
     out["log2_f32"] = fit(t / LN2, f, f**2 / np.abs(np.log2(1 + f)), 8, True)
-    # double exp for tanh: expm1(r) = r + r^2 Q(r), |r| <= ln2/2
-    r = grid(-0.3466 * 1.002, 0.3466 * 1.002)
-    q = series(r, lambda k: 1 / fact(k + 2))
-    out["expm1_f64"] = fit(q, r, r**2 / np.abs(np.expm1(r)), 8, False)
+    # tanh, |x| < 0.55: tanh(a) = a + a^3 P(a^2)
+    z = grid(0.0, 0.55**2 * 1.0001)
+    a = np.sqrt(z.astype(LD))
+    em1 = np.expm1(2 * a)
+    with np.errstate(all="ignore"):
+        exact = (em1 / (em1 + 2) - a) / a**3
+    zl = z.astype(LD)
+    p = np.where(z > 1e-4, exact, LD(-1) / 3 + 2 * zl / 15 - 17 * zl**2 / 315)
+    af = a.astype(np.float64)
+    out["tanh_f32"] = fit(p, z, z * af / np.maximum(np.tanh(af), 1e-300), 5, True)
     # double log for pow: log(m) = s B(s^2), s = f/(2+f) in [-0.1716, 0.1716]
     z = grid(0.0, 0.1716**2 * 1.01)
     b = series(z, lambda k: LD(2) / (2 * k + 1), 80)
@@ -112,10 +118,41 @@ def fits() -> dict[str, tuple[list[float], float]]:
     return out
 
 
+def recip_seed(a: float = 1.0, b: float = 4 / 3) -> tuple[float, float]:
+    """``(alpha, beta)``: ``1/d`` is ``alpha - beta d`` within the least relative error on
+    ``[a, b]`` (equal at both ends and at the middle extremum), rounded to float32."""
+    beta = 2 / ((a + b) ** 2 / 4 + a * b)
+    return float(np.float32(beta * (a + b))), float(np.float32(beta))
+
+
+def two_over_pi_chunks(count: int = 7, bits: int = 28) -> list[float]:
+    """2/pi as ``count`` chunks of ``bits`` bits (Machin's formula in integers)."""
+
+    def arctan_inv(n: int, prec: int) -> int:
+        s = t = (1 << prec) // n
+        k, sign = 1, -1
+        while t:
+            t //= n * n
+            s += sign * (t // (2 * k + 1))
+            k, sign = k + 1, -sign
+        return s
+
+    prec = 400
+    pi = 4 * (4 * arctan_inv(5, prec) - arctan_inv(239, prec))  # pi * 2^prec
+    two_over_pi = (1 << (2 * prec + 1)) // pi  # 2/pi * 2^prec
+    mask = (1 << bits) - 1
+    return [
+        ((two_over_pi >> (prec - bits * (i + 1))) & mask) * 2.0 ** (-bits * (i + 1))
+        for i in range(count)
+    ]
+
+
 def main() -> None:
     for name, (coeffs, err) in fits().items():
         print(f"    # max weighted error {err:.3g} (2^{math.log2(err):.1f})")
         print(f'    "{name}": (' + ", ".join(float(c).hex() for c in coeffs) + ",),")
+    print("RECIP_SEED", [v.hex() for v in recip_seed()])
+    print("TWO_OVER_PI_28", [v.hex() for v in two_over_pi_chunks()])
 
 
 if __name__ == "__main__":

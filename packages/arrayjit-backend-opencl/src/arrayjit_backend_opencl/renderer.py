@@ -30,8 +30,9 @@ _MATH = (
 
 
 # PoCL's float tanh gives 1 - 2**-24 (not 1) at +-inf and from about 9 on; past 9.1 the
-# correctly rounded float result is +-1, so it is given directly (NaN still reaches tanh). Only
-# where the math library's tanh (which needs fp64) is not used: integer tanh without fp64.
+# correctly rounded float result is +-1, so it is given directly (NaN still reaches tanh). Used
+# only where the math library's aj_tanhf (float tanh) is not: integer tanh computed in float, on
+# a device without fp64.
 _TANHF = (
     "inline float aj_cl_tanhf(float x) { return fabs(x) > 9.1f ? copysign(1.0f, x) : tanh(x); }\n"
     "#define tanhf(...) aj_cl_tanhf(__VA_ARGS__)"

@@ -19,16 +19,19 @@ The algorithms (coefficients fitted by ``tools/fit_math.py``; bounds proved by
   (degree 8), the sum with ``e ln2`` (or ``e``) in double-float.
 - ``recip_sqrt``: the bit-trick seed, two Newton steps, one last step from the residual
   ``1 - x y^2`` computed exactly with ``fma`` (no division, no ``sqrt``).
-- ``tanh``: in double: ``expm1(2|x|)`` (Cody-Waite, degree-8 polynomial), ``t = m / (m + 2)``
-  (double division is correctly rounded on every target), rounded once, sign of ``x``.
-- ``sin``, ``cos``: ``x 2/pi`` reduced modulo 4 exactly for every float (Payne-Hanek without
-  tables: 2/pi in seven 28-bit chunks, each product exact in double, reduced mod 4, summed with
-  error-free transformations), ``r`` in ``[-pi/4, pi/4]``, the quadrant selecting
-  ``+-sin r`` or ``+-cos r`` (double polynomials of degree 6 in ``r^2``), rounded once.
+- ``tanh``: below 0.55, ``a + a^3 P(a^2)`` (degree 5); above, ``1 - 2u / (1 + u)`` with
+  ``u = e^(-2|x|)`` from ``exp``'s reduction as a double-float, the quotient by Newton's
+  iteration (a linear seed, two steps) and its exact remainder (``fma``), no division; the
+  sign of ``x``.
+- ``sin``, ``cos``: ``x 2/pi`` reduced modulo 4 for every float, in double (Payne-Hanek without
+  tables: 2/pi in 28-bit chunks, the four that matter for x's exponent chosen by selection,
+  each product exact, reduced mod 4 exactly, summed with two-sums), ``r`` in
+  ``[-pi/4, pi/4]``, the quadrant selecting ``+-sin r`` or ``+-cos r`` (double polynomials of
+  degree 5 in ``r^2``), rounded once.
 - ``pow``: in double: ``log2 |x|`` (``s = f / (2 + f)``, ``log m = s B(s^2)``), ``t = y log2|x|``,
   ``2^t`` (degree 9), rounded once; the C99 Annex F special cases by selection.
 
-The double-based ones (``tanh``, ``sin``, ``cos``, ``pow``) need fp64: an OpenCL device
+The double-based ones (``sin``, ``cos``, ``pow``) need fp64: an OpenCL device
 without it keeps its builtins for them (:data:`NEEDS_FP64`).
 """
 
@@ -251,17 +254,14 @@ COEFFS: dict[str, tuple[float, ...]] = {
         _h("0x1.7F1FCAp-3"),
         -_h("0x1.C3A1B8p-4"),
     ),
-    # 2^-49.2
-    "expm1_f64": (
-        _h("0x1.FFFFFFFFFFFC5p-2"),
-        _h("0x1.5555555552218p-3"),
-        _h("0x1.555555556463Ep-5"),
-        _h("0x1.111111214E19Cp-7"),
-        _h("0x1.6C16C137193E0p-10"),
-        _h("0x1.A0199B86747BCp-13"),
-        _h("0x1.A01A73C899F80p-16"),
-        _h("0x1.72DAE35B3C9E0p-19"),
-        _h("0x1.27E1F38F9D600p-22"),
+    # 2^-33.0
+    "tanh_f32": (
+        _h("-0x1.555554p-2"),
+        _h("0x1.111082p-3"),
+        _h("-0x1.b9f38ep-5"),
+        _h("0x1.63b7bcp-6"),
+        _h("-0x1.0c7e86p-7"),
+        _h("0x1.19191cp-9"),
     ),
     # 2^-44.1
     "log_f64": (
@@ -315,8 +315,6 @@ LN2_L15 = _h("0x1.7F7D1Cp-20")
 IL_HI = _h("0x1.715476p0")  # 1/ln 2 = IL_HI + IL_LO
 IL_LO = _h("0x1.4AE0C0p-26")
 LOG2E_D = _h("0x1.71547652B82FEp0")
-LN2_HI_D = _h("0x1.62E42FEFA39EFp-1")
-LN2_LO_D = _h("0x1.ABC9E3B39803Fp-56")
 PIO2_HI = _h("0x1.921FB54442D18p0")
 PIO2_LO = _h("0x1.1A62633145C07p-54")
 TWO_OVER_PI_28 = (
@@ -328,8 +326,12 @@ TWO_OVER_PI_28 = (
     _h("0x1.4ACC9E0p-143"),
     _h("0x1.0E4107Cp-170"),
 )
-"""2/pi in seven chunks of 28 bits (computed from Machin's formula by ``tools/fit_math.py``):
+"""2/pi in seven chunks of 28 bits (``tools/fit_math.py``, from Machin's formula):
 a float32 times a chunk is exact in double."""
+SINCOS_WINDOWS = (2.0**53, 2.0**81, 2.0**109)
+"""From these ``|x|`` on, ``sin`` and ``cos`` use the chunks of 2/pi from the next one on: for
+``|x| >= 2^(28 w + 25)`` (the last bit of x at least ``2^(28 w + 2)``) the first ``w`` chunks
+give multiples of 4; four chunks from there leave less than 2^-59."""
 INF = float("inf")
 NAN = float("nan")
 
@@ -347,6 +349,21 @@ def _scale2(fn: MathFn, p: V, n: V) -> V:
     return fn.mul(fn.mul(p, s1), s2)
 
 
+def _exp_core(fn: MathFn, t: V) -> tuple[V, V, V]:
+    """``e^t = 2^n (h + lo)`` for a finite ``t`` in ``[-104, 89]``: ``n`` (an integer-valued
+    float), ``h + lo`` in about ``[sqrt(1/2), sqrt(2)]`` as a double-float (``h`` the rounded
+    sum, relative error about 2^-30)."""
+    n = fn.rint(fn.mul(t, LOG2E_F))
+    nn = fn.neg(n)
+    rh = fn.fma(nn, LN2_HI_F, t)  # exact
+    rl = fn.mul(nn, LN2_LO_F)
+    r = fn.add(rh, rl)
+    q = fn.poly(r, COEFFS["exp_f32"])
+    u = fn.fma(fn.mul(r, r), q, rl)
+    h, lo = _one_plus(fn, rh)
+    return n, *fn.two_sum_fast(h, fn.add(lo, u))
+
+
 def _expf() -> MathFn:
     fn = MathFn("aj_expf", (V("x", "f"),), "f")
     x = fn.params[0]
@@ -354,16 +371,8 @@ def _expf() -> MathFn:
     xc = fn.sel(fn.cmp("gt", x, 89.0), 89.0, x)
     xc = fn.sel(fn.cmp("lt", xc, -104.0), -104.0, xc)
     xc = fn.sel(nan, 0.0, xc)
-    n = fn.rint(fn.mul(xc, LOG2E_F))
-    nn = fn.neg(n)
-    rh = fn.fma(nn, LN2_HI_F, xc)  # exact
-    rl = fn.mul(nn, LN2_LO_F)
-    r = fn.add(rh, rl)
-    q = fn.poly(r, COEFFS["exp_f32"])
-    u = fn.fma(fn.mul(r, r), q, rl)
-    h, lo = _one_plus(fn, rh)
-    p = fn.add(h, fn.add(lo, u))
-    fn.ret(fn.sel(nan, x, _scale2(fn, p, n)))
+    n, h, _ = _exp_core(fn, xc)
+    fn.ret(fn.sel(nan, x, _scale2(fn, h, n)))
     return fn
 
 
@@ -469,43 +478,65 @@ def _pow2_d(fn: MathFn, n: V) -> V:
     return fn.from_bits(fn.shl(fn.iadd(fn.to_int(n), 1023), 52))
 
 
+TANH_SMALL = _h("0x1.19999ap-1")  # 0.55 in float32
+"""Below this ``|x|``, ``tanh`` is an odd polynomial; from it on, ``1 - 2u/(1 + u)`` with
+``u = e^(-2|x|)``."""
+RECIP_SEED = (_h("0x1.bb61a6p0"), _h("0x1.7c0a8ep-1"))
+"""``1/d`` for ``d`` in ``[1, 4/3]`` is ``a - b d`` within 2^-6.6 (relative minimax)."""
+
+
 def _tanhf() -> MathFn:
     fn = MathFn("aj_tanhf", (V("x", "f"),), "f")
     x = fn.params[0]
     a = fn.abs(x)
-    a = fn.sel(fn.cmp("gt", a, 10.0), 10.0, a)  # tanh is 1 in float32 from 9.01 on
-    a = fn.sel(fn.isnan(x), 0.0, a)
-    d = fn.mul(fn.widen(a), 2.0)
-    n = fn.rint(fn.mul(d, LOG2E_D))
-    nn = fn.neg(n)
-    r = fn.fma(nn, LN2_LO_D, fn.fma(nn, LN2_HI_D, d))
-    p = fn.fma(fn.mul(r, r), fn.poly(r, COEFFS["expm1_f64"]), r)  # expm1(r)
-    sc = _pow2_d(fn, n)
-    em1 = fn.fma(sc, p, fn.sub(sc, 1.0))  # expm1(2a) = 2^n expm1(r) + 2^n - 1
-    t = fn.narrow(fn.div(em1, fn.add(em1, 2.0)))
-    fn.ret(fn.sel(fn.isnan(x), x, _with_sign_of(fn, t, x)))
+    # |x| < 0.55: a + a^3 P(a^2) (NaN passes)
+    z = fn.mul(a, a)
+    small = fn.fma(fn.mul(a, z), fn.poly(z, COEFFS["tanh_f32"]), a)
+    # |x| >= 0.55: 1 - q, q = 2u / (1 + u), u = e^(-2a) in (2^-29, 1/3], all as double-floats
+    al = fn.sel(fn.cmp("gt", a, TANH_SMALL), a, TANH_SMALL)
+    al = fn.sel(fn.cmp("gt", al, 10.0), 10.0, al)  # tanh is 1 in float32 from 9.01 on
+    n, h, lo = _exp_core(fn, fn.mul(al, -2.0))
+    scale = fn.from_bits(fn.shl(fn.iadd(fn.to_int(n), 127), 23))
+    v = fn.mul(h, scale)
+    vl = fn.mul(lo, scale)
+    d, dl = _one_plus(fn, v)
+    dl = fn.add(dl, vl)
+    y = fn.fma(d, -RECIP_SEED[1], RECIP_SEED[0])
+    for _ in range(2):  # Newton: y (2 - d y)
+        y = fn.fma(y, fn.fma(fn.neg(d), y, 1.0), y)
+    v2 = fn.mul(v, 2.0)
+    q0 = fn.mul(v2, y)
+    rho = fn.fma(fn.neg(q0), d, v2)  # exact remainder of 2v / d
+    rho = fn.add(rho, fn.fma(fn.neg(q0), dl, fn.mul(vl, 2.0)))
+    q1 = fn.mul(rho, y)
+    s = fn.sub(1.0, q0)
+    e = fn.sub(fn.sub(1.0, s), q0)  # 1 - q0 = s + e exactly
+    large = fn.add(s, fn.sub(e, q1))
+    res = fn.sel(fn.not_(fn.cmp("ge", a, TANH_SMALL)), small, large)
+    fn.ret(_with_sign_of(fn, res, x))
     return fn
 
 
 def _sincosf(name: str, cos: bool) -> MathFn:
     fn = MathFn(name, (V("x", "f"),), "f")
     x = fn.params[0]
-    finite = fn.cmp("lt", fn.abs(x), INF)
+    ax = fn.abs(x)
+    finite = fn.cmp("lt", ax, INF)
     xd = fn.widen(fn.sel(finite, x, 0.0))
-    # x 2/pi modulo 4, as hi + lo: each chunk's product is exact, reduced modulo 4 exactly,
-    # and summed exactly (two-sums) into hi, the rounding errors into lo.
-    hi: V | None = None
-    lo: V | None = None
-    for k, chunk in enumerate(TWO_OVER_PI_28):
-        p = fn.mul(xd, chunk)
-        if k < 5:  # later products are below 4 for every float
-            p = fn.fma(fn.rint(fn.mul(p, 0.25)), -4.0, p)
-        if hi is None:
-            hi = p
-            continue
-        hi, e = fn.two_sum(hi, p)
-        lo = e if lo is None else fn.add(lo, e)
-    assert hi is not None and lo is not None
+    # x 2/pi modulo 4, as hi + lo, from the four chunks of 2/pi that matter for x's exponent
+    # (a window chosen by selection: the chunks before it give multiples of 4, those after it
+    # less than 2^-59): each product is exact, the first two are reduced modulo 4 exactly, and
+    # all are summed exactly (two-sums) into hi, the rounding errors into lo.
+    chunks = list(TWO_OVER_PI_28[:4])
+    for w, bound in enumerate(SINCOS_WINDOWS, start=1):
+        wide = fn.cmp("ge", ax, bound)
+        chunks = [fn.sel(wide, TWO_OVER_PI_28[w + k], c, ty="d") for k, c in enumerate(chunks)]
+    p = [fn.mul(xd, c) for c in chunks]
+    for k in (0, 1):
+        p[k] = fn.fma(fn.rint(fn.mul(p[k], 0.25)), -4.0, p[k])
+    hi, lo = fn.two_sum(p[0], p[1])
+    hi, e = fn.two_sum(hi, p[2])
+    lo = fn.add(fn.add(lo, e), p[3])
     q = fn.rint(hi)
     f = fn.sub(hi, q)  # exact; the quadrant's fraction is f + lo
     r = fn.fma(f, PIO2_HI, fn.fma(f, PIO2_LO, fn.mul(lo, PIO2_HI)))
@@ -659,7 +690,17 @@ _CTYPE = {"f": "float", "d": "double", "u": "uint32_t", "U": "uint64_t", "b": "i
 _SIGNED = {"u": "int32_t", "U": "int64_t"}
 
 
+def _exact_f32(v: float) -> float:
+    """``v``, which must be a float32 value (or not finite): a constant is never rounded by
+    the compiler that reads it."""
+    if v == v and v not in (INF, -INF) and struct.unpack("<f", struct.pack("<f", v))[0] != v:
+        raise ValueError(f"the float32 constant {v!r} is not a float32 value")
+    return v
+
+
 def _c_const(v: float | int, ty: str) -> str:
+    if ty == "f":
+        _exact_f32(float(v))
     if ty in ("u", "U"):
         return f"{int(v)}u" if ty == "u" else f"{int(v)}ull"
     v = float(v)
@@ -778,6 +819,8 @@ def _ll_const(v: float | int, ty: str) -> str:
         bits = 32 if ty == "u" else 64
         v = int(v) & ((1 << bits) - 1)
         return str(v - (1 << bits) if v >= 1 << (bits - 1) else v)
+    if ty == "f":
+        _exact_f32(float(v))
     return f"0x{struct.unpack('<Q', struct.pack('<d', float(v)))[0]:016X}"
 
 
