@@ -201,7 +201,25 @@ class MathFn:
         return s, self.add(self.sub(a, self.sub(s, bb)), self.sub(b, bb))
 
     def ret(self, v: V) -> None:
-        self.result = v
+        """Make ``v`` the result; steps it does not depend on are dropped, and the others
+        numbered in order (so the printed functions declare nothing unused)."""
+        needed = {v.name}
+        kept: list[Step] = []
+        for step in reversed(self.steps):
+            if step.out.name in needed:
+                kept.append(step)
+                needed |= {a.name for a in step.args if isinstance(a, V)}
+        kept.reverse()
+        names = {s.out.name: V(f"t{k + 1}", s.out.ty) for k, s in enumerate(kept)}
+
+        def rename(a: Arg) -> Arg:
+            return names.get(a.name, a) if isinstance(a, V) else a
+
+        self.steps = [Step(names[s.out.name], s.op, tuple(map(rename, s.args))) for s in kept]
+        result = rename(v)
+        assert isinstance(result, V)
+        self.result = result
+        self.uses_double = any(s.out.ty in ("d", "U") for s in self.steps)
 
 
 # ---- constants ----

@@ -96,22 +96,20 @@ __device__ inline float aj_expf(float x) {
   const float t22 = t10 - t21;
   const float t23 = t22 + t19;
   const float t24 = t20 + t23;
-  const float t25 = t24 - t20;
-  const float t26 = t23 - t25;
-  const float t27 = t8 * 0x1p-1f;
-  const uint32_t t28 = (uint32_t)(int32_t)t27;
-  const uint32_t t29 = (uint32_t)(int32_t)t8;
-  const uint32_t t30 = t29 - t28;
-  const uint32_t t31 = t28 + 127u;
-  const uint32_t t32 = t31 << 23;
-  const float t33 = __uint_as_float(t32);
-  const uint32_t t34 = t30 + 127u;
-  const uint32_t t35 = t34 << 23;
-  const float t36 = __uint_as_float(t35);
-  const float t37 = t24 * t33;
-  const float t38 = t37 * t36;
-  const float t39 = t1 ? x : t38;
-  return t39;
+  const float t25 = t8 * 0x1p-1f;
+  const uint32_t t26 = (uint32_t)(int32_t)t25;
+  const uint32_t t27 = (uint32_t)(int32_t)t8;
+  const uint32_t t28 = t27 - t26;
+  const uint32_t t29 = t26 + 127u;
+  const uint32_t t30 = t29 << 23;
+  const float t31 = __uint_as_float(t30);
+  const uint32_t t32 = t28 + 127u;
+  const uint32_t t33 = t32 << 23;
+  const float t34 = __uint_as_float(t33);
+  const float t35 = t24 * t31;
+  const float t36 = t35 * t34;
+  const float t37 = t1 ? x : t36;
+  return t37;
 }
 /* routine softmax_rows */
 extern "C" __global__ void aj_softmax_rows_k0(float* __restrict__ e_0, float* __restrict__ x_1, float* __restrict__ y_2, float* __restrict__ m_3, float* __restrict__ se_4) {
