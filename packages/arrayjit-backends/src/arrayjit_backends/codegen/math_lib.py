@@ -545,7 +545,7 @@ def _sincosf(name: str, cos: bool) -> MathFn:
     # (a window chosen by selection: the chunks before it give multiples of 4, those after it
     # less than 2^-59): each product is exact, the first two are reduced modulo 4 exactly, and
     # all are summed exactly (two-sums) into hi, the rounding errors into lo.
-    chunks = list(TWO_OVER_PI_28[:4])
+    chunks: list[Arg] = list(TWO_OVER_PI_28[:4])
     for w, bound in enumerate(SINCOS_WINDOWS, start=1):
         wide = fn.cmp("ge", ax, bound)
         chunks = [fn.sel(wide, TWO_OVER_PI_28[w + k], c, ty="d") for k, c in enumerate(chunks)]
