@@ -100,6 +100,52 @@ def test_work_rule_two_reads_and_on_device(caplog: pytest.LogCaptureFixture) -> 
     np.testing.assert_allclose(got[y2], np.exp(sv), rtol=1e-5)
 
 
+def test_work_rule_costly_operations_and_budget(caplog: pytest.LogCaptureFixture) -> None:
+    """An exp read twice and a division read inside a loop it does not depend on are stored;
+    so is a cheap node whose recomputation at a broadcast would take the routine's arithmetic
+    past the budget (a routine of its own: the budget is the routine's)."""
+    x, v = node((4, 6), "x", hosted=True), node((6, 5), "v", hosted=True)
+    e, p = node((4, 6), "e"), node((4, 6), "p")
+    y, o = node((4, 6), "y", hosted=True), node((4, 5), "o", hosted=True)
+    costly = ir.block(
+        ir.unop(e, "exp", x),
+        ir.binop(y, "add", e, x),  # e read twice: exp once per element, so e is stored
+        ir.binop(p, "div", e, x),
+        ir.accum(o, "add", p, v, op="mul", spec="ik,kj->ij"),  # p read once per j
+    )
+    c, d = node((4,), "c", hosted=True), node((4, 5), "d", hosted=True)
+    q, z = node((4,), "q"), node((4, 5), "z", hosted=True)
+    budget = ir.block(
+        ir.binop(q, "add", c, c),
+        ir.binop(z, "mul", q, d, spec="i,ij->ij"),  # q recomputed 5 times per cell
+    )
+    with caplog.at_level(logging.DEBUG, logger="arrayjit_ir"):
+        optimize(lower(costly), name="costly")
+        optimize(lower(budget), name="budget")
+    log = decisions(caplog, "costly")
+    assert log["e"] == (
+        "Local/1040: not virtual (work rule): inlining would run its costly exp again at each "
+        "of 2 read(s); Local: 96 bytes fit the 16384-byte stack"
+    )
+    assert log["p"] == (
+        "Local/1040: not virtual (work rule): its one read visits a cell more than once, and "
+        "would evaluate its costly div again; Local: 96 bytes fit the 16384-byte stack"
+    )
+    assert decisions(caplog, "budget")["q"] == (
+        "Local/1040: not virtual (work rule): recomputing it at its reads (5 times per cell) "
+        "takes the routine's arithmetic past 1.5 times the unoptimized code's; Local: 16 bytes "
+        "fit the 16384-byte stack"
+    )
+    vals = {x: RNG.standard_normal((4, 6)), v: RNG.standard_normal((6, 5))}
+    got = run(costly, vals, [y, o])
+    ex = np.exp(vals[x].astype(np.float32))
+    np.testing.assert_allclose(got[y], ex + vals[x], rtol=1e-5)
+    np.testing.assert_allclose(got[o], (ex / vals[x]) @ vals[v], rtol=1e-4)
+    vc, vd = RNG.standard_normal(4), RNG.standard_normal((4, 5))
+    got = run(budget, {c: vc, d: vd}, [z])
+    np.testing.assert_allclose(got[z], (2 * vc)[:, None] * vd, rtol=1e-5)
+
+
 def test_meaning_rule_and_no_definition(caplog: pytest.LogCaptureFixture) -> None:
     p, y = node((6,), "p", hosted=True), node((6,), "y", hosted=True)
     t, one = node((6,), "t"), node((6,), "one", hosted=True)

@@ -429,20 +429,28 @@ def test_cse_hoists_across_sibling_statements() -> None:
         )
         return low_level.Local_scope(sc, body, ())
 
-    code = low_level.seq(low_level.Set(y, (), total(sc1)), low_level.Set(z, (), total(sc2)))
+    def in_loop(*stmts: low_level.Stmt) -> low_level.Stmt:
+        return low_level.For_loop(low_level.Symbol(9200), 0, 0, low_level.seq(*stmts))
+
+    code = in_loop(low_level.Set(y, (), total(sc1)), low_level.Set(z, (), total(sc2)))
     out = hoist_across_statements(code)
-    assert isinstance(out, low_level.Seq) and len(out.stmts) == 4
-    assert out.stmts[2] == low_level.Set(y, (), low_level.Get_local(sc1))
-    assert out.stmts[3] == low_level.Set(z, (), low_level.Get_local(sc1))
+    assert isinstance(out, low_level.For_loop) and isinstance(out.body, low_level.Seq)
+    assert len(out.body.stmts) == 4
+    assert out.body.stmts[2] == low_level.Set(y, (), low_level.Get_local(sc1))
+    assert out.body.stmts[3] == low_level.Set(z, (), low_level.Get_local(sc1))
     vals = interpret_code(out, {x: np.arange(4.0, dtype=np.float32)}, [y, z])
     assert vals[y] == 6.0 and vals[z] == 6.0
     # A write in between to a node the computation reads blocks the hoist.
-    blocked = low_level.seq(
+    blocked = in_loop(
         low_level.Set(y, (), total(sc1)),
         low_level.Set(x, (Fixed_idx(0),), low_level.Constant(5.0)),
         low_level.Set(w, (), total(sc2)),
     )
     assert hoist_across_statements(blocked) == blocked
+    # A routine's top-level statements may run as separate kernels (GPU): no local crosses
+    # them (issue 34: OpenCL's "use of undeclared identifier").
+    top = low_level.seq(low_level.Set(y, (), total(sc1)), low_level.Set(z, (), total(sc2)))
+    assert hoist_across_statements(top) == top
 
 
 def interpret_code(

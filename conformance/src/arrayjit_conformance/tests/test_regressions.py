@@ -151,6 +151,25 @@ def test_scope_shared_by_two_statements(backend: Any) -> None:
     )
 
 
+def test_no_local_shared_across_kernels(backend: Any) -> None:
+    """Issue 34: ``t1 = x0`` (virtual) read by two scalar statements with a loop between them.
+    CSE hoisted ``v_t1 := x0[]`` in front of the first reader at the routine's top level; the
+    GPU planner runs the loop, and the statements after it, in kernels of their own, so the
+    last one read a local no kernel of its declared ("use of undeclared identifier 'v0_t1'"
+    on OpenCL). Locals never cross top-level statements now."""
+    x0 = hosted((), "x0")
+    t1 = Tnode.create((), label="t1")
+    t2 = Tnode.create((), label="t2", prec="double")
+    t3 = hosted((2,), "t3")
+    comp = ir.block(
+        ir.unop(t1, "identity", x0),
+        ir.binop(t2, "add", t1, t1),
+        ir.binop(t3, "add", t1, t1),
+        ir.accum(t2, "sub", t1, initialize_neutral=False),
+    )
+    check_against_numpy(backend, comp, {x0: np.array(0.75)}, {t3: np.full(2, 1.5)})
+
+
 def test_gpu_kernel_with_a_zero_out_piece(backend: Any) -> None:
     """``fetch(x0, 0.75); t2 = sum_c x0 broadcast over d`` with non-hosted nodes: a grouped
     kernel piece holding a Zero_out is closed."""
@@ -278,6 +297,33 @@ SHRUNK: list[Program] = [
                 arg_letters=("", ""),
                 accum="add",
                 init=False,
+                use_spec=True,
+            ),
+        ),
+    ),
+    # opencl (issue 34): t2 inlined into the scalar statements before and after the loop
+    # writing t4; CSE hoisted its local to the top level, and the kernel of the last statement
+    # read a local of another kernel ("use of undeclared identifier 'v0_t2'").
+    Program(
+        prec="double",
+        sizes=(("a", 3), ("b", 1), ("c", 3)),
+        nodes=(
+            Node(name="x0", letters="", hosted=True, padded=True),
+            Node(name="x1", letters="c", hosted=True),
+            Node(name="t2", letters="", hosted=False, padded=True),
+            Node(name="t3", letters="", hosted=False, prec="single"),
+            Node(name="t4", letters="bc", hosted=True, prec="int32"),
+        ),
+        stmts=(
+            Stmt(out="t2", op="where", args=("x0", "x0", "x0"), arg_letters=("", "", "")),
+            Stmt(out="t3", op="identity", args=("t2",), arg_letters=("",), accum="min"),
+            Stmt(out="t4", op="mul", args=("t3", "x1"), arg_letters=("", "c")),
+            Stmt(
+                out="t3",
+                op="mul",
+                args=("x0", "t2"),
+                arg_letters=("", ""),
+                accum="sub",
                 use_spec=True,
             ),
         ),

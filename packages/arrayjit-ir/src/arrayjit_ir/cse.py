@@ -5,6 +5,10 @@ to renaming of its own loop symbols and local ids; free symbols must be the same
 a read of the earlier local (``Get_local``). Only scopes at the top of a statement's value take
 part (not scopes nested in another scope's loops), and the earlier one is always evaluated first
 (left-to-right), so the replacement reads a value that exists.
+
+Across sibling statements inside a loop (:func:`hoist_across_statements`), a computation two of
+them inline is computed once into a local before the first; never across a routine's top-level
+statements, which renderers may run as separate kernels.
 """
 
 from __future__ import annotations
@@ -160,14 +164,32 @@ def _read_ids(key: Any) -> set[int]:
 
 
 def hoist_across_statements(s: L.Stmt) -> L.Stmt:
-    """Across sibling statements: a computation two statements inline (equal keys, as in
-    :func:`canonical`) is computed once, into a local, before the first of them, provided no
-    statement from the first user up to the last writes a node the computation reads."""
+    """Across sibling statements inside a loop: a computation two statements inline (equal
+    keys, as in :func:`canonical`) is computed once, into a local, before the first of them,
+    provided no statement from the first user up to the last writes a node the computation
+    reads.
+
+    ``s`` is a routine's code: its top-level statements are left as they are. Each of them
+    may run as a kernel of its own (the GPU renderers launch a statement, or a group of them,
+    per kernel), and a local set in one kernel does not exist in the next, so no local is
+    shared between top-level statements; a computation they share is the virtualization's
+    decision (it stores a node whose recomputation would cost too much)."""
+    match s:
+        case L.Seq(stmts=stmts):
+            return L.seq(*(hoist_across_statements(x) for x in stmts))
+        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+            return L.For_loop(i, lo, hi, _hoist_within(body), t)
+    return s
+
+
+def _hoist_within(s: L.Stmt) -> L.Stmt:
+    """:func:`hoist_across_statements` in ``s``, a loop body: in its sequences at every
+    depth."""
     match s:
         case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            return L.For_loop(i, lo, hi, hoist_across_statements(body), t)
+            return L.For_loop(i, lo, hi, _hoist_within(body), t)
         case L.Seq(stmts=stmts):
-            items = [hoist_across_statements(x) for x in stmts]
+            items = [_hoist_within(x) for x in stmts]
         case _:
             return s
     users: dict[Any, list[tuple[int, L.Local_scope]]] = {}

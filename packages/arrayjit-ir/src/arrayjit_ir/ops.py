@@ -96,6 +96,30 @@ def partial_start(op: Binop, is_float: bool) -> float:
     return -0.0 if op is Binop.add and is_float else neutral(op)
 
 
+# ---- the optimizer's work cost model ----
+
+COSTLY_UNOPS: frozenset[Unop] = frozenset(
+    {Unop.exp, Unop.log, Unop.exp2, Unop.log2, Unop.sin, Unop.cos, Unop.tanh}
+    | {Unop.sqrt, Unop.recip_sqrt, Unop.recip}
+)
+"""Unary ops the optimizer never evaluates more often than the unoptimized program does:
+transcendentals (math-library calls), square roots and reciprocals (divisions)."""
+
+COSTLY_BINOPS: frozenset[Binop] = frozenset({Binop.div, Binop.mod, Binop.pow, Binop.threefry4x32})
+"""Binary ops the optimizer never evaluates more often than the unoptimized program does:
+division and remainder, ``pow`` (a math-library call) and ``threefry4x32`` (20 rounds)."""
+
+FREE_OPS: frozenset[Binop | Unop] = frozenset({Unop.identity, Binop.arg1, Binop.arg2})
+"""Ops that compute nothing (they pick or convert an operand): not arithmetic to the cost
+model."""
+
+
+def is_costly(op: Binop | Unop | Ternop) -> bool:
+    """Whether the work rule counts ``op`` as costly (:data:`COSTLY_UNOPS`,
+    :data:`COSTLY_BINOPS`; no ternary op is)."""
+    return op in COSTLY_UNOPS or op in COSTLY_BINOPS
+
+
 def parse_binop(name: str | Binop) -> Binop:
     """Look up a binary op by name (``"add"``, ``"or"``, ...)."""
     if isinstance(name, Binop):

@@ -8,8 +8,8 @@ Passes, in order (as :func:`optimize` runs them):
    read before written, zero-initialized by code. Nodes that other routines share are made
    ``Materialized`` here, before anything is inlined.
 2. **virtualize** — intermediate nodes are inlined where that keeps the meaning of the block
-   and repeats no reduction work (:mod:`arrayjit_ir.virtualize`): every read of such a node
-   becomes a ``Local_scope`` computing that cell, and its statements disappear.
+   and repeats no reduction or costly work (:mod:`arrayjit_ir.virtualize`): every read of such
+   a node becomes a ``Local_scope`` computing that cell, and its statements disappear.
 3. **cleanup** — stores to virtual nodes are gone; every remaining node settles to a leaf mode:
    inputs (read-only or read before written) and outputs (written, never read here) are
    materialized, other intermediates default to ``Local`` (small) or ``On_device``.
@@ -18,8 +18,9 @@ Passes, in order (as :func:`optimize` runs them):
    assigns a value becomes that value.
 5. **CSE** — within a statement, an inlined computation equal to an earlier one (up to renaming
    of its own loop symbols and locals) reads the earlier local instead; across sibling
-   statements, such a computation is hoisted into a local before its first user when nothing in
-   between writes what it reads (:mod:`arrayjit_ir.cse`).
+   statements inside a loop, such a computation is hoisted into a local before its first user
+   when nothing in between writes what it reads (:mod:`arrayjit_ir.cse`). No local crosses the
+   routine's top-level statements: each may run as a kernel of its own.
 6. **blocked summation** — float sums of more than 64 terms become blocked, pairwise trees, so
    their error grows as log n (:mod:`arrayjit_ir.summation`).
 """

@@ -12,28 +12,40 @@ The two rules (see the package README, "The optimizer"):
    a read only if nothing it reads, directly or through other inlined definitions, is written
    between the definition and that read, the reading statement included (at any of its cells).
    Reads inside another virtual node's definition happen where *that* node is inlined.
-2. **Work.** Inlining never makes a reduction loop body run more often. A node is *heavy* when
-   its definition has reduction loops or reads a heavy virtual node; a heavy node is inlined
-   only where it is read exactly once, at positions that visit each of its cells at most once
-   (every loop around the read, with more than one iteration, indexes it). Since a node that
-   reads a heavy virtual node is heavy itself, the rule composes through pointwise readers and
-   broadcasts: a row sum read through ``mean = sum * inv`` at broadcast positions keeps
-   ``mean`` materialized (once per row) and inlines the sum into it.
+2. **Work.** Inlining never makes a reduction loop body or a costly operation (a
+   transcendental, a square root, a division: :func:`arrayjit_ir.ops.is_costly`) run more
+   often than the unoptimized program runs it, counted per cell. A node is *heavy* when its
+   definition has reduction loops or a costly operation, or reads a heavy virtual node; a heavy
+   node is inlined only where it is read exactly once, at positions that visit each of its
+   cells at most once (every loop around the read, with more than one iteration, indexes it).
+   Since a node that reads a heavy virtual node is heavy itself, the rule composes through
+   pointwise readers and broadcasts: a row sum read through ``mean = sum * inv`` at broadcast
+   positions keeps ``mean`` materialized (once per row) and inlines the sum into it; softmax's
+   ``e = exp(x - m)``, read by the row sum and by ``y = e / s``, is stored, and so is
+   attention's ``p = e / s``, read inside ``o = p @ v``'s loop over a feature axis ``p`` does
+   not have. Storing is how loop-invariant work leaves the loop: the node's own loop nest
+   computes each cell once, before the readers run.
+   Cheap pointwise work may be repeated (a node recomputed at each of its reads, broadcasts
+   included), within a budget: the routine's arithmetic (:func:`arithmetic`, loops multiplied)
+   stays within :data:`INLINE_WORK_FACTOR` times the unoptimized code's.
    The same rule bounds code size: a node read at more than one place is inlined only while its
    inlined computation has at most :data:`INLINE_SIZE_LIMIT` expression nodes, and no inlined
    computation nests deeper than :data:`INLINE_DEPTH_LIMIT`.
 
 Candidates that break a rule are materialized one at a time until every remaining candidate
-keeps both (see :func:`choose_virtual` for the order).
+keeps both (see :func:`choose_virtual` for the order). The decision is deterministic: it depends
+on the statements only (ties go to the earliest definition).
 """
 
 from __future__ import annotations
 
 import bisect
 import itertools
+import math
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from fractions import Fraction
 
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -285,11 +297,13 @@ def _wide_definition(
 
 @dataclass
 class _Site:
-    """One read of a node: the top-level statement holding it, and whether it visits each
-    cell at most once (every enclosing loop with more than one iteration indexes it)."""
+    """One read of a node: the top-level statement holding it, whether it visits each cell at
+    most once (every enclosing loop with more than one iteration indexes it), and how many
+    times the statement runs it (the product of the extents of its enclosing loops)."""
 
     stmt: int
     once: bool
+    iters: int = 1
 
 
 @dataclass
@@ -306,6 +320,10 @@ class _Candidate:
     """How many times the definition's value reads each other node."""
     value: L.Expr | None = None
     """The definition's value (a cell's term for a reduction)."""
+    costly: str | None = None
+    """The first costly operation (:func:`arrayjit_ir.ops.is_costly`) its value evaluates."""
+    cells: int = 1
+    """The cells its definition computes (the extents of its output loops multiplied)."""
 
 
 INLINE_SIZE_LIMIT = 64
@@ -317,6 +335,50 @@ INLINE_DEPTH_LIMIT = 48
 """The deepest inlined computation (in nested expression nodes, inlined inputs included): a
 long chain ``t2 = t1 + x; t3 = t2 + x; ...`` is stored every so many links, so that the code
 nests no deeper than compilers (clang's 256 brackets) and the optimizer's recursion allow."""
+
+INLINE_WORK_FACTOR = Fraction(3, 2)
+"""The most arithmetic a routine may run, in multiples of the unoptimized program's, for
+recomputing cheap pointwise nodes at their reads (:func:`arithmetic` counts it): beyond it the
+recomputed node whose storing saves the most is stored, until the routine is within it."""
+
+
+def _extent(lp: L.For_loop) -> int:
+    return max(0, lp.to_inclusive - lp.from_ + 1)
+
+
+def arithmetic(s: L.Stmt) -> int:
+    """The operations ``s`` evaluates (every ``Binop``, ``Unop`` and ``Ternop`` but the free
+    ones, :data:`arrayjit_ir.ops.FREE_OPS`), each counted once per run of the loops around it,
+    loops inside local scopes included: the work cost model's measure of arithmetic."""
+
+    def stmt(x: L.Stmt) -> int:
+        match x:
+            case L.Seq(stmts=stmts):
+                return sum(stmt(y) for y in stmts)
+            case L.For_loop(body=body) as lp:
+                return _extent(lp) * stmt(body)
+            case L.Set(value=v) | L.Set_local(value=v):
+                return expr(v)
+        return 0
+
+    def expr(e: L.Expr) -> int:
+        match e:
+            case L.Local_scope(body=body):
+                return stmt(body)
+            case L.Binop(op=op) | L.Unop(op=op) | L.Ternop(op=op):
+                own = 0 if op in ops.FREE_OPS else 1
+                return own + sum(expr(x) for x in L.children(e))
+        return 0
+
+    return stmt(s)
+
+
+def _first_costly(e: L.Expr) -> str | None:
+    """The name of the first costly operation in ``e`` (local-scope bodies included)."""
+    for x in L.sub_exprs(e):
+        if isinstance(x, L.Binop | L.Unop | L.Ternop) and ops.is_costly(x.op):
+            return x.op.value
+    return None
 
 
 def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
@@ -337,28 +399,29 @@ def _read_sites(stmts: Sequence[L.Stmt]) -> dict[Tnode, list[_Site]]:
     of its own cell is part of computing the node)."""
     sites: dict[Tnode, list[_Site]] = {}
 
-    def visit(e: L.Expr, k: int, loops: list[Symbol], written: set[Tnode]) -> None:
+    def visit(e: L.Expr, k: int, loops: list[Symbol], iters: int, written: set[Tnode]) -> None:
         match e:
             case L.Get(tn=tn, indices=idx) if tn not in written:
-                sites.setdefault(tn, []).append(_Site(k, set(loops) <= _distinct_axes(idx)))
+                once = set(loops) <= _distinct_axes(idx)
+                sites.setdefault(tn, []).append(_Site(k, once, iters))
             case L.Local_scope(body=body):
-                walk(body, k, loops, written)
+                walk(body, k, loops, iters, written)
             case _:
                 for x in L.children(e):
-                    visit(x, k, loops, written)
+                    visit(x, k, loops, iters, written)
 
-    def walk(s: L.Stmt, k: int, loops: list[Symbol], written: set[Tnode]) -> None:
+    def walk(s: L.Stmt, k: int, loops: list[Symbol], iters: int, written: set[Tnode]) -> None:
         match s:
             case L.Seq(stmts=inner):
                 for x in inner:
-                    walk(x, k, loops, written)
-            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
-                walk(body, k, [*loops, i] if hi > lo else loops, written)
+                    walk(x, k, loops, iters, written)
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body) as lp:
+                walk(body, k, [*loops, i] if hi > lo else loops, iters * _extent(lp), written)
             case L.Set(value=v) | L.Set_local(value=v):
-                visit(v, k, loops, written)
+                visit(v, k, loops, iters, written)
 
     for k, s in enumerate(stmts):
-        walk(s, k, [], {w.tn for w in L.writes(s)})
+        walk(s, k, [], 1, {w.tn for w in L.writes(s)})
     return sites
 
 
@@ -389,8 +452,20 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
                 counts[x.tn] = counts.get(x.tn, 0) + 1
             else:
                 own += 1
+        loops, _ = _nest(stmts[ks[-1]])
+        cells = math.prod(_extent(lp) for lp in loops if lp.index in d.out_symbols)
         found[tn] = _Candidate(
-            tn, ks[0], ks[-1], bool(d.reduction), reads, [], own, counts, d.value
+            tn,
+            ks[0],
+            ks[-1],
+            bool(d.reduction),
+            reads,
+            [],
+            own,
+            counts,
+            d.value,
+            _first_costly(d.value),
+            cells,
         )
     sites = _read_sites(stmts)
     for tn, c in found.items():
@@ -401,12 +476,17 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
 class _Plan:
     """Facts about a set of virtual nodes, computed on demand."""
 
-    def __init__(self, cands: dict[Tnode, _Candidate], virtual: set[Tnode]) -> None:
+    def __init__(
+        self, cands: dict[Tnode, _Candidate], virtual: set[Tnode], work: Sequence[int] = ()
+    ) -> None:
         self.cands = cands
         self.virtual = virtual
+        self.work = work
+        """The arithmetic of each top-level statement (:func:`arithmetic`)."""
         self.owner = {k: c.tn for c in cands.values() for k in range(c.first, c.last + 1)}
         self._inputs: dict[Tnode, frozenset[Tnode]] = {}
-        self._heavy: dict[Tnode, bool] = {}
+        self._heavy: dict[Tnode, str | None] = {}
+        self._evals: dict[Tnode, Fraction] = {}
         self._positions: dict[Tnode, frozenset[int]] = {}
         self._size: dict[Tnode, int] = {}
         self._depth: dict[Tnode, int] = {}
@@ -420,14 +500,45 @@ class _Plan:
             self._inputs[tn] = frozenset(out)
         return self._inputs[tn]
 
-    def heavy(self, tn: Tnode) -> bool:
-        """The inlined computation of ``tn`` runs a reduction loop."""
+    def heavy(self, tn: Tnode) -> str | None:
+        """What makes the inlined computation of ``tn`` heavy, in words (``"reduction"``, or a
+        costly operation's name), when it runs a reduction loop or evaluates a costly
+        operation, its own or a virtual input's; else ``None``."""
         if tn not in self._heavy:
             c = self.cands[tn]
-            self._heavy[tn] = c.reduction or any(
-                self.heavy(r) for r in c.reads if r in self.virtual
-            )
+            found = "reduction" if c.reduction else c.costly
+            for r in sorted(r for r in c.reads if r in self.virtual):
+                if found == "reduction":
+                    break
+                inner = self.heavy(r)
+                found = inner if found is None or inner == "reduction" else found
+            self._heavy[tn] = found
         return self._heavy[tn]
+
+    def runs(self, k: int) -> Fraction:
+        """How many times the top-level statement ``k`` runs in the optimized routine, per
+        run in the unoptimized one: its node's evaluations per cell (:meth:`evals`) when that
+        node is virtual, else 1."""
+        tn = self.owner.get(k)
+        if tn not in self.virtual:
+            return Fraction(1)
+        assert tn is not None
+        cells = self.cands[tn].cells
+        return self.evals(tn) / cells if cells else Fraction(0)
+
+    def evals(self, tn: Tnode) -> Fraction:
+        """How many times the inlined computation of (one cell of) ``tn`` runs: at each read,
+        the runs of the loops around it, times the runs of the statement holding it."""
+        if tn not in self._evals:
+            self._evals[tn] = sum(
+                (site.iters * self.runs(site.stmt) for site in self.cands[tn].sites), Fraction(0)
+            )
+        return self._evals[tn]
+
+    def arithmetic(self) -> Fraction:
+        """The arithmetic of the routine with these nodes inlined (:func:`arithmetic` of each
+        top-level statement times its :meth:`runs`)."""
+        return sum((w * self.runs(k) for k, w in enumerate(self.work)), Fraction(0))
 
     def positions(self, tn: Tnode) -> frozenset[int]:
         """The top-level statements where the inlined computation of ``tn`` will run."""
@@ -440,14 +551,15 @@ class _Plan:
         return self._positions[tn]
 
     def repeats_work(self, tn: Tnode) -> bool:
-        """Inlining ``tn`` would run a reduction loop more often than its cells, or copy a
-        computation larger than :data:`INLINE_SIZE_LIMIT` to several reads."""
+        """Inlining ``tn`` would run a reduction loop or a costly operation more often than
+        its cells, or copy a computation larger than :data:`INLINE_SIZE_LIMIT` to several
+        reads."""
         c = self.cands[tn]
         if len(c.sites) > 1 and self.size(tn) > INLINE_SIZE_LIMIT:
             return True
         if self.depth(tn) > INLINE_DEPTH_LIMIT:
             return True
-        return self.heavy(tn) and not (len(c.sites) == 1 and c.sites[0].once)
+        return self.heavy(tn) is not None and not (len(c.sites) == 1 and c.sites[0].once)
 
     def depth(self, tn: Tnode) -> int:
         """Nesting depth of the inlined computation of ``tn``, its virtual inputs inlined (one
@@ -493,11 +605,15 @@ def choose_virtual(
     Candidates breaking a rule are materialized one at a time. Work first, the earliest
     first: whether a node is heavy depends on earlier nodes only, so materializing the earliest
     offender can make later ones light. Meaning next, the latest first: where a node's
-    computation runs depends on later (reading) nodes only.
+    computation runs depends on later (reading) nodes only. Then the work budget: while the
+    routine's arithmetic exceeds :data:`INLINE_WORK_FACTOR` times the unoptimized code's, the
+    recomputed node whose storing saves the most is stored (the earliest of equals).
 
     When ``why`` is given, it receives, for every node of ``allowed``, the reason for the
     decision in words (the optimizer logs it)."""
     cands = _candidates(stmts, allowed)
+    work = [arithmetic(st) for st in stmts]
+    budget = INLINE_WORK_FACTOR * sum(work)
     writers: dict[Tnode, list[int]] = {}
     for k, st in enumerate(stmts):
         for tn in dict.fromkeys(w.tn for w in L.writes(st)):
@@ -512,46 +628,64 @@ def choose_virtual(
     for tn in cands.keys() - virtual:
         reasons[tn] = "not virtual: no other statement reads it"
     while True:
-        plan = _Plan(cands, virtual)
+        plan = _Plan(cands, virtual, work)
         order = sorted(virtual, key=lambda tn: cands[tn].first)
-        costly = next((tn for tn in order if plan.repeats_work(tn)), None)
-        if costly is not None:
-            sites = cands[costly].sites
-            if plan.depth(costly) > INLINE_DEPTH_LIMIT:
-                reasons[costly] = (
+        offender = next((tn for tn in order if plan.repeats_work(tn)), None)
+        if offender is not None:
+            sites = cands[offender].sites
+            heavy = plan.heavy(offender)
+            what = "reduction" if heavy == "reduction" else f"costly {heavy}"
+            if plan.depth(offender) > INLINE_DEPTH_LIMIT:
+                reasons[offender] = (
                     f"not virtual (work rule): its inlined computation would nest "
-                    f"{plan.depth(costly)} deep (at most {INLINE_DEPTH_LIMIT})"
+                    f"{plan.depth(offender)} deep (at most {INLINE_DEPTH_LIMIT})"
                 )
-            elif not plan.heavy(costly):
-                reasons[costly] = (
-                    f"not virtual (work rule): its computation of {plan.size(costly)} "
+            elif heavy is None:
+                reasons[offender] = (
+                    f"not virtual (work rule): its computation of {plan.size(offender)} "
                     f"expression nodes would be copied to {len(sites)} reads (at most "
                     f"{INLINE_SIZE_LIMIT} are)"
                 )
             elif len(sites) > 1:
-                reasons[costly] = (
-                    "not virtual (work rule): inlining would run its reduction again at each "
+                reasons[offender] = (
+                    f"not virtual (work rule): inlining would run its {what} again at each "
                     f"of {len(sites)} read(s)"
                 )
             else:
-                reasons[costly] = (
+                reasons[offender] = (
                     "not virtual (work rule): its one read visits a cell more than once"
+                    + ("" if heavy == "reduction" else f", and would evaluate its {what} again")
                 )
         else:
-            costly = next((tn for tn in reversed(order) if plan.changes_meaning(tn, writers)), None)
-            if costly is not None:
-                reasons[costly] = (
+            offender = next(
+                (tn for tn in reversed(order) if plan.changes_meaning(tn, writers)), None
+            )
+            if offender is not None:
+                reasons[offender] = (
                     "not virtual (meaning rule): a node its computation reads is written "
                     "between its definition and a read of it"
                 )
-        if costly is None:
+        if offender is None and (total := plan.arithmetic()) > budget:
+            # Store the recomputed node whose storing saves the most (the earliest of equals).
+            def saving(tn: Tnode) -> tuple[Fraction, int]:
+                kept = _Plan(cands, virtual - {tn}, work).arithmetic()
+                return total - kept, -cands[tn].first
+
+            offender = max((tn for tn in order if plan.runs(cands[tn].last) > 1), key=saving)
+            per_cell = float(plan.runs(cands[offender].last))
+            reasons[offender] = (
+                f"not virtual (work rule): recomputing it at its reads ({per_cell:g} times per "
+                f"cell) takes the routine's arithmetic past {float(INLINE_WORK_FACTOR):g} times "
+                "the unoptimized code's"
+            )
+        if offender is None:
             for tn in virtual:
                 n = len(cands[tn].sites)
                 reasons[tn] = f"virtual: inlined at its {n} read(s)"
             if why is not None:
                 why.update(reasons)
             return virtual
-        virtual.discard(costly)
+        virtual.discard(offender)
 
 
 # ---- the rewrite ----
