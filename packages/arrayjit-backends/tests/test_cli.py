@@ -1,5 +1,7 @@
 """The `arrayjit` command."""
 
+import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -538,3 +540,23 @@ def test_show_of_a_file_that_raises_is_one_line(
     err = capsys.readouterr().err
     want = "raised at line 2: NameError: name 'undefined_name' is not defined"
     assert err == f"arrayjit: {failing} {want}\n"
+
+
+def test_warnings_print_as_one_line(tmp_path: Path) -> None:
+    # A real process: pytest records warnings itself, so only a run of the command shows
+    # what a user sees on stderr.
+    env = dict(os.environ, ARRAYJIT_CACHE_DIR=str(tmp_path / "c"))
+    env["ARRAYJIT_CACHE_DIRR"] = str(tmp_path / "typo")
+    env.pop("PYTHONWARNINGS", None)
+    run = subprocess.run(
+        [sys.executable, "-m", "arrayjit_backends.cli.main", "cache", "info"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert run.returncode == 0, run.stderr
+    lines = run.stderr.splitlines()
+    assert len(lines) == 1, run.stderr
+    assert lines[0].startswith("arrayjit: warning: unknown setting ARRAYJIT_CACHE_DIRR ignored")
+    assert "settings.apply_environment()" not in run.stderr

@@ -29,6 +29,7 @@ import runpy
 import sys
 import threading
 import traceback
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -313,8 +314,34 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def warning_line(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    line: str | None = None,
+) -> str:
+    """A warning as the command prints it: one line, ``arrayjit: warning: MESSAGE``, without
+    the source line Python adds (``settings.apply_environment()  # unknown ...``), which says
+    nothing to a user of the command."""
+    return f"arrayjit: warning: {message}\n"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``arrayjit`` command; returns the exit code."""
+    """Entry point of the ``arrayjit`` command; returns the exit code. Python warnings raised
+    while it runs print as one line each (:func:`warning_line`); the formatting is restored on
+    return, so a program calling ``main`` keeps its own."""
+    saved = warnings.formatwarning
+    # formatwarning rather than showwarning: warnings.catch_warnings(record=True) (pytest.warns)
+    # still records the warnings themselves.
+    warnings.formatwarning = warning_line
+    try:
+        return _main(argv)
+    finally:
+        warnings.formatwarning = saved
+
+
+def _main(argv: Sequence[str] | None) -> int:
     p = parser()
     args = p.parse_args(argv)
     if args.command is None:
