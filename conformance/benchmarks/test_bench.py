@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from arrayjit_backends import MergeMode, fresh_backend
+from arrayjit_backends import CpuDevices, MergeMode, fresh_backend
 from arrayjit_conformance.benchmarking import (
     ELEMENTWISE_SIZES,
     FUSED_BYTES,
@@ -471,6 +471,32 @@ def test_device_to_device_numpy(benchmark: Any, k: int) -> None:
     dst = np.empty_like(src)
     benchmark.extra_info["bytes"] = 4 << k
     measure(benchmark, lambda: np.copyto(dst, src), "numpy")
+
+
+# ---- export (DLPack, array interface) ----
+
+EXPORT_LOG2 = 24
+
+
+def test_export_dlpack(benchmark: Any, backend: Any) -> None:
+    benchmark.group = f"export 2^{EXPORT_LOG2} f32 (DLPack, no copy)"
+    if not isinstance(backend.runtime, CpuDevices):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    n = 1 << EXPORT_LOG2
+    x, y = hosted((n,), "x"), hosted((n,), "y")
+    x.set_values(RNG.standard_normal(n))
+    routine = backend.link(new_context(backend), backend.compile(ir.unop(y, "neg", x), name="neg"))
+    routine()
+    backend.await_stream(routine.context.stream)
+    ctx = routine.context
+    measure(benchmark, lambda: np.from_dlpack(ctx.array(y)), backend.name, rounds=200)
+
+
+def test_export_copy_numpy(benchmark: Any) -> None:
+    benchmark.group = f"export 2^{EXPORT_LOG2} f32 (DLPack, no copy)"
+    src = RNG.standard_normal(1 << EXPORT_LOG2).astype(np.float32)
+    benchmark.extra_info["bytes"] = 8 << EXPORT_LOG2
+    measure(benchmark, src.copy, "numpy")
 
 
 # ---- launch overhead ----

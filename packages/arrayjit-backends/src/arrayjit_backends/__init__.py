@@ -24,6 +24,7 @@ from arrayjit_backends.registry import (
     register,
 )
 from arrayjit_backends.runtime.cpu_devices import CpuDevices
+from arrayjit_backends.runtime.interop import ArrayExport
 from arrayjit_backends.runtime.routine import Routine
 from arrayjit_backends.runtime.transfers import MergeMode
 from arrayjit_backends.runtime.values import Buffer, Code, Context, Device, Stream
@@ -37,6 +38,7 @@ from arrayjit_tnode.errors import (
 )
 
 __all__ = [
+    "ArrayExport",
     "ArrayjitError",
     "Backend",
     "BackendEntry",

@@ -47,6 +47,7 @@ from arrayjit_backends.runtime.bindings import (
     with_static_ranges,
 )
 from arrayjit_backends.runtime.debug_output import write_debug
+from arrayjit_backends.runtime.interop import ExternalArray
 from arrayjit_backends.runtime.routine import Routine, extend, given_buffers
 from arrayjit_backends.runtime.slab import BufferLoc
 from arrayjit_backends.runtime.transfers import MergeMode
@@ -211,7 +212,7 @@ class Backend:
     # ---- contexts ----
 
     def make_context(
-        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None = None
+        self, stream: Stream, ctx_arrays: Mapping[Tnode, Buffer | ExternalArray] | None = None
     ) -> Context:
         """A context on ``stream`` without a parent, holding ``ctx_arrays`` (none by default).
 
@@ -220,17 +221,28 @@ class Backend:
         node. Synchronization is tracked per node and buffer, so contexts sharing a buffer on
         different streams are ordered as usual.
 
+        On CPU backends a given value may also be an array of another library (anything with
+        ``__dlpack__`` or ``__array_interface__``: numpy, jax, torch, ``Context.array``): the
+        node's buffer is then that array's memory, without a copy, and the context keeps the
+        array alive. It must be host memory with the node's dtype and host shape,
+        C-contiguous, aligned to the element size; routines that write the node write into
+        it (give a read-only array, such as a jax array, only for nodes the routines read).
+
         Raises:
             UsageError: ``stream`` is not a stream of this backend, or a given buffer is not a
                 :class:`Buffer` of the stream's device, is smaller than its node, or is not
-                aligned to the node's element size.
+                aligned to the node's element size; or a given array is not host memory, the
+                backend computes on device memory, or the array's dtype, shape, strides or
+                alignment do not fit the node (the message names the node, expected and found).
         """
         checks.check_stream(self, stream, "make_context")
         locs, given = given_buffers(stream, ctx_arrays, "make_context")
         self._placed.update(locs)
         return Context(self, stream, None, locs, given=given)
 
-    def make_child(self, ctx: Context, ctx_arrays: Mapping[Tnode, Buffer] | None = None) -> Context:
+    def make_child(
+        self, ctx: Context, ctx_arrays: Mapping[Tnode, Buffer | ExternalArray] | None = None
+    ) -> Context:
         """A context with ``ctx``'s stream and ``ctx`` as its parent; its buffers are
         ``ctx_arrays`` when given (replacing the parent's, as in the seed), else the parent's.
 

@@ -160,6 +160,13 @@ class DeviceMemory(abc.ABC):
         relies on it; it is freed with :meth:`free`, which must leave it alone."""
         return None
 
+    def host_view(self, ordinal: int, buf: Buf, tn: Tnode) -> np.ndarray | None:
+        """The numpy array that *is* ``tn``'s buffer ``buf`` on device ``ordinal`` (its dtype
+        and host shape, no copy), for backends whose device memory is host memory; ``None``
+        (the default) where the buffer is device memory the host cannot read directly.
+        ``Context.array`` (DLPack and array-interface export) relies on it."""
+        return None
+
     @abc.abstractmethod
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         """Copy the C-contiguous host array ``src`` into ``dst``; ``src`` stays valid until the

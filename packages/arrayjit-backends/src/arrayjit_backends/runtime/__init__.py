@@ -1,7 +1,8 @@
 """What turns an implementation into a Backend, bottom to top: slab memory (``slab``), static
 bindings and compile checks (``bindings``), the debug folder (``debug_output``), the CPU
 schedulers and devices (``schedulers``, ``cpu_devices``), what the values need of their backend
-(``owner``: a Protocol), the hazard tables (``hazards``), the value types (``values``: Device,
+(``owner``: a Protocol), the hazard tables (``hazards``), zero-copy exchange with other array
+libraries (``interop``: DLPack and the array interface), the value types (``values``: Device,
 Stream, Buffer, Context, Code), the copies (``transfers``), routines and linking (``routine``),
 and the Backend's argument checks (``arg_checks``).
 

@@ -90,6 +90,10 @@ class CpuDevices(DeviceBackend):
         # The bytes of the host array itself: typed views of it are the array's memory.
         return array.reshape(-1).view(np.uint8)
 
+    def host_view(self, ordinal: int, buf: Buf, tn: Tnode) -> np.ndarray:
+        # Pools (and adopted host arrays) are numpy byte arrays: a typed view is the buffer.
+        return typed_view(buf[0], buf[1], tn)
+
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         mem, off = dst
         mem[off : off + src.nbytes] = src.reshape(-1).view(np.uint8)

@@ -25,8 +25,9 @@ from arrayjit_backends.impl.stream_queue import DONE, Event
 from arrayjit_backends.runtime import hazards, transfers
 from arrayjit_backends.runtime.bindings import Bindings
 from arrayjit_backends.runtime.hazards import Key
+from arrayjit_backends.runtime.interop import ExternalArray
 from arrayjit_backends.runtime.slab import BufferLoc
-from arrayjit_backends.runtime.values import Buffer, Code, Context, Stream
+from arrayjit_backends.runtime.values import Buffer, Code, Context, Stream, external_buffer
 from arrayjit_tnode import Tnode, UsageError
 
 if TYPE_CHECKING:
@@ -185,14 +186,17 @@ def schedule_task(
 
 
 def given_buffers(
-    stream: Stream, ctx_arrays: Mapping[Tnode, Buffer] | None, what: str
+    stream: Stream, ctx_arrays: Mapping[Tnode, Buffer | ExternalArray] | None, what: str
 ) -> tuple[dict[Tnode, BufferLoc], list[Buffer]]:
     """The buffers ``ctx_arrays`` gives a new context on ``stream``: where each node's buffer
-    is, and the :class:`Buffer` values (kept alive by the context).
+    is, and the :class:`Buffer` values (kept alive by the context). An array of another
+    library (``__dlpack__`` or ``__array_interface__``) becomes a buffer that is its memory
+    (:func:`~arrayjit_backends.runtime.values.external_buffer`, CPU backends only).
 
     Raises:
-        UsageError: ``ctx_arrays`` is not a mapping of nodes to :class:`Buffer` values, or a
-            buffer is on another device, smaller than its node, or misaligned for it.
+        UsageError: ``ctx_arrays`` is not a mapping of nodes to :class:`Buffer` values or
+            arrays, a buffer is on another device, smaller than its node, or misaligned for it,
+            or an array does not fit its node.
     """
     if ctx_arrays is None:
         return {}, []
@@ -201,11 +205,17 @@ def given_buffers(
             f"{what}: ctx_arrays must map nodes to Buffers, got {type(ctx_arrays).__name__}"
         )
     locs: dict[Tnode, BufferLoc] = {}
-    for tn, buf in ctx_arrays.items():
+    bufs: list[Buffer] = []
+    for tn, given in ctx_arrays.items():
+        buf = given
+        external = hasattr(given, "__dlpack__") or hasattr(given, "__array_interface__")
+        if isinstance(tn, Tnode) and not isinstance(given, Buffer) and external:
+            buf = external_buffer(stream.device, tn, given, what, stream.name)
         if not isinstance(tn, Tnode) or not isinstance(buf, Buffer):
             raise UsageError(
                 f"{what}: ctx_arrays must map Tnodes to Buffers (from alloc_buffer or a "
-                f"context's ctx_arrays), got {tn!r}: {buf!r}"
+                f"context's ctx_arrays) or arrays (__dlpack__, __array_interface__), got "
+                f"{tn!r}: {given!r}"
             )
         if buf.device is not stream.device:
             raise UsageError(
@@ -223,7 +233,8 @@ def given_buffers(
                 f"{buf.loc.offset}, not a multiple of its element size {tn.prec.byte_size}"
             )
         locs[tn] = buf.loc
-    return locs, list(ctx_arrays.values())
+        bufs.append(buf)
+    return locs, bufs
 
 
 def extend(

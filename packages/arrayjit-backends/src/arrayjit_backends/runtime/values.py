@@ -5,7 +5,8 @@
 - :class:`Stream`: work on one stream runs in order; each stream has its own merge buffer.
 - :class:`Context`: maps nodes to buffers on one stream; persistent (linking twice from one
   parent gives two independent children).
-- :class:`Buffer`: device memory held by the user, given to contexts as ``ctx_arrays``.
+- :class:`Buffer`: device memory held by the user, given to contexts as ``ctx_arrays``
+  (:func:`external_buffer`: an array of another library, on CPU backends).
 - :class:`Code`: compiled code; linked into a context it is a
   :class:`~arrayjit_backends.runtime.routine.Routine`.
 
@@ -30,7 +31,9 @@ from typing import TYPE_CHECKING, Any
 
 from arrayjit_backends.impl.device import Buf, DeviceInfo
 from arrayjit_backends.impl.stream_queue import StreamQueue
+from arrayjit_backends.runtime import hazards
 from arrayjit_backends.runtime.hazards import BufferHazards
+from arrayjit_backends.runtime.interop import ArrayExport, external_host_array
 from arrayjit_backends.runtime.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode, UsageError
@@ -246,8 +249,81 @@ class Context:
         """``(memory handle, offset)`` of ``tn``'s buffer."""
         return self.device.slab.buf(self.buffers[tn])
 
+    def array(self, tn: Tnode) -> ArrayExport:
+        """``tn``'s buffer in this context for other array libraries, without a copy:
+        DLPack (``np.from_dlpack``, ``jax.dlpack.from_dlpack``, ``torch.from_dlpack``) and
+        numpy's ``__array_interface__`` (``np.asarray``). It waits for the buffer's writer
+        scheduled so far before it returns, and again each time a consumer takes it; the
+        consumer's array aliases the buffer (a later run writes into it: take it again after
+        that run) and keeps this context's memory alive. See
+        :class:`~arrayjit_backends.runtime.interop.ArrayExport`.
+
+        Raises:
+            UsageError: ``tn`` has no buffer here, the backend is finalized, or the buffer is
+                device memory the host cannot alias (OpenCL, CUDA): copy it with
+                ``backend.to_host(ctx, tn)`` and read ``tn.get_values()`` instead.
+            StreamError: the buffer's writer failed.
+        """
+        self.backend.check_live()
+        if not isinstance(tn, Tnode):
+            raise UsageError(f"Context.array: expected a Tnode, got {tn!r} ({self!r})")
+        if tn not in self.buffers:
+            holder = self.descendant_holding(tn)
+            hint = "" if holder is None else f"; {holder.origin} holds it"
+            raise UsageError(
+                f"Context.array: node {tn.debug_label} has no buffer in {self!r}{hint}"
+            )
+        dev, loc = self.device, self.buffers[tn]
+        view = dev.backend.runtime.host_view(dev.ordinal, self.buf(tn), tn)
+        if view is None:
+            raise UsageError(
+                f"Context.array: backend {self.backend.name} keeps node {tn.debug_label} in "
+                f"device memory ({self.stream.name}) that it cannot export through DLPack or "
+                f"an array interface; copy it with backend.to_host(ctx, node) (a hosted node) "
+                f"and read node.get_values()"
+            )
+
+        def settle() -> None:
+            writer = dev.hazards.writers.get(loc)
+            if writer is not None:
+                writer[1].sync()
+
+        settle()
+        return ArrayExport(view, settle, tn, self)
+
     def __repr__(self) -> str:
         return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
+
+
+def external_buffer(device: Device, tn: Tnode, obj: object, what: str, where: str) -> Buffer:
+    """An array of another library (``__dlpack__`` or ``__array_interface__``) as a
+    :class:`Buffer` of ``tn`` on ``device``, without a copy: the buffer is the array's memory,
+    and keeps the array alive (:func:`~arrayjit_backends.runtime.interop.external_host_array`
+    checks it). For a hosted node the array's value counts as defined now: a run uploads the
+    host array over it only after a later host write (``set_values``).
+
+    Raises:
+        UsageError: the device's memory is not host memory, or the array does not fit the
+            node (device, dtype, shape, strides, alignment).
+    """
+    arr = external_host_array(obj, tn, what, where)
+    mem = device.backend.runtime.host_buffer(device.ordinal, arr)
+    if mem is None:
+        raise UsageError(
+            f"{what}: backend {device.backend.name} computes on device memory and cannot use "
+            f"an external array as the buffer of node {tn.debug_label} ({where}); pass a "
+            f"Buffer, or set the node's values (set_values) and upload them (from_host)"
+        )
+    with device.lock:
+        pool = device.slab.adopt_pool(mem)
+    loc = BufferLoc(pool, 0)
+    if tn.is_hosted():
+        # The array defines the node's value here: a run must not upload the host array over
+        # it (it lags no host write made so far), though it is not the host array's value.
+        hazards.mark_stale(tn, device.id, loc)
+    buf = Buffer(device, loc, arr.nbytes, (obj, arr))
+    weakref.finalize(buf, free_pools, device, frozenset([pool]))
+    return buf
 
 
 def free_pools(device: Device, pools: frozenset[int]) -> None:
@@ -275,4 +351,4 @@ class Code:
         return f"<Code {self.name} ({self.kind or 'any kind'}), {nodes} context nodes>"
 
 
-__all__ = ["Buffer", "Code", "Context", "Device", "Stream", "free_pools"]
+__all__ = ["Buffer", "Code", "Context", "Device", "Stream", "external_buffer", "free_pools"]

@@ -1,0 +1,180 @@
+"""Zero-copy exchange through the standard array protocols (ARCHITECTURE.md §4.12).
+
+On CPU backends (the interpreters included) ``Context.array(node)`` aliases the node's buffer
+through DLPack and numpy's array interface, ordered after the buffer's writer; an external
+array given in ``ctx_arrays`` is a node's buffer without a copy, checked against the node.
+Backends whose buffers are device memory (OpenCL) refuse both with a ``UsageError`` that says
+what to do instead.
+"""
+
+from __future__ import annotations
+
+import gc
+import importlib.util
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_backends import CpuDevices
+from arrayjit_conformance.harness import hosted, new_context
+from arrayjit_ir import ir
+from arrayjit_tnode import Tnode, UsageError
+
+N = 1 << 12
+RNG = np.random.default_rng(37)
+
+
+def host_memory(backend: Any) -> bool:
+    """Whether the backend's buffers are host memory (the CPU backends)."""
+    return isinstance(backend.runtime, CpuDevices)
+
+
+def _neg_routine(backend: Any, ctx: Any | None = None) -> tuple[Any, Tnode, Tnode, np.ndarray]:
+    a, y = hosted((N,), "a"), hosted((N,), "y")
+    values = RNG.standard_normal(N).astype(np.float32)
+    a.set_values(values)
+    code = backend.compile(ir.unop(y, "neg", a), name="neg")
+    return backend.link(new_context(backend) if ctx is None else ctx, code), a, y, values
+
+
+def test_export_aliases_the_buffer(backend: Any) -> None:
+    r, a, y, values = _neg_routine(backend)
+    r()
+    if not host_memory(backend):
+        with pytest.raises(UsageError, match=r"to_host.*get_values"):
+            r.context.array(y)
+        return
+    exported = r.context.array(y)
+    assert exported.__dlpack_device__() == (1, 0)
+    assert exported.shape == (N,) and exported.dtype == np.float32
+    via_dlpack = np.from_dlpack(exported)
+    via_interface = np.asarray(exported)
+    np.testing.assert_array_equal(via_dlpack, -values)
+    assert np.shares_memory(via_dlpack, via_interface)
+    assert via_dlpack.ctypes.data == via_interface.ctypes.data  # no copy: the buffer itself
+    # Taken again after the next run: the same memory, with that run's values.
+    a.set_values(values * 2)
+    r()
+    again = np.asarray(r.context.array(y))
+    assert again.ctypes.data == via_dlpack.ctypes.data
+    np.testing.assert_array_equal(again, -2 * values)
+
+
+def test_export_waits_for_the_writer(backend: Any) -> None:
+    if not host_memory(backend):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    r, _, y, values = _neg_routine(backend)
+    r.context.stream.hold(0.2)  # the run lags (a no-op on sync_ streams)
+    r()
+    np.testing.assert_array_equal(np.from_dlpack(r.context.array(y)), -values)
+    # A consumer taking an export made before a later run waits for that run too.
+    exported = r.context.array(y)
+    r.context.stream.hold(0.2)
+    r()
+    np.testing.assert_array_equal(np.asarray(exported), -values)
+
+
+def test_export_keeps_the_memory_alive(backend: Any) -> None:
+    if not host_memory(backend):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    r, _, y, values = _neg_routine(backend)
+    r()
+    held = np.from_dlpack(r.context.array(y))
+    device = r.context.device
+    used = backend.get_used_memory(device)
+    del r
+    gc.collect()
+    assert backend.get_used_memory(device) == used  # the context's pools are still held
+    np.testing.assert_array_equal(held, -values)
+    del held
+    gc.collect()
+    assert backend.get_used_memory(device) < used  # released with the last consumer
+
+
+def test_export_refuses_a_stream_and_absent_nodes(backend: Any) -> None:
+    if not host_memory(backend):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    r, _, y, _ = _neg_routine(backend)
+    r()
+    with pytest.raises(BufferError, match="stream=None"):
+        r.context.array(y).__dlpack__(stream=1)
+    absent = hosted((4,), "absent")
+    with pytest.raises(UsageError, match=r"absent.*no buffer"):
+        r.context.array(absent)
+
+
+def test_import_computes_on_the_external_array(backend: Any) -> None:
+    stream = backend.new_stream(backend.get_device(0))
+    a = Tnode.create((N,), label="a_ext")
+    y = Tnode.create((N,), label="y_ext")
+    ext_a = RNG.standard_normal(N).astype(np.float32)
+    ext_y = np.zeros(N, np.float32)
+    if not host_memory(backend):
+        with pytest.raises(UsageError, match="device memory"):
+            backend.make_context(stream, ctx_arrays={a: ext_a})
+        return
+    ctx = backend.make_context(stream, ctx_arrays={a: ext_a, y: ext_y})
+    r = backend.link(ctx, backend.compile(ir.unop(y, "neg", a), name="neg_ext"))
+    r()
+    backend.await_stream(stream)
+    np.testing.assert_array_equal(ext_y, -ext_a)  # written in place: no copy out
+    ext_a[:] = 1.0  # the array is the buffer: the next run reads the new values
+    r()
+    backend.await_stream(stream)
+    np.testing.assert_array_equal(ext_y, -np.ones(N, np.float32))
+    # An export of an imported buffer is the array itself.
+    assert np.from_dlpack(r.context.array(y)).ctypes.data == ext_y.ctypes.data
+
+
+def test_import_of_a_hosted_node_keeps_the_array_value(backend: Any) -> None:
+    if not host_memory(backend):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no import)")
+    a, y = hosted((8,), "a"), hosted((8,), "y")
+    a.set_values(np.zeros(8))
+    ext = np.arange(8, dtype=np.float32)
+    ctx = backend.make_context(backend.new_stream(backend.get_device(0)), ctx_arrays={a: ext})
+    r = backend.link(ctx, backend.compile(ir.unop(y, "neg", a), name="neg_hosted"))
+    r()  # the host array's zeros, set before, are not uploaded over the given array
+    assert backend.to_host(r.context, y)
+    np.testing.assert_array_equal(y.get_values(), -ext)
+
+
+def test_import_checks_the_array_against_the_node(backend: Any) -> None:
+    if not host_memory(backend):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no import)")
+    stream = backend.new_stream(backend.get_device(0))
+    a = Tnode.create((4, 6), label="a_checked")
+    cases = [
+        (np.zeros((4, 6), np.float64), r"a_checked.*dtype float32.*float64"),
+        (np.zeros((6, 4), np.float32), r"a_checked.*\(4, 6\).*\(6, 4\)"),
+        (np.zeros((6, 4), np.float32).T, r"a_checked.*not C-contiguous"),
+        (np.zeros(4 * 6 * 4 + 1, np.uint8)[1:].view(np.float32).reshape(4, 6), "address"),
+        (object(), r"arrays \(__dlpack__, __array_interface__\)"),
+    ]
+    for given, message in cases:
+        with pytest.raises(UsageError, match=message):
+            backend.make_context(stream, ctx_arrays={a: given})
+
+
+def test_round_trips_with_jax(backend: Any) -> None:
+    if importlib.util.find_spec("jax") is None:
+        pytest.skip("jax is not installed")
+    if not host_memory(backend):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    import jax
+    import jax.numpy as jnp
+
+    r, _, y, values = _neg_routine(backend)
+    r()
+    from_us = jax.dlpack.from_dlpack(r.context.array(y))
+    np.testing.assert_array_equal(np.asarray(from_us), -values)
+    # A jax array as the input buffer of a routine (jax arrays are read-only: an input only).
+    a, z = Tnode.create((N,), label="a_jax"), hosted((N,), "z")
+    ctx = backend.make_context(
+        backend.new_stream(backend.get_device(0)), ctx_arrays={a: jnp.asarray(-values)}
+    )
+    r2 = backend.link(ctx, backend.compile(ir.unop(z, "neg", a), name="neg_jax"))
+    r2()
+    assert backend.to_host(r2.context, z)
+    np.testing.assert_array_equal(z.get_values(), values)
