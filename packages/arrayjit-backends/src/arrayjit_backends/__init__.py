@@ -26,6 +26,7 @@ from arrayjit_backends.registry import (
 from arrayjit_backends.runtime.cpu_devices import CpuDevices
 from arrayjit_backends.runtime.interop import ArrayExport
 from arrayjit_backends.runtime.routine import Routine
+from arrayjit_backends.runtime.trace import trace
 from arrayjit_backends.runtime.transfers import MergeMode
 from arrayjit_backends.runtime.values import Buffer, Code, Context, Device, Stream
 from arrayjit_tnode.errors import (
@@ -73,4 +74,5 @@ __all__ = [
     "make_cpu_backend",
     "no_device_entry",
     "register",
+    "trace",
 ]

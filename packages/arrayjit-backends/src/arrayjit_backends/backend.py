@@ -39,7 +39,7 @@ import numpy as np
 from arrayjit_backends.impl.device import Buf, DeviceBackend
 from arrayjit_backends.impl.stream_queue import DONE, Event, Passed
 from arrayjit_backends.runtime import arg_checks as checks
-from arrayjit_backends.runtime import routine, transfers
+from arrayjit_backends.runtime import routine, trace, transfers
 from arrayjit_backends.runtime.bindings import (
     check_code_kind,
     check_compile_args,
@@ -327,14 +327,20 @@ class Backend:
         """
         self.check_live()
         symbols = check_compile_args(comp, name, bindings)
-        c = Comp.of(comp)
-        llc = lower(c)
-        opt = optimize(llc, name=name, static_symbols=symbols)
-        opt = with_static_ranges(opt, llc, symbols)
-        self._check_precs(opt)
-        check_host_memory_types(opt)
-        kind = self.runtime.code_kind()
-        code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes, kind)
+        tracer = trace.tracer
+        with (
+            contextlib.nullcontext()
+            if tracer is None
+            else tracer.span(f"compile {name}", "compile", {"backend": self.name})
+        ):
+            c = Comp.of(comp)
+            llc = lower(c)
+            opt = optimize(llc, name=name, static_symbols=symbols)
+            opt = with_static_ranges(opt, llc, symbols)
+            self._check_precs(opt)
+            check_host_memory_types(opt)
+            kind = self.runtime.code_kind()
+            code = Code(name, opt, self.runtime.compile(opt), c.embedded_nodes, kind)
         self._write_debug(code)
         return code
 
@@ -441,14 +447,20 @@ class Backend:
         def merge() -> Buf | None:
             return stream.merge_src
 
-        run = self.runtime.link(
-            code.native,
-            stream.queue,
-            child.device.ordinal,
-            bufs,
-            merge,
-            code.optimized.merge_node,
-        )
+        tracer = trace.tracer
+        with (
+            contextlib.nullcontext()
+            if tracer is None
+            else tracer.span(f"link {code.name}", "link", {"stream": stream.name})
+        ):
+            run = self.runtime.link(
+                code.native,
+                stream.queue,
+                child.device.ordinal,
+                bufs,
+                merge,
+                code.optimized.merge_node,
+            )
         return Routine(self, child, code, run)
 
     @overload

@@ -239,8 +239,10 @@ def fresh_backend(name: str | None = None) -> BackendInterface:
             ``ARRAYJIT_*`` setting in the environment; the message lists the valid ones.
     """
     from arrayjit_backends import settings
+    from arrayjit_backends.runtime import trace
 
     settings.apply_environment()  # unknown ARRAYJIT_* names warn; ARRAYJIT_LOG_LEVEL applies
+    trace.start_from_environment()  # ARRAYJIT_TRACE: a trace of the process, written at exit
     if name is not None and not isinstance(name, str):
         raise UsageError(
             f"fresh_backend: name must be a string or None, got {name!r} ({type(name).__name__}); "

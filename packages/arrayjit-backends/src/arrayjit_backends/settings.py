@@ -42,6 +42,11 @@ SETTINGS: dict[str, Setting] = {
         ),
         Setting("ARRAYJIT_NO_CACHE", "1 disables the compile cache", "0"),
         Setting("ARRAYJIT_DEBUG_DIR", "write each compiled routine's IR and source here"),
+        Setting(
+            "ARRAYJIT_TRACE",
+            "write a Chrome trace (JSON) of streams, kernels and transfers to this file at exit "
+            "(arrayjit trace FILE summarizes it)",
+        ),
         Setting("ARRAYJIT_REGEN_GOLDEN", "1 rewrites the IR golden files (tests)", "0"),
         Setting("ARRAYJIT_BENCH_QUICK", "1 runs only the smallest benchmark sizes", "0"),
         Setting(

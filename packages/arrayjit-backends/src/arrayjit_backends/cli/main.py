@@ -13,6 +13,8 @@
   ``tox -e bench`` run, each implementation's ratio to numpy in the same run, and where the run
   measured it (the C STREAM baseline rows), its fraction of the streaming bandwidth.
 - ``arrayjit cache info|clear``: where the compile cache is, its entries and size; emptying it.
+- ``arrayjit trace FILE``: the summary of a trace (``ARRAYJIT_TRACE``): time per routine,
+  compiles and links, transfers and their bytes, cross-stream waits.
 
 User errors (an unknown backend, a missing file, a bad number) are one line on stderr and exit
 status 2, never a traceback. A compile that takes longer than a second prints what it is doing
@@ -47,6 +49,7 @@ EPILOG = """examples:
   mpiexec -n 2 arrayjit demo --distributed   data-parallel training over two MPI ranks
   arrayjit bench --plot bench.svg    the table of `tox -e bench`, and a chart of it
   arrayjit cache info                where the compile cache is and how big
+  ARRAYJIT_TRACE=run.json python prog.py && arrayjit trace run.json   a trace and its summary
 """
 
 SLOW_COMPILE_S = 1.0
@@ -309,6 +312,10 @@ def parser() -> argparse.ArgumentParser:
         help="also write a chart of every ratio to numpy (FILE.svg, FILE.png or FILE.pdf; needs "
         "matplotlib)",
     )
+    trace = sub.add_parser(
+        "trace", help="summarize a trace written by ARRAYJIT_TRACE or arrayjit_backends.trace"
+    )
+    trace.add_argument("file", help="the Chrome trace file (JSON)")
     cache = sub.add_parser("cache", help="the compile cache: info (where, how big) or clear")
     cache.add_argument("action", choices=["info", "clear"])
     return p
@@ -360,6 +367,11 @@ def _main(argv: Sequence[str] | None) -> int:
             return _bench(args.from_json, args.plot)
         if args.command == "cache":
             return _cache(args.action)
+        if args.command == "trace":
+            from arrayjit_backends.cli import trace_table
+
+            print(trace_table.summary(trace_table.load(args.file)))
+            return 0
         return _show(args.file)
     except ArrayjitError as exc:
         print(f"arrayjit: {exc}", file=sys.stderr)

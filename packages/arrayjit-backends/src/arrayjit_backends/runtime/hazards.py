@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Protocol, TypeVar
 
 from arrayjit_backends.impl.stream_queue import Event
+from arrayjit_backends.runtime import trace
 from arrayjit_backends.runtime.slab import BufferLoc
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ def order_after(stream: Queued, other: Queued, event: Event, *, reads: bool = Tr
     event to pass: an earlier write that failed is replaced, not read."""
     if other is stream:
         return
+    if trace.tracer is not None and not (event.succeeded() if reads else event.is_done()):
+        trace.tracer.wait(other.queue.name, stream.queue.name)
     if reads:
         if not event.succeeded():
             stream.queue.wait_for(event)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from arrayjit_backends.impl.cpu_compiler import Run
 from arrayjit_backends.impl.stream_queue import DONE, Event
-from arrayjit_backends.runtime import hazards, transfers
+from arrayjit_backends.runtime import hazards, trace, transfers
 from arrayjit_backends.runtime.bindings import Bindings
 from arrayjit_backends.runtime.hazards import Key
 from arrayjit_backends.runtime.interop import ExternalArray
@@ -123,10 +123,19 @@ class Routine:
             (hazards.order_download if writes else hazards.order_upload)(tn, stream)
         values = {s: self._bindings[s.name] for s in self._symbols} if self._symbols else {}
         run = self._run
+        task: Callable[[], None] = lambda: run(values)  # noqa: E731
+        if trace.tracer is not None:
+            task = trace.tracer.task(
+                queue.name,
+                f"routine {self.name}",
+                "routine",
+                {"routine": self.name, "writes": [tn.debug_label for tn in self.outputs]},
+                task,
+            )
         if self._short:  # a few microseconds: an idle multicore stream runs it right here
-            queue.schedule_short(lambda: run(values))
+            queue.schedule_short(task)
         else:
-            queue.schedule(lambda: run(values))
+            queue.schedule(task)
         if self._writes or reads:
             event = queue.all_work()
             if event is not DONE:  # a run already done (sync_) orders nothing after it
@@ -170,6 +179,12 @@ def schedule_task(
         transfers.before_write(stream, key)
     for key in read_keys:
         dev.hazards.order_read(stream, key)
+    if trace.tracer is not None:
+        labels = {
+            "reads": [tn.debug_label for tn in reads],
+            "writes": [tn.debug_label for tn in writes],
+        }
+        task = trace.tracer.task(stream.queue.name, "task", "task", labels, task)
     stream.queue.schedule(task)
     event = stream.queue.all_work()
     dev.hazards.record(stream, event, read_keys, write_keys)

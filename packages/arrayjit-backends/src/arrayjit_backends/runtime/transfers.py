@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import enum
 import warnings
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from arrayjit_backends.impl.stream_queue import Event
-from arrayjit_backends.runtime import hazards
+from arrayjit_backends.runtime import hazards, trace
 from arrayjit_backends.runtime.hazards import Key
 from arrayjit_backends.runtime.slab import BufferLoc
 from arrayjit_tnode import Tnode, UsageError
@@ -44,6 +45,19 @@ class MergeMode(enum.Enum):
     """The destination's merge buffer reads the source's buffer directly (one memory)."""
     Copy = "Copy"
     """Copy into the destination stream's merge buffer (growing it when needed)."""
+
+
+def traced(
+    stream: str, what: str, tn: Tnode, nbytes: int, copy: Callable[[], None], note: str = ""
+) -> Callable[[], None]:
+    """``copy`` as a traced transfer when a tracer is installed (else ``copy`` itself)."""
+    tracer = trace.tracer
+    if tracer is None:
+        return copy
+    args: dict[str, object] = {"node": tn.debug_label, "bytes": nbytes}
+    if note:
+        args["note"] = note
+    return tracer.task(stream, f"{what} {tn.debug_label}", "transfer", args, copy)
 
 
 # ---- host memory (the seed's use_host_memory) ----
@@ -116,7 +130,7 @@ def merge_copy(stream: Stream, tn: Tnode, loc: BufferLoc, src_dev: Device) -> Ev
         runtime.copy(queue, merge_buf, src_buf, nbytes, src_ordinal)
         stream.merge_src = merge_buf
 
-    queue.schedule(copy_merge)
+    queue.schedule(traced(queue.name, "device_to_device", tn, nbytes, copy_merge, "merge buffer"))
     backend.copies += 1
     event = queue.all_work()
     src_dev.hazards.record(stream, event, reads=[key])
@@ -169,7 +183,9 @@ def upload(ctx: Context, tn: Tnode) -> None:
     before_write(stream, key)
     hazards.order_upload(tn, stream)  # after copies into the host array requested before
     buf, runtime, queue = ctx.buf(tn), backend.runtime, stream.queue
-    queue.schedule(lambda: runtime.to_device(queue, buf, arr))
+    queue.schedule(
+        traced(queue.name, "from_host", tn, arr.nbytes, lambda: runtime.to_device(queue, buf, arr))
+    )
     backend.copies += 1
     event = queue.all_work()
     hazards.record_upload(tn, stream, event)  # set_values waits for it
@@ -225,7 +241,9 @@ def to_host(ctx: Context, tn: Tnode) -> bool:
     dev.hazards.order_read(stream, key)
     hazards.order_download(tn, stream)  # transfers of the host array land in request order
     buf, runtime, queue = ctx.buf(tn), backend.runtime, stream.queue
-    queue.schedule(lambda: runtime.to_host(queue, arr, buf))
+    queue.schedule(
+        traced(queue.name, "to_host", tn, arr.nbytes, lambda: runtime.to_host(queue, arr, buf))
+    )
     backend.copies += 1
     event = queue.all_work()
     hazards.record_download(tn, stream, event)  # get_values waits for it
@@ -257,7 +275,16 @@ def device_to_device(tn: Tnode, into_merge_buffer: MergeMode, dst: Context, src:
         before_write(stream, dst_key)
         src_buf, src_ordinal, nbytes = src.buf(tn), src_dev.ordinal, tn.size_in_bytes
         dst_buf = dst.buf(tn)
-        queue.schedule(lambda: runtime.copy(queue, dst_buf, src_buf, nbytes, src_ordinal))
+        queue.schedule(
+            traced(
+                queue.name,
+                "device_to_device",
+                tn,
+                nbytes,
+                lambda: runtime.copy(queue, dst_buf, src_buf, nbytes, src_ordinal),
+                f"from {src.stream.name}",
+            )
+        )
         backend.copies += 1
         event = queue.all_work()
         dst.device.hazards.record(stream, event, writes=[dst_key])
