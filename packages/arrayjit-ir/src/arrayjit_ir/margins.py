@@ -173,11 +173,14 @@ def needed_margin(
 ) -> float | None:
     """The margin value that makes a term neutral: the ``v`` for which ``op`` with ``v`` as its
     operand ``operand`` gives ``accum``'s neutral element whatever finite values the other
-    operands hold (tried: the neutral element, 0, -inf, +inf, 1). None without an accumulation
-    or when no such value exists."""
+    operands hold (tried: the neutral element, 0, -inf, +inf, 1); the neutral element for an
+    operand ``op`` does not use (``arg1``'s second). None without an accumulation or when no
+    such value exists."""
     if accum is None:
         return None
     neutral = ops.neutral(accum)
+    if (op, operand) in ((ops.Binop.arg1, 1), (ops.Binop.arg2, 0)):
+        return neutral  # the operand is not used: any value does
     dt = np.dtype(np.float64)
     arity = 1 if isinstance(op, ops.Unop) else 2 if isinstance(op, ops.Binop) else 3
     for v in (neutral, *_CANDIDATES):
