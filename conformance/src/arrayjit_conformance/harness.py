@@ -368,6 +368,71 @@ def check_runs(
                 assert_close(got, ref, prec, what=f"{what} ({head})\n{title}", scale=8 * scale)
 
 
+def check_routines_runs(
+    backend: Any,
+    parts: Sequence[Any],
+    names: Sequence[str],
+    tns: Mapping[str, Tnode],
+    values: Mapping[str, np.ndarray],
+    numpy_step: Callable[[dict[str, np.ndarray]], dict[str, np.ndarray]],
+    runs: int,
+    prec: str,
+    observed: Sequence[str],
+    numpy_rtol: float,
+    title: str = "",
+) -> None:
+    """:func:`check_runs` for a program split into several routines (``parts``, compiled
+    together with ``compile_batch`` and linked in one context lineage, each run calls them in
+    order): after each run every observed node equals ``numpy_step``'s value (within
+    ``numpy_rtol`` of its magnitude), the oracle (the interpreter over every unoptimized part
+    in turn) and the interpreter over the optimized routines.
+
+    Raises:
+        AssertionError: the first disagreement, naming the part that is wrong, the run, the
+            node and the backend.
+    """
+    for name, v in values.items():
+        tns[name].set_values(v)
+    codes = backend.compile_batch(list(parts), list(names))
+    routines = [backend.link(new_context(backend), codes[0])]
+    for code in codes[1:]:
+        routines.append(backend.link(routines[-1].context, code))
+    lowered = [lower(part) for part in parts]
+    plain: dict[Tnode, np.ndarray] = {tns[k]: _host_copy(tns[k]) for k in values}
+    opt: dict[Tnode, np.ndarray] = {tns[k]: _host_copy(tns[k]) for k in values}
+    state: dict[str, np.ndarray] = {k: np.array(v, copy=True) for k, v in values.items()}
+    scale = max([float(np.abs(v).max()) for v in values.values() if v.size] + [1.0])
+    for run in range(1, runs + 1):
+        for r in routines:
+            r()
+        for name in observed:
+            backend.to_host(routines[-1].context, tns[name])
+        for low, code in zip(lowered, codes):
+            plain = interpret(low, plain, {})
+            opt = interpret(code.optimized, opt, {})
+        state = numpy_step(state)
+        scale = max([scale] + [float(np.abs(v).max()) for v in state.values() if v.size])
+        for name in observed:
+            tn = tns[name]
+            ref = plain[tn][tn.logical_slices()]
+            head = f"{title}: run {run}, node {name}, backend {backend.name}"
+            want = np.asarray(state[name])
+            mag = max(float(np.abs(want).max()) if want.size else 0.0, 1e-3)
+            np.testing.assert_allclose(
+                ref,
+                want,
+                rtol=numpy_rtol,
+                atol=numpy_rtol * mag,
+                err_msg=f"lowering bug (or numpy reference): numpy disagrees with the oracle "
+                f"({head})",
+            )
+            for got, what in (
+                (opt[tn][tn.logical_slices()], "optimizer bug: the optimized routines disagree"),
+                (tn.get_values(), f"backend bug: {backend.name} disagrees with the oracle"),
+            ):
+                assert_close(got, ref, prec, what=f"{what} ({head})", scale=8 * scale)
+
+
 def _host_copy(tn: Tnode) -> np.ndarray:
     """A copy of ``tn``'s host array (padded, as the backend's buffer)."""
     assert tn.array is not None, f"{tn.debug_label} has no host array"
@@ -407,6 +472,7 @@ __all__ = [
     "TOLERANCE",
     "assert_close",
     "check_program",
+    "check_routines_runs",
     "check_runs",
     "check_split_program",
     "hosted",

@@ -1,7 +1,9 @@
 """Whole programs as users write them, each with a plain numpy reference: a two-layer MLP
 training step in one routine (forward, loss, backward, SGD update in place) with mean squared
-error or softmax cross-entropy, layer norm, softmax over rows, single-head attention, row
-centring and a running mean accumulated in place across runs.
+error or softmax cross-entropy, a small CNN's training step (convolution, relu, max pooling,
+convolution, relu, global average pooling, dense, softmax cross-entropy, SGD; in one routine or
+as forward, backward and update routines), layer norm, softmax over rows, single-head
+attention, row centring and a running mean accumulated in place across runs.
 
 A :class:`Workload` makes fresh nodes and the ``ir`` block each time (memory modes are decided
 once per node), gives the initial host values, a numpy function computing one run from the
@@ -16,9 +18,16 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from arrayjit_conformance.convolution import (
+    ConvShape,
+    conv_input_grad_numpy,
+    conv_numpy,
+    conv_weight_grad_numpy,
+    pool_numpy,
+)
 from arrayjit_ir import ir
 from arrayjit_ir.assignments import Assignment
-from arrayjit_tnode import Tnode, UsageError
+from arrayjit_tnode import Padding, Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
 
 State = dict[str, np.ndarray]
@@ -58,9 +67,9 @@ class _Nodes:
         self.tns: dict[str, Tnode] = {}
         self.values: dict[str, np.ndarray] = {}
 
-    def hosted(self, name: str, value: np.ndarray | float) -> Tnode:
+    def hosted(self, name: str, value: np.ndarray | float, padding: Padding | None = None) -> Tnode:
         v = np.asarray(value, dtype=np.float64)
-        tn = Tnode.create(v.shape, prec=self.prec, label=name, hosted=True)
+        tn = Tnode.create(v.shape, prec=self.prec, label=name, hosted=True, padding=padding)
         self.tns[name] = tn
         # The reference starts from the values the node can hold.
         self.values[name] = v.astype(tn.prec.numpy_dtype).astype(np.float64)
@@ -70,8 +79,8 @@ class _Nodes:
         """A hosted node the program writes (initially zero)."""
         return self.hosted(name, np.zeros(dims))
 
-    def tmp(self, name: str, dims: tuple[int, ...]) -> Tnode:
-        tn = Tnode.create(dims, prec=self.prec, label=name)
+    def tmp(self, name: str, dims: tuple[int, ...], padding: Padding | None = None) -> Tnode:
+        tn = Tnode.create(dims, prec=self.prec, label=name, padding=padding)
         self.tns[name] = tn
         return tn
 
@@ -212,6 +221,187 @@ def mlp_step_numpy(loss: str) -> Callable[[State], State]:
         return s
 
     return step
+
+
+# ---- a small CNN ----
+
+CNN_DIMS = (2, 8, 2, 4, 5, 3)
+"""batch, image side, input channels, first and second convolution's channels, classes."""
+
+
+def _cnn_shapes(dims: tuple[int, ...]) -> tuple[ConvShape, ConvShape, ConvShape]:
+    """The first 3x3 "same" convolution, the 2x2 max pooling (stride 2) of its relu, the
+    second 3x3 "same" convolution."""
+    b, side, c0, c1, c2, _ = dims
+    same = ((1, 1), (1, 1))
+    conv1 = ConvShape(b, (side, side), c0, c1, (3, 3), (1, 1), (1, 1), same)
+    pool = ConvShape(b, (side, side), c1, c1, (2, 2), (2, 2), (1, 1), ((0, 0), (0, 0)))
+    half = side // 2
+    conv2 = ConvShape(b, (half, half), c1, c2, (3, 3), (1, 1), (1, 1), same)
+    return conv1, pool, conv2
+
+
+def _cnn_inputs(seed: int, dims: tuple[int, ...]) -> dict[str, np.ndarray]:
+    b, side, c0, c1, c2, k = dims
+    rng = np.random.default_rng(seed)
+    return {
+        "x": rng.uniform(-1, 1, (b, side, side, c0)),
+        "w1": rng.uniform(-1, 1, (3, 3, c0, c1)) / np.sqrt(9 * c0),
+        "b1": rng.uniform(-0.1, 0.1, (c1,)),
+        "w2": rng.uniform(-1, 1, (3, 3, c1, c2)) / np.sqrt(9 * c1),
+        "b2": rng.uniform(-0.1, 0.1, (c2,)),
+        "wd": rng.uniform(-1, 1, (c2, k)) / np.sqrt(c2),
+        "bd": rng.uniform(-0.1, 0.1, (k,)),
+        "onehot": np.eye(k)[rng.integers(0, k, b)],
+    }
+
+
+def cnn_training_step_parts(
+    dims: tuple[int, ...] = CNN_DIMS, lr: float = 0.2, seed: int = 8
+) -> tuple[Built, tuple[Assignment, Assignment, Assignment]]:
+    """One SGD step of a small CNN over NHWC images, written with affine axis expressions:
+    a 3x3 "same" convolution (the input declared with one cell of zero padding on each side),
+    relu, 2x2 max pooling (stride 2) into a zero-padded node, a second 3x3 "same" convolution,
+    relu, global average pooling, a dense layer, mean softmax cross-entropy against one-hot
+    targets; the backward pass (the pooling's gradient goes to every cell equal to its window's
+    maximum) and ``p = p - lr * dp`` for every parameter.
+
+    Returns:
+        The whole step as one block (``Built.comp``), and the same statements as three blocks:
+        forward (with the loss), backward, update.
+    """
+    b, side, c0, c1, c2, k = dims
+    conv1, pool, conv2 = _cnn_shapes(dims)
+    half = side // 2
+    init = _cnn_inputs(seed, dims)
+    n = _Nodes()
+    x = n.hosted("x", init["x"], Padding(conv1.padding_axes, 0.0))
+    w1, b1 = n.hosted("w1", init["w1"]), n.hosted("b1", init["b1"])
+    w2, b2 = n.hosted("w2", init["w2"]), n.hosted("b2", init["b2"])
+    wd, bd = n.hosted("wd", init["wd"]), n.hosted("bd", init["bd"])
+    onehot = n.hosted("onehot", init["onehot"])
+    rate, inv_b = n.hosted("lr", lr), n.hosted("inv_b", 1.0 / b)
+    inv_hw = n.hosted("inv_hw", 1.0 / (half * half))
+    img1, img2 = (b, side, side, c1), (b, half, half, c2)
+    z1c, z1, a1 = n.tmp("z1c", img1), n.tmp("z1", img1), n.tmp("a1", img1)
+    p1 = n.tmp("p1", (b, half, half, c1), Padding(conv2.padding_axes, 0.0))
+    z2c, z2, a2 = n.tmp("z2c", img2), n.tmp("z2", img2), n.tmp("a2", img2)
+    gs, gm = n.tmp("gs", (b, c2)), n.tmp("gm", (b, c2))
+    y0, y = n.tmp("y0", (b, k)), n.tmp("y", (b, k))
+    m, e, se, prob = n.tmp("m", (b,)), n.tmp("e", (b, k)), n.tmp("se", (b,)), n.tmp("p", (b, k))
+    lse, picked, lb = n.tmp("lse", (b,)), n.tmp("picked", (b,)), n.tmp("lb", (b,))
+    total, loss = n.tmp("total", ()), n.out("loss", ())
+    d, dy = n.tmp("d", (b, k)), n.tmp("dy", (b, k))
+    window = "b(2*h+i)(2*w+j)c"
+    forward = ir.block(
+        ir.accum(z1c, "add", x, w1, op="mul", spec="b(h+i-1)(w+j-1)c,ijcd->bhwd"),
+        ir.binop(z1, "add", z1c, b1),
+        ir.unop(a1, "relu", z1),
+        ir.accum(p1, "max", a1, spec=f"{window}->bhwc"),
+        ir.accum(z2c, "add", p1, w2, op="mul", spec="b(h+i-1)(w+j-1)c,ijcd->bhwd"),
+        ir.binop(z2, "add", z2c, b2),
+        ir.unop(a2, "relu", z2),
+        ir.accum(gs, "add", a2, spec="bhwc->bc"),
+        ir.binop(gm, "mul", gs, inv_hw),
+        ir.accum(y0, "add", gm, wd, op="mul", spec="bc,ck->bk"),
+        ir.binop(y, "add", y0, bd),
+        ir.accum(m, "max", y, spec="bk->b"),
+        ir.binop(e, "sub", y, m, spec="bk,b->bk"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="bk->b"),
+        ir.binop(prob, "div", e, se, spec="bk,b->bk"),
+        ir.unop(lse, "log", se),
+        ir.binop(lse, "add", lse, m),
+        ir.accum(picked, "add", onehot, y, op="mul", spec="bk,bk->b"),
+        ir.binop(lb, "sub", lse, picked),
+        ir.accum(total, "add", lb, spec="b->"),
+        ir.binop(loss, "mul", total, inv_b),
+    )
+    gwd, gbd, dgm = n.tmp("gwd", (c2, k)), n.tmp("gbd", (k,)), n.tmp("dgm", (b, c2))
+    da2, dz2 = n.tmp("da2", img2), n.tmp("dz2", img2)
+    gw2, gb2 = n.tmp("gw2", (3, 3, c1, c2)), n.tmp("gb2", (c2,))
+    dp1 = n.tmp("dp1", (b, half, half, c1), Padding(conv2.padding_axes, 0.0))
+    eq, da1, dz1 = n.tmp("eq", img1), n.tmp("da1", img1), n.tmp("dz1", img1)
+    gw1, gb1 = n.tmp("gw1", (3, 3, c0, c1)), n.tmp("gb1", (c1,))
+    backward = ir.block(
+        ir.binop(d, "sub", prob, onehot),
+        ir.binop(dy, "mul", d, inv_b),
+        ir.accum(gwd, "add", gm, dy, op="mul", spec="bc,bk->ck"),
+        ir.accum(gbd, "add", dy, spec="bk->k"),
+        ir.accum(dgm, "add", dy, wd, op="mul", spec="bk,ck->bc"),
+        ir.binop(da2, "mul", dgm, inv_hw, spec="bc,->bhwc"),
+        ir.binop(dz2, "relu_gate", z2, da2),
+        ir.accum(gw2, "add", p1, dz2, op="mul", spec="b(h+i-1)(w+j-1)c,bhwd->ijcd"),
+        ir.accum(gb2, "add", dz2, spec="bhwd->d"),
+        ir.accum(dp1, "add", dz2, w2, op="mul", spec="bhwd,ijcd->b(h+i-1)(w+j-1)c"),
+        # The pooling's gradient: to every cell equal to its window's maximum.
+        ir.binop(eq, "cmpeq", a1, p1, spec=f"{window},bhwc->{window}"),
+        ir.binop(da1, "mul", eq, dp1, spec=f"{window},bhwc->{window}"),
+        ir.binop(dz1, "relu_gate", z1, da1),
+        ir.accum(gw1, "add", x, dz1, op="mul", spec="b(h+i-1)(w+j-1)c,bhwd->ijcd"),
+        ir.accum(gb1, "add", dz1, spec="bhwd->d"),
+    )
+    steps = []
+    for name, param, grad in (
+        ("w1", w1, gw1),
+        ("b1", b1, gb1),
+        ("w2", w2, gw2),
+        ("b2", b2, gb2),
+        ("wd", wd, gwd),
+        ("bd", bd, gbd),
+    ):
+        step = n.tmp(f"s_{name}", tuple(param.dims))
+        steps += [ir.binop(step, "mul", grad, rate), ir.binop(param, "sub", param, step)]
+    update = ir.block(*steps)
+    assert pool.out == (half, half)
+    return n.built(forward, backward, update), (forward, backward, update)
+
+
+def cnn_training_step() -> Built:
+    """:func:`cnn_training_step_parts` as one block."""
+    return cnn_training_step_parts()[0]
+
+
+def cnn_step_numpy(state: State) -> State:
+    """numpy: one run of :func:`cnn_training_step` from ``state`` (the convolutions and the
+    pooling one kernel offset at a time, :mod:`arrayjit_conformance.convolution`)."""
+    s = {k: np.array(v, dtype=np.float64) for k, v in state.items()}
+    x, t = s["x"], s["onehot"]
+    b, side = x.shape[0], x.shape[1]
+    dims = (b, side, x.shape[3], s["w1"].shape[3], s["w2"].shape[3], t.shape[1])
+    conv1, pool, conv2 = _cnn_shapes(dims)
+    z1 = conv_numpy(x, s["w1"], conv1) + s["b1"]
+    a1 = np.maximum(z1, 0)
+    p1 = pool_numpy(a1, pool, 0.0)
+    z2 = conv_numpy(p1, s["w2"], conv2) + s["b2"]
+    a2 = np.maximum(z2, 0)
+    gm = a2.mean(axis=(1, 2))
+    y = gm @ s["wd"] + s["bd"]
+    m = y.max(1, keepdims=True)
+    e = np.exp(y - m)
+    prob = e / e.sum(1, keepdims=True)
+    lse = np.log(e.sum(1)) + m[:, 0]
+    s["loss"] = np.array((lse - (t * y).sum(1)).sum() / b)
+    dy = (prob - t) / b
+    dgm = dy @ s["wd"].T
+    da2 = np.broadcast_to(dgm[:, None, None, :] / (a2.shape[1] * a2.shape[2]), a2.shape)
+    dz2 = np.where(z2 > 0, da2, 0.0)
+    dp1 = conv_input_grad_numpy(dz2, s["w2"], conv2)
+    up = np.repeat(np.repeat(p1, 2, axis=1), 2, axis=2)
+    dup = np.repeat(np.repeat(dp1, 2, axis=1), 2, axis=2)
+    dz1 = np.where(z1 > 0, np.where(a1 == up, dup, 0.0), 0.0)
+    lr = float(s["lr"])
+    grads = {
+        "w1": conv_weight_grad_numpy(x, dz1, conv1),
+        "b1": dz1.sum(axis=(0, 1, 2)),
+        "w2": conv_weight_grad_numpy(p1, dz2, conv2),
+        "b2": dz2.sum(axis=(0, 1, 2)),
+        "wd": gm.T @ dy,
+        "bd": dy.sum(0),
+    }
+    for name, g in grads.items():
+        s[name] = s[name] - lr * g
+    return s
 
 
 # ---- normalization, softmax, attention ----
@@ -417,6 +607,13 @@ WORKLOADS: tuple[Workload, ...] = (
         ("loss", "w1", "b1", "w2", "b2"),
         runs=3,
     ),
+    Workload(
+        "cnn_xent_step",
+        cnn_training_step,
+        cnn_step_numpy,
+        ("loss", "w1", "b1", "w2", "b2", "wd", "bd"),
+        runs=3,
+    ),
     Workload("layer_norm", layer_norm, layer_norm_numpy, ("y",)),
     Workload("softmax", softmax, softmax_numpy, ("y",)),
     Workload("attention", attention, attention_numpy, ("o",)),
@@ -434,11 +631,15 @@ WORKLOADS: tuple[Workload, ...] = (
 
 
 __all__ = [
+    "CNN_DIMS",
     "MLP_DIMS",
     "WORKLOADS",
     "Built",
     "Workload",
     "attention",
+    "cnn_step_numpy",
+    "cnn_training_step",
+    "cnn_training_step_parts",
     "layer_norm",
     "mlp_step_numpy",
     "mlp_training_step",

@@ -120,6 +120,49 @@ def _cases() -> dict[str, Callable[[], Any]]:
         ),
         ir.binop(_node((5,), "y", "double"), "mul", s, s),
     )
+    pad = Padding(((0, 0), (1, 1), (1, 1), (0, 0)), 0.0)
+    window = "b(2*h+i-1)(2*w+j-1)c"
+    cases["conv2d_strided_padded"] = lambda: ir.accum(
+        _node((2, 4, 4, 5), "y"),
+        "add",
+        _node((2, 7, 8, 3), "x", padding=pad),
+        _node((3, 3, 3, 5), "w"),
+        op="mul",
+        spec=f"{window},ijcd->bhwd",
+    )
+    cases["conv2d_input_grad"] = lambda: ir.accum(
+        _node((2, 7, 8, 3), "dx", padding=pad),
+        "add",
+        _node((2, 4, 4, 5), "dy"),
+        _node((3, 3, 3, 5), "w"),
+        op="mul",
+        spec=f"bhwd,ijcd->{window}",
+    )
+    cases["conv2d_weight_grad"] = lambda: ir.accum(
+        _node((3, 3, 3, 5), "dw"),
+        "add",
+        _node((2, 7, 8, 3), "x", padding=pad),
+        _node((2, 4, 4, 5), "dy"),
+        op="mul",
+        spec=f"{window},bhwd->ijcd",
+    )
+    cases["max_pool_margins_reset"] = lambda: ir.block(
+        ir.accum(
+            _node((2, 4, 4, 3), "p"),
+            "max",
+            x := _node((2, 7, 8, 3), "x", padding=Padding(pad.axes, None)),
+            spec=f"{window}->bhwc",
+            sizes={"i": 3, "j": 3},
+        ),
+        ir.accum(
+            _node((2, 4, 4, 5), "y"),
+            "add",
+            x,
+            _node((3, 3, 3, 5), "w"),
+            op="mul",
+            spec=f"{window},ijcd->bhwd",
+        ),
+    )
     return cases
 
 

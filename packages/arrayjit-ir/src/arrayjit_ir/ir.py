@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from arrayjit_ir import ops
 from arrayjit_ir.assignments import (
     Accum_op,
@@ -82,16 +84,23 @@ def _check_rhs(out: Tnode, rhs: tuple[object, ...]) -> None:
             )
 
 
-def _projections(spec: str | None, lhs: Tnode, rhs: tuple[Rhs, ...]) -> Projections:
+def _projections(
+    spec: str | None, lhs: Tnode, rhs: tuple[Rhs, ...], sizes: Mapping[str, int] | None
+) -> Projections:
     if spec is not None and not isinstance(spec, str):
         raise UsageError(
             f"assignment to {lhs.debug_label}: spec must be a string such as 'ik,kj->ij' or "
             f"None, got {spec!r}"
         )
+    if sizes is not None and (spec is None or not isinstance(sizes, Mapping)):
+        raise UsageError(
+            f"assignment to {lhs.debug_label}: sizes must be a mapping from letters of the "
+            f"spec to ranges, and needs a spec; got sizes={sizes!r}, spec={spec!r}"
+        )
     nodes = tuple(rhs_node(r) for r in rhs)
     if spec is None:
         return Projections.pointwise(lhs, *nodes)
-    return Projections.from_einsum(spec, lhs, *nodes)
+    return Projections.from_einsum(spec, lhs, *nodes, sizes=sizes)
 
 
 def accum(
@@ -101,14 +110,21 @@ def accum(
     op: OpName | None = None,
     spec: str | None = None,
     initialize_neutral: bool = True,
+    sizes: Mapping[str, int] | None = None,
 ) -> Accum_op:
     """``out =accum_op op(rhs...)``: e.g. ``accum(h, "add", x, w, op="mul",
-    spec="bi,ij->bj")`` is a matmul. ``op`` defaults to ``identity`` for one right-hand side.
+    spec="bi,ij->bj")`` is a matmul, ``accum(y, "add", x, w, op="mul",
+    spec="b(o+k)c,kcd->bod")`` a convolution, ``accum(y, "max", x,
+    spec="b(2*h+i)(2*w+j)c->bhwc")`` a 2x2 max pooling. ``op`` defaults to ``identity`` for one
+    right-hand side. ``sizes`` gives the range of letters that appear only inside the spec's
+    expressions (by default the largest that keeps each expression within its axis).
 
     Raises:
         UsageError: an argument of the wrong type (names it), unknown op names, a spec that
-            does not match the nodes, or a reduction (an axis absent from ``out``) without an
-            accumulation op.
+            is malformed or does not match the nodes (see
+            :meth:`~arrayjit_ir.projections.Projections.from_einsum`), or a reduction (an axis
+            absent from ``out``, or an expression of ``out`` that reaches a cell more than
+            once) without an accumulation op.
     """
     _check_node("accum: out", out)
     _check_rhs(out, rhs)
@@ -131,43 +147,74 @@ def accum(
                 f"accum into {out.debug_label}: unknown accumulation op {accum_op!r}; valid: "
                 f"{', '.join(o.value for o in ops.Binop)}"
             ) from None
-    proj = _projections(spec, out, rhs)
+    proj = _projections(spec, out, rhs, sizes)
     if acc is None and not proj.is_injective():
+        reduced = proj.reduced_axes()
+        what = (
+            f"reduces over axes {reduced}"
+            if reduced
+            else "writes some cells more than once (an expression of the result such as "
+            "(o+k) is not injective)"
+        )
         raise UsageError(
-            f"assignment to {out.debug_label} reduces over axes {proj.reduced_axes()} of spec "
-            f"{proj.spec!r} without an accumulation op (use accum(out, 'add', ...))"
+            f"assignment to {out.debug_label} {what} of spec {proj.spec!r} without an "
+            "accumulation op (use accum(out, 'add', ...))"
         )
     return Accum_op(out, the_op, tuple(rhs), acc, initialize_neutral and acc is not None, proj)
 
 
-def unop(out: Tnode, op: OpName, x: Rhs, *, spec: str | None = None) -> Accum_op:
+def unop(
+    out: Tnode,
+    op: OpName,
+    x: Rhs,
+    *,
+    spec: str | None = None,
+    sizes: Mapping[str, int] | None = None,
+) -> Accum_op:
     """``out =: op(x)``.
 
     Raises:
         UsageError: see :func:`accum`.
     """
     _check_node("unop: out", out)
-    return accum(out, None, x, op=_op(op, 1), spec=spec)
+    return accum(out, None, x, op=_op(op, 1), spec=spec, sizes=sizes)
 
 
-def binop(out: Tnode, op: OpName, x: Rhs, y: Rhs, *, spec: str | None = None) -> Accum_op:
+def binop(
+    out: Tnode,
+    op: OpName,
+    x: Rhs,
+    y: Rhs,
+    *,
+    spec: str | None = None,
+    sizes: Mapping[str, int] | None = None,
+) -> Accum_op:
     """``out =: op(x, y)`` (pointwise with broadcasting unless a spec is given).
 
     Raises:
         UsageError: see :func:`accum`.
     """
     _check_node("binop: out", out)
-    return accum(out, None, x, y, op=_op(op, 2), spec=spec)
+    return accum(out, None, x, y, op=_op(op, 2), spec=spec, sizes=sizes)
 
 
-def ternop(out: Tnode, op: OpName, a: Rhs, b: Rhs, c: Rhs, *, spec: str | None = None) -> Accum_op:
+def ternop(
+    out: Tnode,
+    op: OpName,
+    a: Rhs,
+    b: Rhs,
+    c: Rhs,
+    *,
+    spec: str | None = None,
+    sizes: Mapping[str, int] | None = None,
+) -> Accum_op:
     """``out =: op(a, b, c)`` (``where`` or ``fma``).
 
     Raises:
         UsageError: see :func:`accum`.
     """
     _check_node("ternop: out", out)
-    return accum(out, None, a, b, c, op=_op(op, 3), spec=spec)
+    return accum(out, None, a, b, c, op=_op(op, 3), spec=spec, sizes=sizes)
 
 
 def fetch(out: Tnode, fetch_op: FetchOp) -> Fetch:

@@ -10,10 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 
-import numpy as np
-
 from arrayjit_ir import assignments as A
-from arrayjit_ir import bounds, ops
+from arrayjit_ir import bounds, margins, ops
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import (
     Affine,
@@ -117,6 +115,28 @@ def _apply(op: ops.Binop | ops.Unop | ops.Ternop, args: list[L.Expr]) -> L.Expr:
 
 
 def _lower_accum(asg: A.Accum_op) -> L.Stmt:
+    """The assignment's loops, after the margin fills its reads need and the neutral fill of
+    its cells, and before the fill that restores its result's margins (:mod:`arrayjit_ir.
+    margins`)."""
+    body = _lower_accum_loops(asg)
+    proj = asg.projections
+    reads = [
+        (A.rhs_node(r), isinstance(r, A.Merge_buffer), idx)
+        for r, idx in zip(asg.rhs, proj.project_rhs)
+    ]
+    extents = dict(zip(proj.product_iterators, proj.product_space))
+    resets = margins.reset_for_reads(asg.lhs, asg.accum, asg.op, reads, extents, proj.spec)
+    return L.seq(resets, body, _restore_margins(asg.lhs))
+
+
+def _restore_margins(tn: Tnode) -> L.Stmt:
+    """The fill of ``tn``'s margins with its declared padding value, after a write."""
+    if tn.padding is None or tn.padding.value is None:
+        return L.Noop()
+    return margins.margin_fill(tn, tn.padding.value)
+
+
+def _lower_accum_loops(asg: A.Accum_op) -> L.Stmt:
     _check_prec(asg)
     proj = asg.projections
     lhs = asg.lhs
@@ -212,14 +232,7 @@ def neutral_value(op: ops.Binop, prec: Prec) -> L.Expr:
     """The neutral element of accumulating with ``op`` into a node of precision ``prec``:
     ``max`` and ``min`` of integers start from the precision's smallest and largest value (an
     infinity has no integer value)."""
-    v = ops.neutral(op)
-    if math.isfinite(v) or prec.is_float or prec is Prec.uint4x32:
-        return L.Constant(v)
-    info = np.iinfo(prec.numpy_dtype)
-    bound = int(info.min if v < 0 else info.max)
-    if abs(bound) < 2**53:
-        return L.Constant(float(bound))
-    return L.Constant_bits(bound - 2**64 if bound >= 2**63 else bound)  # a 64-bit pattern
+    return margins.constant(ops.neutral(op), prec)
 
 
 def _innermost_axis(idx: tuple[AxisIndex, ...]) -> Symbol | None:
@@ -332,4 +345,4 @@ def _count(dims: Sequence[int]) -> int:
 def _lower_leaf(a: A.Accum_op | A.Fetch) -> L.Stmt:
     if isinstance(a, A.Accum_op):
         return _lower_accum(a)
-    return _lower_fetch(a)
+    return L.seq(_lower_fetch(a), _restore_margins(a.lhs))

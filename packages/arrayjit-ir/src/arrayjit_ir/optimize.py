@@ -39,6 +39,7 @@ from arrayjit_ir import ops
 from arrayjit_ir.cse import eliminate_common_subexpressions, hoist_across_statements
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, StaticSymbol
 from arrayjit_ir.low_level import natural_prec, rounds_when_stored
+from arrayjit_ir.margins import has_margins, is_margin_write
 from arrayjit_ir.optimized import Optimized, TracedNode
 from arrayjit_ir.summation import block_sums
 from arrayjit_ir.virtualize import virtualize
@@ -214,6 +215,7 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
             traced[tn] = TracedNode(tn)
         return traced[tn]
 
+    defined: set[Tnode] = set()
     for s in stmts:
         writes = L.writes(s)
         # A merge-buffer read reads another stream's value, not this node's own buffer.
@@ -221,8 +223,10 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
             t = node(g.tn)
             # A read of a node this statement also writes reads the previous value unless the
             # node was already written before (accumulation into an initialized cell).
-            if not t.assigned:
+            if g.tn not in defined:
                 t.read_before_write = True
+        # A fill of a padded node's margins writes it but does not define its cells.
+        margin_only = is_margin_write(s)
         for w in writes:
             t = node(w.tn)
             if isinstance(w, L.Zero_out):
@@ -230,6 +234,8 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
                     t.zero_initialized_by_code = True
                 t.zeroed_out = True
             t.assigned = True
+            if not margin_only:
+                defined.add(w.tn)
     for t in traced.values():
         t.read_only = not t.assigned
         if t.read_only:
@@ -276,6 +282,8 @@ def _explain(
         reason = "hosted: the user declared it so"
     elif tn in merge_nodes:
         reason = "not virtual: its merge buffer is read"
+    elif has_margins(tn):
+        reason = "not virtual: it is padded (its margins are memory that reads may reach)"
     else:
         reason = f"not virtual: it was {before} before this routine"
     mode = tn.memory_mode
@@ -389,6 +397,7 @@ def _optimize_traced(
         and tn not in shared_set
         and tn not in merge_nodes
         and not isinstance(tn.memory_mode, mm.Effectively_constant)
+        and not has_margins(tn)
     }
     why: dict[Tnode, str] = {}
     new_stmts, virtual = virtualize(stmts, candidates, why)

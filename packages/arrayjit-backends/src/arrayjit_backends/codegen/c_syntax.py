@@ -49,7 +49,14 @@ from arrayjit_backends.codegen.kernel_plan import (
 )
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
-from arrayjit_ir.indexing import Affine, AxisIndex, StaticSymbol, Symbol, format_index
+from arrayjit_ir.indexing import (
+    Affine,
+    AxisIndex,
+    StaticSymbol,
+    Symbol,
+    format_index,
+    index_symbols,
+)
 from arrayjit_ir.low_level import natural_prec, rounds_when_stored
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Prec, Tnode, UsageError
@@ -522,15 +529,33 @@ class CSyntax:
         if self.jam_factor < 2 or loop_work(loop) < PARALLEL_MIN_WORK:
             return False
         extent = loop.to_inclusive - loop.from_ + 1
-        depth, body = 1, loop.body
+        depth, body, inner = 1, loop.body, loop
         while isinstance(body, L.For_loop):
-            depth, body = depth + 1, body.body
+            depth, inner, body = depth + 1, body, body.body
         return (
             depth >= 3
             and isinstance(body, L.Set)
             and extent % self.jam_factor == 0
+            and (
+                any(inner.index in index_symbols(i) for i in body.indices)
+                or (bool(self.simd_reduction_pragma) and self._inner_reduction(loop) is not None)
+            )
             and is_parallel_loop(loop)
         )
+
+    def _inner_reduction(self, loop: L.For_loop) -> tuple[list[L.For_loop], ScalarReduction] | None:
+        """The loops of ``loop``'s perfect nest above an inner loop nest that accumulates into
+        one cell (a :class:`ScalarReduction`: a convolution's or a transposed matmul's
+        reduction loops, innermost), and that reduction; None when there is none."""
+        opened: list[L.For_loop] = []
+        body: L.Stmt = loop.body
+        while isinstance(body, L.For_loop):
+            red = scalar_reduction(body)
+            if red is not None:
+                return opened, red
+            opened.append(body)
+            body = body.body
+        return None
 
     def jam(
         self, loop: L.For_loop, out: Out, indent: int, bounds: tuple[str, str] | None = None
@@ -540,6 +565,10 @@ class CSyntax:
         equivalent. (Tiling the innermost loop on top was measured slower on a 1024 matmul.)
         ``bounds``: as for :meth:`loop_header` (a multiple of the factor apart)."""
         v, step = self.sym(loop.index), self.jam_factor
+        inner = self._inner_reduction(loop) if self.simd_reduction_pragma else None
+        if inner is not None:
+            self._jam_reduction(loop, inner[0], inner[1], out, indent, bounds)
+            return
         out.add(indent, self.loop_header(loop, step, bounds))
         depth, body = indent + 1, loop.body
         opened = []
@@ -553,6 +582,56 @@ class CSyntax:
         self._syms[loop.index] = v
         for d in reversed(opened):
             out.add(d, "}")
+        out.add(indent, "}")
+
+    def _jam_reduction(
+        self,
+        loop: L.For_loop,
+        opened: list[L.For_loop],
+        red: ScalarReduction,
+        out: Out,
+        indent: int,
+        bounds: tuple[str, str] | None,
+    ) -> None:
+        """:meth:`jam` of a nest whose inner loops reduce into one cell per iteration of the
+        others: each of the ``jam_factor`` iterations keeps its cell in a register of its own,
+        the reduction loops run once for all of them (operands that do not depend on ``loop``
+        loaded once), the innermost vectorized and reassociated as :meth:`reduction` does, and
+        each register is stored once."""
+        v, step = self.sym(loop.index), self.jam_factor
+        tn, idx = red.target.tn, red.target.indices
+        ct = self.compute_type(tn.prec)
+        out.add(indent, self.loop_header(loop, step, bounds))
+        depth = indent + 1
+        for lp in opened:
+            out.add(depth, self.loop_header(lp))
+            depth += 1
+        accs = [self.temp("acc") for _ in range(step)]
+        for u, acc in enumerate(accs):
+            self._syms[loop.index] = f"({v} + {u})"
+            out.add(depth, f"{ct} {acc} = (({ct}){self.load(tn.prec, self.cell(tn, idx))});")
+        op = self.omp_reduction_op(red.op, ct)
+        lanes = not has_loops(red.term)
+        inner = depth
+        for k, lp in enumerate(red.loops):
+            if k == len(red.loops) - 1 and lanes and self.simd_pays(lp):
+                out.add(inner, self.simd_reduction_pragma.format(op=op, var=", ".join(accs)))
+            out.add(inner, self.loop_header(lp))
+            inner += 1
+        for u, acc in enumerate(accs):
+            self._syms[loop.index] = f"({v} + {u})"
+            pre: list[str] = []
+            self._emit(out, inner, pre, f"{acc} = {self.reduction_step(red, acc, pre, inner)};")
+        for _ in red.loops:
+            inner -= 1
+            out.add(inner, "}")
+        for u, acc in enumerate(accs):
+            self._syms[loop.index] = f"({v} + {u})"
+            out.add(depth, self.assign(tn, idx, self.store(tn.prec, acc)))
+        self._syms[loop.index] = v
+        for _ in opened:
+            depth -= 1
+            out.add(depth, "}")
         out.add(indent, "}")
 
     def reduction(self, red: ScalarReduction, out: Out, indent: int) -> None:
