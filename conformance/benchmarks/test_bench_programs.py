@@ -49,6 +49,7 @@ from arrayjit_conformance.workloads import (
     mlp_training_step,
     softmax,
     softmax_numpy,
+    softmax_xent,
 )
 from arrayjit_ir import ir
 from arrayjit_ir.assignments import Assignment
@@ -183,10 +184,8 @@ def gelu_mlp_training_step(
     )
     u, t, opt, hz, hh = (n.tmp(name, (b, h)) for name in ("u", "t", "opt", "hz", "hh"))
     y0, y = n.tmp("y0", (b, o)), n.tmp("y", (b, o))
-    m, e, se, p = n.tmp("m", (b,)), n.tmp("e", (b, o)), n.tmp("se", (b,)), n.tmp("p", (b, o))
-    lse, picked, lb = n.tmp("lse", (b,)), n.tmp("picked", (b,)), n.tmp("lb", (b,))
-    total, loss = n.tmp("total", ()), n.hosted("loss", 0.0)
-    d, dy, dh = n.tmp("d", (b, o)), n.tmp("dy", (b, o)), n.tmp("dh", (b, h))
+    loss = n.hosted("loss", 0.0)
+    dy, dh = n.tmp("dy", (b, o)), n.tmp("dh", (b, h))
     gz, dg, dz = (n.tmp(name, (b, h)) for name in ("gz", "dg", "dz"))
     g2, gb2, g1, gb1 = (
         n.tmp("g2", (h, o)),
@@ -209,21 +208,7 @@ def gelu_mlp_training_step(
         ir.accum(y0, "add", hh, w2, op="mul", spec="bh,ho->bo"),
         ir.binop(y, "add", y0, b2),
     ]
-    loss_stmts = [
-        ir.accum(m, "max", y, spec="bo->b"),
-        ir.binop(e, "sub", y, m, spec="bo,b->bo"),
-        ir.unop(e, "exp", e),
-        ir.accum(se, "add", e, spec="bo->b"),
-        ir.binop(p, "div", e, se, spec="bo,b->bo"),
-        ir.unop(lse, "log", se),
-        ir.binop(lse, "add", lse, m),
-        ir.accum(picked, "add", target, y, op="mul", spec="bo,bo->b"),
-        ir.binop(lb, "sub", lse, picked),
-        ir.accum(total, "add", lb, spec="b->"),
-        ir.binop(loss, "mul", total, inv_b),
-        ir.binop(d, "sub", p, target),
-        ir.binop(dy, "mul", d, inv_b),
-    ]
+    loss_stmts = softmax_xent(n.tmp, y, target, inv_b, loss, dy)
     backward = [
         ir.accum(g2, "add", hh, dy, op="mul", spec="bh,bo->ho"),
         ir.accum(gb2, "add", dy, spec="bo->o"),

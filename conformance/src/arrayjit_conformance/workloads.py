@@ -108,6 +108,40 @@ def _mlp_inputs(seed: int, dims: tuple[int, int, int, int]) -> dict[str, np.ndar
     }
 
 
+def softmax_xent(
+    tmp: Callable[[str, tuple[int, ...]], Tnode],
+    y: Tnode,
+    target: Tnode,
+    inv_b: Tnode,
+    loss: Tnode,
+    dy: Tnode,
+) -> list[Assignment]:
+    """The mean softmax cross-entropy of logits ``y`` (batch, classes) against one-hot
+    ``target`` into ``loss``, and its gradient with respect to ``y`` into ``dy``, with the
+    row max subtracted before ``exp``; ``inv_b`` holds 1 / batch; ``tmp`` makes the
+    temporaries (a workload's ``tmp``)."""
+    b, o = y.dims
+    m, e = tmp("m", (b,)), tmp("e", (b, o))
+    se, p, lse = tmp("se", (b,)), tmp("p", (b, o)), tmp("lse", (b,))
+    picked, lb, total = tmp("picked", (b,)), tmp("lb", (b,)), tmp("total", ())
+    d = tmp("d", (b, o))
+    return [
+        ir.accum(m, "max", y, spec="bo->b"),
+        ir.binop(e, "sub", y, m, spec="bo,b->bo"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="bo->b"),
+        ir.binop(p, "div", e, se, spec="bo,b->bo"),
+        ir.unop(lse, "log", se),
+        ir.binop(lse, "add", lse, m),
+        ir.accum(picked, "add", target, y, op="mul", spec="bo,bo->b"),
+        ir.binop(lb, "sub", lse, picked),
+        ir.accum(total, "add", lb, spec="b->"),
+        ir.binop(loss, "mul", total, inv_b),
+        ir.binop(d, "sub", p, target),
+        ir.binop(dy, "mul", d, inv_b),
+    ]
+
+
 def mlp_training_step(
     loss: str = "mse", dims: tuple[int, int, int, int] = MLP_DIMS, lr: float = 0.1, seed: int = 1
 ) -> Built:
@@ -142,25 +176,7 @@ def mlp_training_step(
             ir.binop(dy, "mul", d, inv_b),
         ]
     else:
-        m, e = n.tmp("m", (b,)), n.tmp("e", (b, o))
-        se, p, lse = n.tmp("se", (b,)), n.tmp("p", (b, o)), n.tmp("lse", (b,))
-        picked, lb, total = n.tmp("picked", (b,)), n.tmp("lb", (b,)), n.tmp("total", ())
-        d = n.tmp("d", (b, o))
-        loss_stmts = [
-            ir.accum(m, "max", y, spec="bo->b"),
-            ir.binop(e, "sub", y, m, spec="bo,b->bo"),
-            ir.unop(e, "exp", e),
-            ir.accum(se, "add", e, spec="bo->b"),
-            ir.binop(p, "div", e, se, spec="bo,b->bo"),
-            ir.unop(lse, "log", se),
-            ir.binop(lse, "add", lse, m),
-            ir.accum(picked, "add", target, y, op="mul", spec="bo,bo->b"),
-            ir.binop(lb, "sub", lse, picked),
-            ir.accum(total, "add", lb, spec="b->"),
-            ir.binop(loss_node, "mul", total, inv_b),
-            ir.binop(d, "sub", p, target),
-            ir.binop(dy, "mul", d, inv_b),
-        ]
+        loss_stmts = softmax_xent(n.tmp, y, target, inv_b, loss_node, dy)
     g2, gb2 = n.tmp("g2", (h, o)), n.tmp("gb2", (o,))
     dh, dz = n.tmp("dh", (b, h)), n.tmp("dz", (b, h))
     g1, gb1 = n.tmp("g1", (i, h)), n.tmp("gb1", (h,))
