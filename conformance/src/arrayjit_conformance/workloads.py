@@ -169,7 +169,7 @@ def mlp_training_step(
     if loss == "mse":
         d, sq = n.tmp("d", (b, o)), n.tmp("sq", ())
         half_inv_b = n.hosted("half_inv_b", 0.5 / b)
-        loss_stmts = [
+        loss_stmts: list[Assignment] = [
             ir.binop(d, "sub", y, target),
             ir.accum(sq, "add", d, d, op="mul", spec="bo,bo->"),
             ir.binop(loss_node, "mul", sq, half_inv_b),

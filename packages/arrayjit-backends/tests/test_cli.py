@@ -458,6 +458,7 @@ def test_bench_plot(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["bench", "--from-json", str(path), "--plot", str(chart)]) == 0
     svg = chart.read_text()
     assert svg.lstrip().startswith("<?xml") and "sum 2^10 f32" in svg.replace("&#94;", "^")
+    capsys.readouterr()  # the table and chart of the run above
     assert main(["bench", "--from-json", str(path), "--plot", str(tmp_path / "c.txt")]) == 2
     out, err = capsys.readouterr()
     assert "must end in one of .svg, .png, .pdf" in err and out == ""  # before the table
@@ -560,3 +561,55 @@ def test_warnings_print_as_one_line(tmp_path: Path) -> None:
     assert len(lines) == 1, run.stderr
     assert lines[0].startswith("arrayjit: warning: unknown setting ARRAYJIT_CACHE_DIRR ignored")
     assert "settings.apply_environment()" not in run.stderr
+
+
+def _small_trace(path: Path) -> None:
+    import numpy as np
+
+    from arrayjit_backends import fresh_backend, trace
+    from arrayjit_ir import ir
+    from arrayjit_tnode import Tnode
+
+    backend = fresh_backend("multicore_interp")
+    ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
+    a = Tnode.create((64,), label="a", hosted=True)
+    a.set_values(np.arange(64.0))
+    y = Tnode.create((64,), label="y", hosted=True)
+    with trace(path):
+        routine = backend.link(ctx, backend.compile(ir.unop(y, "exp", a), name="exp"))
+        routine()
+        backend.to_host(routine.context, y)
+        y.get_values()
+    backend.finalize()
+
+
+def test_trace_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib (the plot extra)")
+    path, picture = tmp_path / "run.json", tmp_path / "timeline.png"
+    _small_trace(path)
+    assert main(["trace", str(path), "--plot", str(picture)]) == 0
+    out = capsys.readouterr().out
+    assert "routine" in out and f"timeline written to {picture}" in out
+    data = picture.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n") and len(data) > 5000
+
+
+def test_trace_plot_of_another_format_is_an_error_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the trace file does not exist: the picture's format is said first
+    assert main(["trace", str(tmp_path / "missing.json"), "--plot", str(tmp_path / "t.txt")]) == 2
+    out, err = capsys.readouterr()
+    assert "must end in one of .svg, .png, .pdf" in err and out == ""
+
+
+def test_trace_plot_without_matplotlib(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # an import of it fails
+    path = tmp_path / "run.json"
+    path.write_text('{"traceEvents": []}')
+    assert main(["trace", str(path), "--plot", str(tmp_path / "t.png")]) == 2
+    out, err = capsys.readouterr()
+    assert "--plot needs matplotlib: pip install 'arrayjit-backends[plot]'" in err
+    assert out == ""  # said before the summary, not after it

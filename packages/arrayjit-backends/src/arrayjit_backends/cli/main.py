@@ -13,8 +13,9 @@
   ``tox -e bench`` run, each implementation's ratio to numpy in the same run, and where the run
   measured it (the C STREAM baseline rows), its fraction of the streaming bandwidth.
 - ``arrayjit cache info|clear``: where the compile cache is, its entries and size; emptying it.
-- ``arrayjit trace FILE``: the summary of a trace (``ARRAYJIT_TRACE``): time per routine,
-  compiles and links, transfers and their bytes, cross-stream waits.
+- ``arrayjit trace FILE [--plot FILE]``: the summary of a trace (``ARRAYJIT_TRACE``): time
+  per routine, compiles and links, transfers and their bytes, cross-stream waits; with
+  ``--plot``, a timeline picture of it (a lane per stream).
 
 User errors (an unknown backend, a missing file, a bad number) are one line on stderr and exit
 status 2, never a traceback. A compile that takes longer than a second prints what it is doing
@@ -50,6 +51,7 @@ EPILOG = """examples:
   arrayjit bench --plot bench.svg    the table of `tox -e bench`, and a chart of it
   arrayjit cache info                where the compile cache is and how big
   ARRAYJIT_TRACE=run.json python prog.py && arrayjit trace run.json   a trace and its summary
+  arrayjit trace run.json --plot run.png   the summary and a timeline picture of the trace
 """
 
 SLOW_COMPILE_S = 1.0
@@ -226,6 +228,23 @@ def _bench(from_json: str, plot: str | None) -> int:
     return 0
 
 
+def _trace(file: str, plot: str | None) -> int:
+    from arrayjit_backends.cli import trace_table
+
+    if plot is not None:
+        from arrayjit_backends.cli.trace_plot import check_plot_path
+
+        check_plot_path(Path(plot))  # before reading the trace, not after the summary
+    events = trace_table.load(file)
+    print(trace_table.summary(events))
+    if plot is not None:
+        from arrayjit_backends.cli.trace_plot import write_plot
+
+        write_plot(events, Path(plot))
+        print(f"timeline written to {plot}")
+    return 0
+
+
 def _cache(action: str) -> int:
     from arrayjit_backends.impl.compile_cache import CompileCache
 
@@ -316,6 +335,13 @@ def parser() -> argparse.ArgumentParser:
         "trace", help="summarize a trace written by ARRAYJIT_TRACE or arrayjit_backends.trace"
     )
     trace.add_argument("file", help="the Chrome trace file (JSON)")
+    trace.add_argument(
+        "--plot",
+        default=None,
+        metavar="FILE",
+        help="also write a timeline of the trace: a lane per stream, a bar per event (FILE.svg, "
+        "FILE.png or FILE.pdf; needs matplotlib)",
+    )
     cache = sub.add_parser("cache", help="the compile cache: info (where, how big) or clear")
     cache.add_argument("action", choices=["info", "clear"])
     return p
@@ -368,10 +394,7 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "cache":
             return _cache(args.action)
         if args.command == "trace":
-            from arrayjit_backends.cli import trace_table
-
-            print(trace_table.summary(trace_table.load(args.file)))
-            return 0
+            return _trace(args.file, args.plot)
         return _show(args.file)
     except ArrayjitError as exc:
         print(f"arrayjit: {exc}", file=sys.stderr)

@@ -40,7 +40,7 @@ class _Slice:
     def __init__(self) -> None:
         self.start: float | None = None
         self.end: float | None = None
-        self.flows_out: list[int] = []
+        self.flows_out: list[int] | None = None  # made by the first flow: most tasks have none
 
 
 class Tracer:
@@ -53,6 +53,8 @@ class Tracer:
         self._t0 = time.perf_counter_ns()
         self._pids: dict[str, int] = {}
         self._tids: dict[tuple[int, str], int] = {}
+        self._streams: dict[str, tuple[int, int]] = {}
+        """Per stream, its track (``pid``, ``tid``): found once."""
         self._last: dict[str, _Slice] = {}
         """Per stream, its last traced task (a flow of a later wait starts at its end)."""
         self._flows_in: dict[str, list[int]] = {}
@@ -92,14 +94,15 @@ class Tracer:
         piece = _Slice()
         with self._lock:
             self._last[stream] = piece
-            incoming = self._flows_in.pop(stream, [])
+            incoming = self._flows_in.pop(stream, None) if self._flows_in else None
+        clock, t0 = time.perf_counter_ns, self._t0
 
         def traced() -> None:
-            piece.start = start = self.now()
+            piece.start = start = (clock() - t0) / 1000.0
             try:
                 fn()
             finally:
-                piece.end = end = self.now()
+                piece.end = end = (clock() - t0) / 1000.0
                 self._emit(stream, name, cat, args, start, end, piece, incoming)
 
         return traced
@@ -113,10 +116,13 @@ class Tracer:
         start: float,
         end: float,
         piece: _Slice,
-        incoming: list[int],
+        incoming: list[int] | None,
     ) -> None:
         with self._lock:
-            pid, tid = self._track(self._process_of(stream), stream)
+            track = self._streams.get(stream)
+            if track is None:
+                track = self._streams[stream] = self._track(self._process_of(stream), stream)
+            pid, tid = track
             self.events.append(
                 {
                     "name": name,
@@ -129,11 +135,13 @@ class Tracer:
                     "args": args,
                 }
             )
-            for flow in incoming:
-                self.events.append(_flow("f", flow, start, pid, tid) | {"bp": "e"})
-            for flow in piece.flows_out:
-                self.events.append(_flow("s", flow, _inside(start, end), pid, tid))
-            piece.flows_out = []
+            if incoming:
+                for flow in incoming:
+                    self.events.append(_flow("f", flow, start, pid, tid) | {"bp": "e"})
+            if piece.flows_out:
+                for flow in piece.flows_out:
+                    self.events.append(_flow("s", flow, _inside(start, end), pid, tid))
+                piece.flows_out = None
 
     def wait(self, source: str, target: str) -> None:
         """``target``'s next task waits for ``source``'s work so far: a flow from the end of
@@ -145,6 +153,8 @@ class Tracer:
             flow = next(self._flow_ids)
             self._flows_in.setdefault(target, []).append(flow)
             if last.end is None:  # still to run: its end emits the start
+                if last.flows_out is None:
+                    last.flows_out = []
                 last.flows_out.append(flow)
                 return
             assert last.start is not None
