@@ -242,3 +242,38 @@ def test_chunks_start_at_multiples_of_the_grain() -> None:
         assert ranges[0][0] == lo and ranges[-1][1] == hi + 1
         assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
         assert all(start < stop and (start - lo) % grain == 0 for start, stop in ranges)
+
+
+def test_a_segment_takes_only_the_buffers_it_touches(
+    cache_dir: Path, monkeypatch: pytest.MonkeyPatch, compiler: str
+) -> None:
+    """Each segment function (and its task, and a reduction's combining function) takes only
+    the buffers it touches, so that the source grows with the program, not with segments
+    times nodes (issue 38); the routine still computes the same values."""
+    monkeypatch.setattr(kernel_plan, "TEAM_MIN_COST", 1 << 10)  # split even this cheap work
+    n = PARALLEL_MIN_WORK * 2
+    xin, yout = (Tnode.create((n,), label=name, hosted=True) for name in ("xin", "yout"))
+    zin = Tnode.create((n,), label="zin", hosted=True)
+    total = Tnode.create((), label="total", hosted=True)
+    comp = ir.block(ir.binop(yout, "mul", xin, xin), ir.accum(total, "add", zin, spec="i->"))
+    kernel = generate(compiler, optimize(lower(comp), name="touch"))
+    # the products; zeroing the total (serial); the sum
+    assert [seg.parallel for seg in kernel.segments] == [True, False, True]
+    # buffers in kernel_params order: total, xin, yout, zin
+    assert [seg.args for seg in kernel.segments] == [(1, 2), (0,), (0, 3)]
+    head = "void f_" if compiler == "cc" else "define void @f_"
+    signatures = {
+        line.split("(")[0].split("f_", 1)[1]: line
+        for line in kernel.source.splitlines()
+        if line.startswith(head)
+    }
+    assert set(signatures) == {"0", "1", "2", "2_combine", "0_task", "2_task"}
+    wanted = {"0": ("xin", "yout"), "1": ("total",), "2": ("total", "zin")}
+    wanted["2_combine"] = wanted["2"]
+    for name, labels in wanted.items():
+        for label in ("xin", "yout", "zin", "total"):
+            assert (label in signatures[name]) == (label in labels), (name, signatures[name])
+    vx, vz = RNG.standard_normal(n), RNG.standard_normal(n)
+    lb = COMPILERS[compiler](workers=3)
+    got, _ = run_direct(lb, comp, {xin: vx, zin: vz}, total, reference=False)
+    np.testing.assert_allclose(got, vz.sum(), rtol=1e-4, atol=1e-3)

@@ -53,18 +53,18 @@ class CcSyntax(CSyntax):
         out.add(0, f"/* routine {opt.name} */")
 
         def function(name: str, extra: list[str], k: int) -> None:
-            out.add(0, f"void {name}({', '.join(common + extra) or 'void'}) {{")
+            mine = [common[i] for i in plan.args[k]]
+            out.add(0, f"void {name}({', '.join(mine + extra) or 'void'}) {{")
             self._declared = set()
             for tn in plan.stack_nodes(k):
                 self.declare_node(tn, opt.traced[tn].zero_initialized_by_code, out, 1)
-            for tn in scratch:
-                if plan.zeroes(k, tn):
-                    self.stmt(L.Zero_out(tn), out, 1)
+            for tn in plan.zeroed_scratch(k):
+                self.stmt(L.Zero_out(tn), out, 1)
 
         for k, g in enumerate(groups):
             name = f"{fn_name}_{k}"
             if isinstance(g, list):
-                segments.append(Segment(name))
+                segments.append(Segment(name, args=plan.args[k]))
                 function(name, [], k)
                 for s in g:
                     self.stmt(s, out, 1)
@@ -72,7 +72,7 @@ class CcSyntax(CSyntax):
                 continue
             mm = cpu_matmul(g)
             if mm is not None and isinstance(g, L.For_loop):
-                segments.append(Segment(name, g, None, mm))
+                segments.append(Segment(name, g, None, mm, args=plan.args[k]))
                 helpers.setdefault(mm.suffix, c_helpers(mm))
                 function(name, ["int64_t start", "int64_t stop", "void *restrict mmbuf"], k)
                 for line in c_part(mm, {op.tn: self.name(op.tn) for op in (mm.a, mm.b, mm.c)}):
@@ -83,7 +83,9 @@ class CcSyntax(CSyntax):
             if red is None:
                 assert isinstance(g, L.For_loop)
                 jam = self.jammable(g)
-                segments.append(Segment(name, g, grain=self.jam_factor if jam else 1))
+                segments.append(
+                    Segment(name, g, grain=self.jam_factor if jam else 1, args=plan.args[k])
+                )
                 function(name, ["int64_t start", "int64_t stop"], k)
                 if jam:
                     self.jam(g, out, 1, RANGE)
@@ -94,7 +96,7 @@ class CcSyntax(CSyntax):
                 out.add(0, "}")
                 continue
             # A Set is the float32 accumulator of a small-float cell: always a reduction.
-            segments.append(Segment(name, red.loops[0], red))
+            segments.append(Segment(name, red.loops[0], red, args=plan.args[k]))
             chunk = ["int64_t start", "int64_t stop", "void *restrict partials", "int64_t slot"]
             function(name, chunk, k)
             self._partial(red, out)

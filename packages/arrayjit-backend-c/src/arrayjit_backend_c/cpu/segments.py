@@ -3,11 +3,14 @@
 A routine becomes one native function per *segment* of its top-level statements
 (:func:`split_segments`): a parallel loop (a top-level loop whose iterations write disjoint
 cells, or that reduces into one cell, with enough work), a packed matmul, or a run of the serial
-statements between them. Every segment function takes the same leading parameters: the context
-nodes' buffers (in :func:`~arrayjit_backends.codegen.kernel_plan.kernel_params` order), the
-merge buffer if the routine reads it, the scratch buffers (kernel-local nodes too large for the
-stack or touched by several segments: :func:`plan_segments`), then the static indices; a parallel
-segment's function takes a range of its loop after them (:class:`Segment`), and has a *task*
+statements between them. The routine's *common* parameters are the context nodes' buffers (in
+:func:`~arrayjit_backends.codegen.kernel_plan.kernel_params` order), the merge buffer if the
+routine reads it, the scratch buffers (kernel-local nodes too large for the stack or touched by
+several segments: :func:`plan_segments`), then the static indices; each segment function takes
+only those it uses (:attr:`Segment.args`: the buffers and scratch it touches, the merge buffer,
+every static index), in that order, so that the generated source grows with the program, not
+with segments times nodes. A parallel segment's function takes a range of its loop after them
+(:class:`Segment`), and has a *task*
 (:attr:`Segment.task_name`) that calls it with one chunk's arguments read from blocks of int64
 (:func:`task_arguments`).
 
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import abc
 import ctypes
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -93,6 +97,10 @@ class Segment:
     grain: int = 1
     """Chunks of the loop start at multiples of this many iterations from its start (a loop
     whose function runs several iterations side by side: the cc renderer's unroll-and-jam)."""
+    args: tuple[int, ...] = ()
+    """The routine's common parameters this segment's functions take, as indices into them
+    (:func:`~arrayjit_backends.impl.cpu_compiler.native_argtypes` order, with the scratch
+    buffers as its extra pointers; :attr:`SegmentPlan.args`), increasing."""
 
     @property
     def parallel(self) -> bool:
@@ -136,12 +144,12 @@ class Arg:
 def task_arguments(seg: Segment, params: KernelParams, scratch: Sequence[Tnode]) -> list[Arg]:
     """How a parallel segment's task (:attr:`Segment.task_name`) calls its function: per
     argument, the block it is read from (``"common"``: the routine's parameters, one ``int64``
-    each, in :func:`~arrayjit_backends.impl.cpu_compiler.native_argtypes` order; ``"extra"``: the
-    chunk's own, ``len(extra_pointers())`` ``int64`` per chunk from ``chunk *`` that many), its
-    index there (for ``"extra"``, the offset within the chunk's run), and whether it is a
-    pointer."""
+    each in :func:`~arrayjit_backends.impl.cpu_compiler.native_argtypes` order, of which it
+    reads its :attr:`Segment.args`; ``"extra"``: the chunk's own,
+    ``len(extra_pointers())`` ``int64`` per chunk from ``chunk *`` that many), its index there
+    (for ``"extra"``, the offset within the chunk's run), and whether it is a pointer."""
     pointers = len(params.buffers) + (params.merge_node is not None) + len(scratch)
-    common = [Arg("common", k, k < pointers) for k in range(pointers + len(params.static_symbols))]
+    common = [Arg("common", k, k < pointers) for k in seg.args]
     return common + [Arg("extra", k, p) for k, p in enumerate(seg.extra_pointers())]
 
 
@@ -223,37 +231,77 @@ class SegmentPlan:
     touched: list[set[Tnode]]
     """Per segment, every node it reads, writes or zeroes (:func:`touched_nodes`)."""
     scratch: tuple[Tnode, ...]
-    """Kernel-local nodes held in buffers allocated at link and passed to every segment: those
-    larger than :data:`STACK_LIMIT_BYTES` or touched by several segments."""
+    """Kernel-local nodes held in buffers allocated at link and passed to the segments touching
+    them: those larger than :data:`STACK_LIMIT_BYTES` or touched by several segments."""
+    args: list[tuple[int, ...]]
+    """Per segment, the common parameters its functions take (:attr:`Segment.args`): the
+    buffers and scratch buffers it touches, the merge buffer if the routine reads it, and every
+    static index."""
+    stack: list[list[Tnode]]
+    """Per segment, the kernel-local nodes it holds on its own stack (in ``opt.local_nodes``
+    order)."""
+    zeroed: list[list[Tnode]]
+    """Per segment, the scratch nodes it zero-fills on entry: zero-initialized by code, and this
+    is the first segment touching them, a serial one (in :attr:`scratch` order)."""
 
     def stack_nodes(self, k: int) -> list[Tnode]:
         """The kernel-local nodes segment ``k`` holds on its own stack."""
-        return [
-            tn for tn in self.opt.local_nodes if tn in self.touched[k] and tn not in self.scratch
-        ]
+        return self.stack[k]
 
-    def zeroes(self, k: int, tn: Tnode) -> bool:
-        """Whether segment ``k`` zero-fills scratch node ``tn`` on entry: ``tn`` is
-        zero-initialized by code and ``k`` is the first segment touching it, a serial one."""
-        first = next(j for j, t in enumerate(self.touched) if tn in t)
-        return (
-            first == k
-            and isinstance(self.groups[k], list)
-            and self.opt.traced[tn].zero_initialized_by_code
-        )
+    def zeroed_scratch(self, k: int) -> list[Tnode]:
+        """The scratch nodes segment ``k`` zero-fills on entry (:attr:`zeroed`)."""
+        return self.zeroed[k]
+
+    def arg_nodes(self, k: int) -> list[Tnode]:
+        """The buffers and scratch nodes among segment ``k``'s parameters, in order."""
+        nodes = (*self.params.buffers, *self.scratch)
+        merge = self.params.merge_node is not None
+        buffers = len(self.params.buffers)
+        return [
+            nodes[i if i < buffers else i - merge]
+            for i in self.args[k]
+            if i < buffers or buffers + merge <= i < buffers + merge + len(self.scratch)
+        ]
 
 
 def plan_segments(opt: Optimized) -> SegmentPlan:
     """The segments of ``opt`` (its blocks of sums widened for vector lanes: reassociated,
-    same error bound) and their scratch nodes."""
+    same error bound), their scratch nodes and parameters. Linear in the size of the routine:
+    each segment's work is over the nodes it touches."""
     groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
     touched = [touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups]
+    params = kernel_params(opt)
+    local = set(opt.local_nodes)
+    owners: dict[Tnode, list[int]] = {}  # per local node, the segments touching it, in order
+    for k, t in enumerate(touched):
+        for tn in t:
+            if tn in local:
+                owners.setdefault(tn, []).append(k)
     scratch = tuple(
         tn
         for tn in opt.local_nodes
-        if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or sum(tn in t for t in touched) > 1
+        if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or len(owners.get(tn, ())) > 1
     )
-    return SegmentPlan(opt, kernel_params(opt), groups, touched, scratch)
+    stack: list[list[Tnode]] = [[] for _ in groups]
+    zeroed: list[list[Tnode]] = [[] for _ in groups]
+    scratch_set = set(scratch)
+    for tn in opt.local_nodes:
+        if tn not in scratch_set:
+            for k in owners.get(tn, ()):
+                stack[k].append(tn)
+    for tn in scratch:
+        first = owners.get(tn)
+        if first and isinstance(groups[first[0]], list) and opt.traced[tn].zero_initialized_by_code:
+            zeroed[first[0]].append(tn)
+    merge = params.merge_node is not None
+    index = {tn: i for i, tn in enumerate(params.buffers)}
+    index.update({tn: len(params.buffers) + merge + i for i, tn in enumerate(scratch)})
+    tail = len(params.buffers) + merge + len(scratch)
+    fixed = ([len(params.buffers)] if merge else []) + list(
+        range(tail, tail + len(params.static_symbols))
+    )
+    args = [tuple(sorted([index[tn] for tn in t if tn in index] + fixed)) for t in touched]
+    return SegmentPlan(opt, params, groups, touched, scratch, args, stack, zeroed)
 
 
 CHUNKS_PER_WORKER = 4
@@ -288,7 +336,7 @@ class SegmentedKernel:
     params: KernelParams
     scratch: tuple[Tnode, ...]
     """Kernel-local nodes held in buffers allocated at link; their pointers follow the merge
-    buffer in every function's parameters."""
+    buffer among the routine's parameters (each function takes those it touches)."""
     segments: tuple[Segment, ...]
 
 
@@ -321,7 +369,7 @@ def bind_segments(
 ) -> tuple[tuple[Any, Any, int | None], ...]:
     """Per segment, its function, combining function (or None) and task address (or None),
     from ``function(name, argtypes)``, which returns the named ctypes function with those
-    argument types."""
+    argument types (the segment's :attr:`~Segment.args` of the common ones, then its own)."""
     common = native_argtypes(params, extra_pointers=len(scratch))
 
     def address(seg: Segment) -> int | None:
@@ -332,14 +380,35 @@ def bind_segments(
 
     return tuple(
         (
-            function(seg.name, common + seg.extra_argtypes()),
-            function(seg.combine_name, common + COMBINE_ARGTYPES)
+            function(seg.name, [common[i] for i in seg.args] + seg.extra_argtypes()),
+            function(seg.combine_name, [common[i] for i in seg.args] + COMBINE_ARGTYPES)
             if seg.reduction is not None
             else None,
             address(seg),
         )
         for seg in segments
     )
+
+
+Step = tuple[
+    Any,
+    Callable[[Sequence[Any]], tuple[Any, ...]],
+    tuple[int, ...],
+    tuple[int, int, int] | None,
+    Any,
+    tuple[int, ...],
+]
+"""How a linked routine runs one segment (:meth:`SegmentedCompiler.link`)."""
+
+
+def picker(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A function picking ``indices`` of a sequence, as a tuple."""
+    if not indices:
+        return lambda values: ()
+    if len(indices) == 1:
+        only = indices[0]
+        return lambda values: (values[only],)
+    return operator.itemgetter(*indices)
 
 
 class SegmentedCompiler(CpuCompiler):
@@ -383,15 +452,16 @@ class SegmentedCompiler(CpuCompiler):
             np.zeros(tn.num_elems * tn.prec.byte_size, np.uint8) for tn in c.scratch
         ]
         args = NativeArgs(c.params, buffers, merge_buffer, [a.ctypes.data for a in scratch])
-        # Per segment: its function with the extra arguments of its one call, or (for a
+        # Per segment: its function, what it takes of the routine's arguments (picked from
+        # them per run, see Segment.args), the extra arguments of its one call, or (for a
         # parallel segment of several chunks) its task, the address of the chunks' arguments
         # (int64 each, see task_arguments) and their count; for a reduction its combining
         # function with its extra arguments.
-        steps: list[tuple[Any, tuple[int, ...], tuple[int, int, int] | None, Any, tuple[int, ...]]]
-        steps = []
+        steps: list[Step] = []
         for (fn, combine, task), seg in zip(c.functions, c.segments, strict=True):
+            pick = picker(seg.args)
             if not seg.parallel:
-                steps.append((fn, (), None, None, ()))
+                steps.append((fn, pick, (), None, None, ()))
                 continue
             ranges = chunks(seg, self.workers)
             fold: tuple[int, ...] = ()
@@ -412,16 +482,16 @@ class SegmentedCompiler(CpuCompiler):
             else:
                 calls = list(ranges)
             if len(calls) == 1 or task is None:  # no thread to share it with
-                steps.append((fn, calls[0], None, combine, fold))
+                steps.append((fn, pick, calls[0], None, combine, fold))
                 continue
             extra = np.array(calls, np.int64).reshape(-1)
             scratch.append(extra)
-            steps.append((fn, (), (task, extra.ctypes.data, len(calls)), combine, fold))
+            steps.append((fn, pick, (), (task, extra.ctypes.data, len(calls)), combine, fold))
         keep_alive = (list(buffers.values()), scratch, c)
 
-        if args.fixed is not None and len(steps) == 1 and steps[0][2:4] == (None, None):
+        if args.fixed is not None and len(steps) == 1 and steps[0][3:5] == (None, None):
             # One native call with fixed arguments (no crew job, no partials to fold).
-            fn, fixed = steps[0][0], (*args.fixed, *steps[0][1])
+            fn, fixed = steps[0][0], (*steps[0][1](args.fixed), *steps[0][2])
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
                 fn(*fixed)
@@ -437,16 +507,17 @@ class SegmentedCompiler(CpuCompiler):
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
                 values = args(bindings)
                 common, block = fixed_at, None
-                for fn, one, job, combine, fold in steps:
+                for fn, pick, one, job, combine, fold in steps:
+                    mine = pick(values)
                     if job is None:
-                        fn(*values, *one)
+                        fn(*mine, *one)
                     else:
                         if common is None:
                             block = np.array([v or 0 for v in values], np.int64)
                             common = block.ctypes.data
                         parallel(job[0], common, job[1], job[2], thread_share())
                     if combine is not None:
-                        combine(*values, *fold)
+                        combine(*mine, *fold)
                 del block  # held until every task has run
 
         run.keep_alive = keep_alive  # type: ignore[attr-defined]

@@ -16,12 +16,13 @@ A routine becomes one LLVM function per *segment* of its top-level statements: e
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.codegen.kernel_plan.
 PARALLEL_MIN_WORK` innermost iterations is a parallel segment, taking the extra parameters
 ``(start, stop)`` (a half-open range of its loop), which the backend splits across threads; the
-statements between them form serial segments. Every segment function takes the same leading
-parameters: the context nodes' buffers (in
+statements between them form serial segments. Every segment function takes, of the routine's
+parameters, those it uses (:attr:`~arrayjit_backend_c.cpu.segments.Segment.args`), in their
+order: the context nodes' buffers it touches (in
 :func:`~arrayjit_backends.codegen.kernel_plan.kernel_params` order), the merge buffer if the routine
-reads it, the scratch buffers (kernel-local nodes too large for the stack or used by several
-segments), then the static indices as ``i64``. Buffer parameters are ``noalias``: nodes never share
-memory.
+reads it, the scratch buffers it touches (kernel-local nodes too large for the stack or used by
+several segments), then the static indices as ``i64``. Buffer parameters are ``noalias``: nodes
+never share memory.
 
 Values, blocks and helpers are numbered per routine, so the same routine generates the same IR
 (and hits the compile cache) whatever the global ids of its symbols and nodes.
@@ -479,24 +480,27 @@ class LlvmGen(ScalarGen):
             args.append("ptr noalias readonly %merge_buffer")
         args += [f"ptr noalias {self.name(tn)}" for tn in scratch]
         args += [f"i64 %sym.{s.name}" for s in params.static_symbols]
+        syms: dict[Symbol | StaticSymbol, str] = {
+            s: f"%sym.{s.name}" for s in params.static_symbols
+        }
         functions: list[str] = []
         segments: list[Segment] = []
 
         def function(name: str, extra: list[str], k: int, body: Callable[[], None]) -> None:
             self._fn = Fn()
             self._locals = {}
-            self._syms = {s: f"%sym.{s.name}" for s in params.static_symbols}
-            self._ptrs = {tn: self.name(tn) for tn in (*params.buffers, *scratch)}
+            self._syms = dict(syms)
+            self._ptrs = {tn: self.name(tn) for tn in plan.arg_nodes(k)}
             self._merge = "%merge_buffer" if params.merge_node is not None else "null"
             for tn in plan.stack_nodes(k):
                 self._stack_node(tn, opt.traced[tn].zero_initialized_by_code)
-            for tn in scratch:
-                if plan.zeroes(k, tn):
-                    self._memset(self.name(tn), tn.num_elems * tn.prec.byte_size)
+            for tn in plan.zeroed_scratch(k):
+                self._memset(self.name(tn), tn.num_elems * tn.prec.byte_size)
             body()
             self._fn.do("ret void")
+            mine = [args[i] for i in plan.args[k]]
             functions.append(
-                f"define void @{name}({', '.join(args + extra)}) #0 {{\nentry:\n"
+                f"define void @{name}({', '.join(mine + extra)}) #0 {{\nentry:\n"
                 + "\n".join(self._fn.allocas + self._fn.lines)
                 + "\n}"
             )
@@ -504,12 +508,12 @@ class LlvmGen(ScalarGen):
         for k, g in enumerate(groups):
             name = f"{fn_name}_{k}"
             if isinstance(g, list):
-                segments.append(Segment(name))
+                segments.append(Segment(name, args=plan.args[k]))
                 function(name, [], k, functools.partial(self._serial, g))
                 continue
             mm = cpu_matmul(g)
             if mm is not None and isinstance(g, L.For_loop):
-                segments.append(Segment(name, g, None, mm))
+                segments.append(Segment(name, g, None, mm, args=plan.args[k]))
                 text, decls = llvm_matmul.helpers(mm)
                 self._mm_helpers.setdefault(mm.suffix, text)
                 self._decls.update(dict.fromkeys(decls))
@@ -519,7 +523,7 @@ class LlvmGen(ScalarGen):
             red = scalar_reduction(g)
             # A Set is the float32 accumulator of a small-float cell: always a reduction.
             loop = g if isinstance(g, L.For_loop) else red.loops[0] if red else None
-            seg = Segment(name, loop, red)
+            seg = Segment(name, loop, red, args=plan.args[k])
             segments.append(seg)
             if red is None:
                 assert isinstance(g, L.For_loop)
