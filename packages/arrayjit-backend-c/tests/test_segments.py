@@ -242,3 +242,52 @@ def test_chunks_start_at_multiples_of_the_grain() -> None:
         assert ranges[0][0] == lo and ranges[-1][1] == hi + 1
         assert all(a[1] == b[0] for a, b in itertools.pairwise(ranges))
         assert all(start < stop and (start - lo) % grain == 0 for start, stop in ranges)
+
+
+def _softmax_rows(rows: int, cols: int) -> tuple[Any, Tnode, Tnode]:
+    """Softmax over rows as users write it (five statements), its input and output."""
+    x = Tnode.create((rows, cols), label="x", hosted=True)
+    y = Tnode.create((rows, cols), label="y", hosted=True)
+    m, se = Tnode.create((rows,), label="m"), Tnode.create((rows,), label="se")
+    e = Tnode.create((rows, cols), label="e")
+    comp = ir.block(
+        ir.accum(m, "max", x, spec="rc->r"),
+        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="rc->r"),
+        ir.binop(y, "div", e, se, spec="rc,r->rc"),
+    )
+    return comp, x, y
+
+
+def _softmax_np(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize(("rows", "cols", "fused"), [(1027, 256, True), (3, 40000, False)])
+def test_row_chain_is_one_parallel_loop(
+    cache_dir: Path, compiler: str, rows: int, cols: int, fused: bool
+) -> None:
+    """Softmax's five statements over the same rows run as one parallel loop over the rows
+    (codegen.row_plan.fuse_row_loops): each row of x is read from memory once, its
+    intermediates stay in cache; rows over the working-set limit keep their loops apart. The
+    result is right either way, with rows that do not divide evenly into chunks."""
+    comp, x, y = _softmax_rows(rows, cols)
+    kernel = generate(compiler, optimize(lower(comp), name="r"))
+    parallel = [seg for seg in kernel.segments if seg.parallel]
+    if compiler == "cc":
+        # x is read in the functions of the parallel loops only (not their tasks)
+        readers = [f for f in kernel.source.split("\nvoid ")[1:] if "_task(" not in f[:40]]
+        readers = [f for f in readers if "x_" in f.split("{", 1)[1]]
+    if fused:
+        assert len(kernel.segments) == 1 and len(parallel) == 1
+        assert parallel[0].loop is not None and parallel[0].loop.to_inclusive == rows - 1
+        if compiler == "cc":
+            assert len(readers) == 1 and readers[0].count(" = start; ") == 1
+    else:
+        assert len(kernel.segments) >= 2  # the loops apart: several functions
+    vx = RNG.uniform(-4, 4, (rows, cols)).astype(np.float32)
+    for workers in (1, 3):
+        got, _ = run_direct(COMPILERS[compiler](workers=workers), comp, {x: vx}, y, False)
+        np.testing.assert_allclose(got, _softmax_np(vx.astype(np.float64)), rtol=1e-5, atol=1e-7)
