@@ -291,3 +291,36 @@ def test_row_chain_is_one_parallel_loop(
     for workers in (1, 3):
         got, _ = run_direct(COMPILERS[compiler](workers=workers), comp, {x: vx}, y, False)
         np.testing.assert_allclose(got, _softmax_np(vx.astype(np.float64)), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("rows", [1027, 5])
+def test_row_loop_holds_local_rows(cache_dir: Path, compiler: str, rows: int) -> None:
+    """Softmax with its temporaries ``Local`` (no other routine reads them): the cc row loop
+    holds a row of each in an array of its own (codegen.row_plan.resident_rows), so ``e``
+    never reaches memory and has no scratch buffer; the result is right on both compilers,
+    for rows that do not divide evenly into chunks and for a serial loop."""
+    from arrayjit_tnode import memory_mode as mm
+
+    cols = 256
+    x = Tnode.create((rows, cols), label="x", hosted=True)
+    y = Tnode.create((rows, cols), label="y", hosted=True)
+    m, se = (Tnode.create((rows,), label=n, memory_mode=(mm.Local(), 1)) for n in ("m", "se"))
+    e = Tnode.create((rows, cols), label="e", memory_mode=(mm.Local(), 1))
+    comp = ir.block(
+        ir.accum(m, "max", x, spec="rc->r"),
+        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="rc->r"),
+        ir.binop(y, "div", e, se, spec="rc,r->rc"),
+    )
+    kernel = generate(compiler, optimize(lower(comp), name="r"))
+    assert len(kernel.segments) == 1
+    if compiler == "cc":
+        assert kernel.scratch == ()
+        for name in ("row_e[256];", "row_m[1];", "row_se[1];"):
+            assert name in kernel.source
+        assert "e_" not in kernel.source.split("/* routine r */")[1].replace("row_e", "")
+    vx = RNG.uniform(-4, 4, (rows, cols)).astype(np.float32)
+    for workers in (1, 3):
+        got, _ = run_direct(COMPILERS[compiler](workers=workers), comp, {x: vx}, y, False)
+        np.testing.assert_allclose(got, _softmax_np(vx.astype(np.float64)), rtol=1e-5, atol=1e-7)

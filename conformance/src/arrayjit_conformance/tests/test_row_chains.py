@@ -24,7 +24,20 @@ from arrayjit_conformance.workloads import (
     layer_norm_numpy,
     softmax,
     softmax_numpy,
+    softmax_rows,
 )
+from arrayjit_tnode import Tnode
+
+
+def _softmax_local(rows: int, cols: int) -> Built:
+    """Softmax with its temporaries ``Local``: a renderer may keep their rows in arrays of the
+    kernel only (the cc row loop's stack, a GPU row chain's local memory)."""
+    rng = np.random.default_rng(7)
+    x = Tnode.create((rows, cols), label="x", hosted=True)
+    y = Tnode.create((rows, cols), label="y", hosted=True)
+    vx = rng.uniform(-4, 4, (rows, cols)).astype(np.float32).astype(np.float64)
+    return Built({"x": x, "y": y}, softmax_rows(x, y, kernel_local=True), {"x": vx, "y": 0 * vx})
+
 
 NUMPY_RTOL = 1e-4
 ORACLE_MAX_CELLS = 20_000
@@ -34,6 +47,8 @@ a minute over the larger ones)."""
 CASES: list[tuple[str, Callable[[], Built], Callable[[State], State], str]] = [
     # 1027 rows: not a multiple of any chunk count; enough work for several threads.
     ("softmax_1027x64", lambda: softmax(1027, 64), softmax_numpy, "y"),
+    ("softmax_local_1027x64", lambda: _softmax_local(1027, 64), softmax_numpy, "y"),
+    ("softmax_local_3x40000", lambda: _softmax_local(3, 40000), softmax_numpy, "y"),
     ("layer_norm_1027x64", lambda: layer_norm(1027, 64), layer_norm_numpy, "y"),
     ("attention_131x96x8", lambda: attention(131, 96, 8), attention_numpy, "o"),
     # Rows of one cell, and of none (the numpy reference of an empty row is empty).

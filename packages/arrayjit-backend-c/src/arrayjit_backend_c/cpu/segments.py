@@ -27,7 +27,7 @@ from __future__ import annotations
 import abc
 import ctypes
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -47,7 +47,7 @@ from arrayjit_backends.codegen.kernel_plan import (
     scalar_reduction,
     worth_threads,
 )
-from arrayjit_backends.codegen.row_plan import fuse_row_loops
+from arrayjit_backends.codegen.row_plan import fuse_row_loops, resident_rows
 from arrayjit_backends.impl.cpu_compiler import (
     CpuCompiler,
     GetMergeView,
@@ -231,11 +231,22 @@ class SegmentPlan:
     scratch: tuple[Tnode, ...]
     """Kernel-local nodes held in buffers allocated at link and passed to every segment: those
     larger than :data:`STACK_LIMIT_BYTES` or touched by several segments."""
+    rows: dict[int, tuple[Tnode, ...]] = field(default_factory=dict)
+    """Per row loop (by ``id``) of the groups, the kernel-local nodes it holds a row of in
+    arrays of its own (:func:`~arrayjit_backends.codegen.row_plan.resident_rows`): they have
+    no buffer and no array of the whole node anywhere."""
+
+    def resident(self, s: L.Stmt) -> tuple[Tnode, ...]:
+        """The nodes the top-level statement ``s`` of the groups holds a row at a time."""
+        return self.rows.get(id(s), ())
 
     def stack_nodes(self, k: int) -> list[Tnode]:
         """The kernel-local nodes segment ``k`` holds on its own stack."""
+        held = {tn for r in self.rows.values() for tn in r}
         return [
-            tn for tn in self.opt.local_nodes if tn in self.touched[k] and tn not in self.scratch
+            tn
+            for tn in self.opt.local_nodes
+            if tn in self.touched[k] and tn not in self.scratch and tn not in held
         ]
 
     def zeroes(self, k: int, tn: Tnode) -> bool:
@@ -249,17 +260,39 @@ class SegmentPlan:
         )
 
 
-def plan_segments(opt: Optimized) -> SegmentPlan:
+def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
     """The segments of ``opt`` (its blocks of sums widened for vector lanes: reassociated,
-    same error bound) and their scratch nodes."""
+    same error bound) and their scratch nodes; with ``rows`` (a renderer that holds rows,
+    :meth:`SegmentPlan.resident`), the kernel-local nodes each row loop holds a row at a
+    time, which get no scratch buffer."""
     groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
     touched = [touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups]
+    held: dict[int, tuple[Tnode, ...]] = {}
+    if rows:
+        tops = [s for g in groups for s in (g if isinstance(g, list) else [g])]
+        reach = [touched_nodes(s, set()) for s in tops]
+        for s, t in zip(tops, reach, strict=True):
+            only = [tn for tn in opt.local_nodes if tn in t and sum(tn in r for r in reach) == 1]
+            if (
+                isinstance(s, L.For_loop)
+                and only
+                and cpu_matmul(s) is None
+                and scalar_reduction(s) is None
+            ):
+                found = resident_rows(s, only)
+                if found:
+                    held[id(s)] = found
+    kept = {tn for r in held.values() for tn in r}
     scratch = tuple(
         tn
         for tn in opt.local_nodes
-        if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or sum(tn in t for t in touched) > 1
+        if tn not in kept
+        and (
+            tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES
+            or sum(tn in t for t in touched) > 1
+        )
     )
-    return SegmentPlan(opt, kernel_params(opt), groups, touched, scratch)
+    return SegmentPlan(opt, kernel_params(opt), groups, touched, scratch, held)
 
 
 CHUNKS_PER_WORKER = 4

@@ -33,6 +33,10 @@ longer rows keeps its loops apart, as before."""
 MAX_STEPS = 32
 """Statements in one fused loop at most."""
 
+RESIDENT_BYTES = 32 * 1024
+"""The most bytes of rows a CPU row loop holds in arrays of its own (:func:`resident_rows`,
+on the stack of the thread running it: helper threads have small stacks)."""
+
 
 def zeroes(s: L.Stmt) -> bool:
     """Whether ``s`` zeroes a node anywhere."""
@@ -230,4 +234,61 @@ def fuse_row_loops(
     return result
 
 
-__all__ = ["MAX_STEPS", "ROW_BYTES_LIMIT", "fuse_row_loops", "independent", "row_bytes", "zeroes"]
+def _writes_row_first(s: L.Stmt, tn: Tnode, row: Symbol) -> bool:
+    """Whether ``s`` (a statement of a row loop's body) stores every cell of ``tn``'s row
+    ``row`` and reads none of ``tn``: a nest of loops, each over a whole axis of ``tn``, around
+    stores indexed by ``row`` then those loops' symbols in order."""
+    if any(g.tn is tn for g in L.reads(s)):
+        return False
+    loops: list[L.For_loop] = []
+    while isinstance(s, L.For_loop):
+        loops.append(s)
+        s = s.body
+    if not isinstance(s, L.Set) or s.tn is not tn or len(tn.dims) != len(loops) + 1:
+        return False
+    return s.indices == (Iterator(row), *(Iterator(lp.index) for lp in loops)) and all(
+        (lp.from_, lp.to_inclusive) == (0, d - 1) for lp, d in zip(loops, tn.dims[1:], strict=True)
+    )
+
+
+def resident_rows(loop: L.For_loop, only_here: Sequence[Tnode]) -> tuple[Tnode, ...]:
+    """The nodes of ``only_here`` (kernel-local nodes no other statement of the routine
+    touches) that the row loop ``loop`` (a :func:`fuse_row_loops` result) may hold a row of in
+    an array of its own instead of their buffers, which are then never touched: every access
+    indexes the node's first axis by the row symbol, and the first statement of the body
+    touching the node stores its whole row and reads none of it (so the array never stands
+    for a value from before the loop); the rows fit :data:`RESIDENT_BYTES` together (largest
+    first). Softmax's ``e`` declared ``Local``: its row never leaves the cache."""
+    row = Iterator(loop.index)
+    body = list(loop.body.stmts) if isinstance(loop.body, L.Seq) else [loop.body]
+    chosen: list[Tnode] = []
+    room = RESIDENT_BYTES
+    for tn in sorted(only_here, key=lambda t: -t.size_in_bytes):
+        size = max(math.prod(tn.dims[1:]), 1) * tn.prec.byte_size
+        if not tn.dims or size > room or tn.prec is Prec.uint4x32:
+            continue
+        accesses = [x.indices for x in sets_of(loop.body) if x.tn is tn]
+        accesses += [g.indices for g in L.reads(loop.body) if g.tn is tn]
+        if not accesses or any(not idx or idx[0] != row for idx in accesses):
+            continue
+        if any(isinstance(g, L.Get_merge_buffer) and g.tn is tn for g in L.reads(loop.body)):
+            continue
+        if zeroes(loop.body):
+            continue
+        first = next(x for x in body if any(t.tn is tn for t in (*sets_of(x), *L.reads(x))))
+        if _writes_row_first(first, tn, loop.index):
+            chosen.append(tn)
+            room -= size
+    return tuple(chosen)
+
+
+__all__ = [
+    "MAX_STEPS",
+    "RESIDENT_BYTES",
+    "ROW_BYTES_LIMIT",
+    "fuse_row_loops",
+    "independent",
+    "resident_rows",
+    "row_bytes",
+    "zeroes",
+]
