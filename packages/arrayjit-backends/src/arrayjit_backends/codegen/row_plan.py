@@ -164,10 +164,10 @@ def row_bytes(loops: Sequence[L.For_loop]) -> int:
     return sum(sizes.values())
 
 
-def _fusable(loops: Sequence[L.For_loop]) -> bool:
+def _fusable(loops: Sequence[L.For_loop], cells: bool = False) -> bool:
     return (
         len(loops) <= MAX_STEPS
-        and row_bytes(loops) <= ROW_BYTES_LIMIT
+        and (cells or row_bytes(loops) <= ROW_BYTES_LIMIT)
         and independent([([lp.index], lp) for lp in loops])
     )
 
@@ -188,15 +188,20 @@ def _has_row(loop: L.For_loop) -> bool:
 
 
 def _fuse(run: Sequence[L.For_loop]) -> L.For_loop | None:
-    """The loops ``run`` as one loop over their rows, if its iterations write disjoint cells."""
+    """The loops ``run`` as one loop over their rows, if its iterations write disjoint cells;
+    inside it, consecutive loops over the same cells whose cells are independent (softmax's
+    ``e = x - m`` then ``e = exp(e)``) merged the same way, so a cell's steps run while its
+    value is in a register."""
     row = run[0].index
-    body = L.Seq(tuple(_rename(lp, row) for lp in run))
-    fused = L.For_loop(row, run[0].from_, run[0].to_inclusive, body)
+    stmts = fuse_row_loops([_rename(lp, row) for lp in run], cells=True)
+    fused = L.For_loop(row, run[0].from_, run[0].to_inclusive, L.Seq(tuple(stmts)))
     return fused if is_parallel_loop(fused) else None
 
 
 def fuse_row_loops(
-    stmts: Sequence[L.Stmt], apart: Callable[[L.Stmt], bool] = lambda s: False
+    stmts: Sequence[L.Stmt],
+    apart: Callable[[L.Stmt], bool] = lambda s: False,
+    cells: bool = False,
 ) -> list[L.Stmt]:
     """``stmts`` (top-level statements) with each maximal run of two or more consecutive loops
     over the same rows (zeroings of nodes over those rows included, as loops storing zeros),
@@ -205,13 +210,16 @@ def fuse_row_loops(
     over the rows running each statement's row in turn (their symbols renamed to the
     first's). ``apart``: statements that never join a run (the CPU packed matmul's nests). The
     fused loop's iterations write disjoint cells (:func:`~arrayjit_backends.codegen.
-    kernel_plan.is_parallel_loop` holds), so it runs in parallel as any such loop."""
+    kernel_plan.is_parallel_loop` holds), so it runs in parallel as any such loop. With
+    ``cells`` (the statements of a fused loop's row), runs of loops over single cells merge
+    too, whatever their size."""
     result: list[L.Stmt] = []
     run: list[L.For_loop] = []
     kept: list[L.Stmt] = []  # the run's statements as written
 
     def close() -> None:
-        fused = _fuse(run) if len(run) >= 2 and any(_has_row(lp) for lp in run) else None
+        walks = cells or any(_has_row(lp) for lp in run)
+        fused = _fuse(run) if len(run) >= 2 and walks else None
         result.extend(kept if fused is None else [fused])
         run.clear()
         kept.clear()
@@ -219,13 +227,13 @@ def fuse_row_loops(
     for s in stmts:
         if run:
             lp = _row_loop(s, (run[0].from_, run[0].to_inclusive)) if not apart(s) else None
-            if lp is not None and _fusable([*run, lp]):
+            if lp is not None and _fusable([*run, lp], cells):
                 run.append(lp)
                 kept.append(s)
                 continue
             close()
         lp = _row_loop(s, None) if not apart(s) else None
-        if lp is not None and _fusable([lp]):
+        if lp is not None and _fusable([lp], cells):
             run.append(lp)
             kept.append(s)
         else:
@@ -236,18 +244,27 @@ def fuse_row_loops(
 
 def _writes_row_first(s: L.Stmt, tn: Tnode, row: Symbol) -> bool:
     """Whether ``s`` (a statement of a row loop's body) stores every cell of ``tn``'s row
-    ``row`` and reads none of ``tn``: a nest of loops, each over a whole axis of ``tn``, around
-    stores indexed by ``row`` then those loops' symbols in order."""
-    if any(g.tn is tn for g in L.reads(s)):
-        return False
+    ``row`` before reading it: a nest of loops, each over a whole axis of ``tn``, around
+    statements whose every access to ``tn`` is the cell indexed by ``row`` then those loops'
+    symbols in order, the first of them a store whose value reads none of ``tn``."""
     loops: list[L.For_loop] = []
     while isinstance(s, L.For_loop):
         loops.append(s)
         s = s.body
-    if not isinstance(s, L.Set) or s.tn is not tn or len(tn.dims) != len(loops) + 1:
-        return False
-    return s.indices == (Iterator(row), *(Iterator(lp.index) for lp in loops)) and all(
+    inner = list(s.stmts) if isinstance(s, L.Seq) else [s]
+    cell = (Iterator(row), *(Iterator(lp.index) for lp in loops))
+    if len(tn.dims) != len(loops) + 1 or not all(
         (lp.from_, lp.to_inclusive) == (0, d - 1) for lp, d in zip(loops, tn.dims[1:], strict=True)
+    ):
+        return False
+    first = next((x for x in inner if any(t.tn is tn for t in (*sets_of(x), *L.reads(x)))), None)
+    return (
+        isinstance(first, L.Set)
+        and first.tn is tn
+        and all(g.tn is not tn for g in L.reads(first))
+        and all(
+            x.indices == cell for st in inner for x in (*sets_of(st), *L.reads(st)) if x.tn is tn
+        )
     )
 
 
