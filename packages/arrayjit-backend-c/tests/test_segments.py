@@ -3,6 +3,7 @@ parallel, scratch buffers, chunked reductions, concurrent runs, and the memory t
 result against numpy or the reference interpreter."""
 
 import itertools
+import re
 import threading
 from pathlib import Path
 from typing import Any
@@ -277,3 +278,87 @@ def test_a_segment_takes_only_the_buffers_it_touches(
     lb = COMPILERS[compiler](workers=3)
     got, _ = run_direct(lb, comp, {xin: vx, zin: vz}, total, reference=False)
     np.testing.assert_allclose(got, vz.sum(), rtol=1e-4, atol=1e-3)
+
+
+def _softmax_rows(rows: int, cols: int) -> tuple[Any, Tnode, Tnode]:
+    """Softmax over rows as users write it (five statements), its input and output."""
+    x = Tnode.create((rows, cols), label="x", hosted=True)
+    y = Tnode.create((rows, cols), label="y", hosted=True)
+    m, se = Tnode.create((rows,), label="m"), Tnode.create((rows,), label="se")
+    e = Tnode.create((rows, cols), label="e")
+    comp = ir.block(
+        ir.accum(m, "max", x, spec="rc->r"),
+        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="rc->r"),
+        ir.binop(y, "div", e, se, spec="rc,r->rc"),
+    )
+    return comp, x, y
+
+
+def _softmax_np(x: np.ndarray) -> np.ndarray:
+    e = np.exp(x - x.max(1, keepdims=True))
+    return e / e.sum(1, keepdims=True)
+
+
+@pytest.mark.parametrize(("rows", "cols", "fused"), [(1027, 256, True), (3, 40000, False)])
+def test_row_chain_is_one_parallel_loop(
+    cache_dir: Path, compiler: str, rows: int, cols: int, fused: bool
+) -> None:
+    """Softmax's five statements over the same rows run as one parallel loop over the rows
+    (codegen.row_plan.fuse_row_loops): each row of x is read from memory once, its
+    intermediates stay in cache; rows over the working-set limit keep their loops apart. The
+    result is right either way, with rows that do not divide evenly into chunks."""
+    comp, x, y = _softmax_rows(rows, cols)
+    kernel = generate(compiler, optimize(lower(comp), name="r"))
+    parallel = [seg for seg in kernel.segments if seg.parallel]
+    if compiler == "cc":
+        # x is read in the functions of the parallel loops only (not their tasks)
+        readers = [f for f in kernel.source.split("\nvoid ")[1:] if "_task(" not in f[:40]]
+        readers = [f for f in readers if "x_" in f.split("{", 1)[1]]
+    if fused:
+        assert len(kernel.segments) == 1 and len(parallel) == 1
+        assert parallel[0].loop is not None and parallel[0].loop.to_inclusive == rows - 1
+        if compiler == "cc":
+            assert len(readers) == 1 and readers[0].count(" = start; ") == 1
+    else:
+        assert len(kernel.segments) >= 2  # the loops apart: several functions
+    vx = RNG.uniform(-4, 4, (rows, cols)).astype(np.float32)
+    for workers in (1, 3):
+        got, _ = run_direct(COMPILERS[compiler](workers=workers), comp, {x: vx}, y, False)
+        np.testing.assert_allclose(got, _softmax_np(vx.astype(np.float64)), rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("rows", [1027, 5])
+def test_row_loop_holds_local_rows(cache_dir: Path, compiler: str, rows: int) -> None:
+    """Softmax with its temporaries ``Local`` (no other routine reads them): the row loop
+    holds a row of each in an array of its own (codegen.row_plan.resident_rows), so ``e``
+    never reaches memory and has no scratch buffer; the result is right on both compilers,
+    for rows that do not divide evenly into chunks and for a serial loop."""
+    from arrayjit_tnode import memory_mode as mm
+
+    cols = 256
+    x = Tnode.create((rows, cols), label="x", hosted=True)
+    y = Tnode.create((rows, cols), label="y", hosted=True)
+    m, se = (Tnode.create((rows,), label=n, memory_mode=(mm.Local(), 1)) for n in ("m", "se"))
+    e = Tnode.create((rows, cols), label="e", memory_mode=(mm.Local(), 1))
+    comp = ir.block(
+        ir.accum(m, "max", x, spec="rc->r"),
+        ir.binop(e, "sub", x, m, spec="rc,r->rc"),
+        ir.unop(e, "exp", e),
+        ir.accum(se, "add", e, spec="rc->r"),
+        ir.binop(y, "div", e, se, spec="rc,r->rc"),
+    )
+    kernel = generate(compiler, optimize(lower(comp), name="r"))
+    assert len(kernel.segments) == 1 and kernel.scratch == ()
+    if compiler == "llvm":
+        for name in ("e_", "m_", "se_"):
+            assert re.search(rf"%n\.{name}\d+\.row = alloca \[", kernel.source)
+    else:
+        for name in ("row_e[256];", "row_m[1];", "row_se[1];"):
+            assert name in kernel.source
+        assert "e_" not in kernel.source.split("/* routine r */")[1].replace("row_e", "")
+    vx = RNG.uniform(-4, 4, (rows, cols)).astype(np.float32)
+    for workers in (1, 3):
+        got, _ = run_direct(COMPILERS[compiler](workers=workers), comp, {x: vx}, y, False)
+        np.testing.assert_allclose(got, _softmax_np(vx.astype(np.float64)), rtol=1e-5, atol=1e-7)

@@ -14,6 +14,9 @@ runtime).
 
 from __future__ import annotations
 
+import math
+from collections.abc import Sequence
+
 from arrayjit_backend_c.cpu.matmul import c_helpers, c_part, cpu_matmul
 from arrayjit_backend_c.cpu.segments import (
     Arg,
@@ -27,6 +30,11 @@ from arrayjit_backends.codegen.kernel_plan import ScalarReduction, scalar_reduct
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.optimized import Optimized
+from arrayjit_tnode import Tnode
+
+RowArray = tuple[str, int, bool]
+"""A row held in an array: its name, the row's leading axes, whether stores reach the buffer
+too (:meth:`~arrayjit_backends.codegen.c_syntax.CSyntax.resident_rows`)."""
 
 RANGE = ("start", "stop")
 """The parameters of a parallel segment's range."""
@@ -46,7 +54,7 @@ class CcSyntax(CSyntax):
         """The C source of a routine as segment functions (see the module docstring)."""
         self.check_precisions(opt)
         self._reset()
-        plan = plan_segments(opt)
+        plan = plan_segments(opt, rows=True)
         groups, scratch = plan.groups, plan.scratch
         common = self.parameters(plan.params, scratch)
         out, helpers, segments = Out(), dict[str, str](), list[Segment]()
@@ -67,7 +75,14 @@ class CcSyntax(CSyntax):
                 segments.append(Segment(name, args=plan.args[k]))
                 function(name, [], k)
                 for s in g:
-                    self.stmt(s, out, 1)
+                    held = plan.resident(s)
+                    if not held:
+                        self.stmt(s, out, 1)
+                        continue
+                    out.add(1, "{")
+                    with self.resident_rows(self._row_arrays(held, out, 2)):
+                        self.stmt(s, out, 2)
+                    out.add(1, "}")
                 out.add(0, "}")
                 continue
             mm = cpu_matmul(g)
@@ -82,7 +97,8 @@ class CcSyntax(CSyntax):
             red = scalar_reduction(g)
             if red is None:
                 assert isinstance(g, L.For_loop)
-                jam = self.jammable(g)
+                held = plan.resident(g)
+                jam = not held and self.jammable(g)  # jammed rows would share one row array
                 segments.append(
                     Segment(name, g, grain=self.jam_factor if jam else 1, args=plan.args[k])
                 )
@@ -90,9 +106,10 @@ class CcSyntax(CSyntax):
                 if jam:
                     self.jam(g, out, 1, RANGE)
                 else:
-                    out.add(1, self.loop_header(g, 1, RANGE))
-                    self.stmt(g.body, out, 2)
-                    out.add(1, "}")
+                    with self.resident_rows(self._row_arrays(held, out, 1)):
+                        out.add(1, self.loop_header(g, 1, RANGE))
+                        self.stmt(g.body, out, 2)
+                        out.add(1, "}")
                 out.add(0, "}")
                 continue
             # A Set is the float32 accumulator of a small-float cell: always a reduction.
@@ -115,6 +132,19 @@ class CcSyntax(CSyntax):
             + "\n"
         )
         return SegmentedKernel(source, plan.params, scratch, tuple(segments))
+
+    def _row_arrays(self, held: Sequence[Tnode], out: Out, indent: int) -> dict[Tnode, RowArray]:
+        """Arrays of one row of each node a row loop holds a row at a time
+        (:meth:`~arrayjit_backend_c.cpu.segments.SegmentPlan.resident`), declared at
+        ``indent``: the loop's iterations reuse them, so a row stays in the core's cache and
+        the node has no buffer at all."""
+        rows: dict[Tnode, RowArray] = {}
+        for tn in held:
+            name = self.fresh_name(f"row_{tn.debug_name}")
+            cells = max(math.prod(tn.dims[1:]), 1)
+            out.add(indent, f"{self.storage_types[tn.prec]} {name}[{cells}];")
+            rows[tn] = (name, 1, False)
+        return rows
 
     @staticmethod
     def _task(seg: Segment, args: list[Arg], out: Out) -> None:

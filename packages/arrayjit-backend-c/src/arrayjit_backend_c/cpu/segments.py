@@ -31,7 +31,7 @@ import abc
 import ctypes
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -51,6 +51,7 @@ from arrayjit_backends.codegen.kernel_plan import (
     scalar_reduction,
     worth_threads,
 )
+from arrayjit_backends.codegen.row_plan import fuse_row_loops, resident_rows
 from arrayjit_backends.impl.cpu_compiler import (
     CpuCompiler,
     GetMergeView,
@@ -165,8 +166,13 @@ def split_segments(code: L.Stmt) -> list[Group]:
     are a :class:`~arrayjit_backends.codegen.kernel_plan.ScalarReduction` (as is the store of a
     float32 accumulator into a small-float cell, a ``Set``), and packed matmuls
     (:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`). A loop worth one thread stays in its
-    serial run: one native call for the run instead of a call per loop."""
-    stmts = list(code.stmts) if isinstance(code, L.Seq) else [code]
+    serial run: one native call for the run instead of a call per loop. Consecutive loops over
+    the same rows run as one loop first (:func:`~arrayjit_backends.codegen.row_plan.
+    fuse_row_loops`; packed matmuls stay apart)."""
+    stmts = fuse_row_loops(
+        list(code.stmts) if isinstance(code, L.Seq) else [code],
+        apart=lambda s: isinstance(s, L.For_loop) and cpu_matmul(s) is not None,
+    )
     groups: list[Group] = []
     for s in stmts:
         if (
@@ -243,6 +249,14 @@ class SegmentPlan:
     zeroed: list[list[Tnode]]
     """Per segment, the scratch nodes it zero-fills on entry: zero-initialized by code, and this
     is the first segment touching them, a serial one (in :attr:`scratch` order)."""
+    rows: dict[int, tuple[Tnode, ...]] = field(default_factory=dict)
+    """Per row loop (by ``id``) of the groups, the kernel-local nodes it holds a row of in
+    arrays of its own (:func:`~arrayjit_backends.codegen.row_plan.resident_rows`): they have
+    no buffer and no array of the whole node anywhere."""
+
+    def resident(self, s: L.Stmt) -> tuple[Tnode, ...]:
+        """The nodes the top-level statement ``s`` of the groups holds a row at a time."""
+        return self.rows.get(id(s), ())
 
     def stack_nodes(self, k: int) -> list[Tnode]:
         """The kernel-local nodes segment ``k`` holds on its own stack."""
@@ -264,23 +278,46 @@ class SegmentPlan:
         ]
 
 
-def plan_segments(opt: Optimized) -> SegmentPlan:
+def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
     """The segments of ``opt`` (its blocks of sums widened for vector lanes: reassociated,
-    same error bound), their scratch nodes and parameters. Linear in the size of the routine:
-    each segment's work is over the nodes it touches."""
+    same error bound), their scratch nodes and parameters; with ``rows`` (a renderer that holds
+    rows, :meth:`SegmentPlan.resident`), the kernel-local nodes each row loop holds a row at a
+    time, which get no buffer. Linear in the size of the routine: each segment's work is over
+    the nodes it touches."""
     groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
     touched = [touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups]
     params = kernel_params(opt)
     local = set(opt.local_nodes)
+    held: dict[int, tuple[Tnode, ...]] = {}
+    if rows:
+        tops = [s for g in groups for s in (g if isinstance(g, list) else [g])]
+        reach = [touched_nodes(s, set()) & local for s in tops]
+        readers: dict[Tnode, int] = {}  # per local node, how many top-level statements touch it
+        for r in reach:
+            for tn in r:
+                readers[tn] = readers.get(tn, 0) + 1
+        for s, r in zip(tops, reach, strict=True):
+            only = [tn for tn in opt.local_nodes if tn in r and readers[tn] == 1]
+            if (
+                isinstance(s, L.For_loop)
+                and only
+                and cpu_matmul(s) is None
+                and scalar_reduction(s) is None
+            ):
+                found = resident_rows(s, only)
+                if found:
+                    held[id(s)] = found
+    kept = {tn for r in held.values() for tn in r}
     owners: dict[Tnode, list[int]] = {}  # per local node, the segments touching it, in order
     for k, t in enumerate(touched):
         for tn in t:
-            if tn in local:
+            if tn in local and tn not in kept:
                 owners.setdefault(tn, []).append(k)
     scratch = tuple(
         tn
         for tn in opt.local_nodes
-        if tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or len(owners.get(tn, ())) > 1
+        if tn not in kept
+        and (tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or len(owners.get(tn, ())) > 1)
     )
     stack: list[list[Tnode]] = [[] for _ in groups]
     zeroed: list[list[Tnode]] = [[] for _ in groups]
@@ -301,7 +338,7 @@ def plan_segments(opt: Optimized) -> SegmentPlan:
         range(tail, tail + len(params.static_symbols))
     )
     args = [tuple(sorted([index[tn] for tn in t if tn in index] + fixed)) for t in touched]
-    return SegmentPlan(opt, params, groups, touched, scratch, args, stack, zeroed)
+    return SegmentPlan(opt, params, groups, touched, scratch, args, stack, zeroed, held)
 
 
 CHUNKS_PER_WORKER = 4

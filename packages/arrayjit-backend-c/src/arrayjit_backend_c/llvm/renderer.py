@@ -37,7 +37,8 @@ Values, blocks and helpers are numbered per routine, so the same routine generat
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
 from typing import ClassVar
 
 import numpy as np
@@ -47,6 +48,7 @@ from arrayjit_backend_c.cpu.segments import (
     Arg,
     Segment,
     SegmentedKernel,
+    SegmentPlan,
     plan_segments,
     task_arguments,
 )
@@ -101,6 +103,9 @@ class LlvmGen(ScalarGen):
         self._names: dict[Tnode, str] = {}
         self._fn = Fn()
         self._ptrs: dict[Tnode, str] = {}
+        self._rows: set[Tnode] = set()
+        """Nodes held a row at a time in an array of the function (their ``_ptrs``): the
+        offset drops the first axis (:meth:`_row_arrays`)."""
         self._syms: dict[Symbol | StaticSymbol, str] = {}
         self._locals: dict[L.ScopeId, str] = {}
         self._merge = "null"
@@ -155,11 +160,13 @@ class LlvmGen(ScalarGen):
         return self._fn.tmp(f"add nsw i64 {a}, {b}")
 
     def _elem_ptr(self, base: str, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
-        """The address of ``tn[idx]`` (row-major in its padded dims) from ``base``."""
+        """The address of ``tn[idx]`` (row-major in its padded dims) from ``base``; for a node
+        held a row at a time, of the cell in its row array (the first axis dropped)."""
+        first = 1 if tn in self._rows else 0
         off: int | str = 0
-        for k, i in enumerate(idx):
-            part = self.index(i)
-            off = part if k == 0 else self._iadd(self._imul(off, tn.dims[k]), part)
+        for k in range(first, len(idx)):
+            part = self.index(idx[k])
+            off = part if k == first else self._iadd(self._imul(off, tn.dims[k]), part)
         st = self.storage_type(tn.prec)
         return self._fn.tmp(f"getelementptr inbounds {st}, ptr {base}, i64 {off}")
 
@@ -473,7 +480,7 @@ class LlvmGen(ScalarGen):
         """The LLVM module of a routine; its functions are ``{fn_name}_{k}``, one a segment."""
         self.check_precisions(opt)
         self._reset()
-        plan = plan_segments(opt)
+        plan = plan_segments(opt, rows=True)
         params, groups, scratch = plan.params, plan.groups, plan.scratch
         args = [f"ptr noalias {self.name(tn)}" for tn in params.buffers]
         if params.merge_node is not None:
@@ -491,6 +498,7 @@ class LlvmGen(ScalarGen):
             self._locals = {}
             self._syms = dict(syms)
             self._ptrs = {tn: self.name(tn) for tn in plan.arg_nodes(k)}
+            self._rows = set()
             self._merge = "%merge_buffer" if params.merge_node is not None else "null"
             for tn in plan.stack_nodes(k):
                 self._stack_node(tn, opt.traced[tn].zero_initialized_by_code)
@@ -509,7 +517,7 @@ class LlvmGen(ScalarGen):
             name = f"{fn_name}_{k}"
             if isinstance(g, list):
                 segments.append(Segment(name, args=plan.args[k]))
-                function(name, [], k, functools.partial(self._serial, g))
+                function(name, [], k, functools.partial(self._serial, g, plan))
                 continue
             mm = cpu_matmul(g)
             if mm is not None and isinstance(g, L.For_loop):
@@ -528,7 +536,8 @@ class LlvmGen(ScalarGen):
             if red is None:
                 assert isinstance(g, L.For_loop)
                 start_stop = ["i64 %start", "i64 %stop"]
-                function(name, start_stop, k, functools.partial(self._parallel_loop, g))
+                body = functools.partial(self._parallel_loop, g, plan.resident(g))
+                function(name, start_stop, k, body)
             else:
                 chunk = ["i64 %start", "i64 %stop", "ptr noalias %partials", "i64 %slot"]
                 function(name, chunk, k, functools.partial(self._partial_reduction, red))
@@ -555,16 +564,32 @@ class LlvmGen(ScalarGen):
         )
         return SegmentedKernel(ir, params, scratch, tuple(segments))
 
-    def _serial(self, stmts: list[L.Stmt]) -> None:
+    def _serial(self, stmts: list[L.Stmt], plan: SegmentPlan) -> None:
         for x in stmts:
+            self._row_arrays(plan.resident(x))
             self.stmt(x)
+
+    def _row_arrays(self, held: Sequence[Tnode]) -> None:
+        """An array of one row of each node a row loop holds a row at a time
+        (:meth:`~arrayjit_backend_c.cpu.segments.SegmentPlan.resident`), allocated at the
+        function's entry: the loop's iterations reuse it, and the node has no buffer."""
+        for tn in held:
+            name = f"{self.name(tn)}.row"
+            cells = max(math.prod(tn.dims[1:]), 1)
+            self._fn.allocas.append(
+                f"  {name} = alloca [{cells} x {self.storage_type(tn.prec)}], align 64"
+            )
+            self._ptrs[tn] = name
+            self._rows.add(tn)
 
     def _matmul(self, mm: CpuMatmul) -> None:
         """The body of a packed matmul's function (:mod:`arrayjit_backend_c.llvm.matmul`)."""
         llvm_matmul.part_body(self._fn, mm, self._ptrs)
 
-    def _parallel_loop(self, loop: L.For_loop) -> None:
-        """The body of a parallel loop's function: the loop over ``[start, stop)``."""
+    def _parallel_loop(self, loop: L.For_loop, held: Sequence[Tnode] = ()) -> None:
+        """The body of a parallel loop's function: the loop over ``[start, stop)`` (with the
+        row arrays of the nodes it holds a row at a time)."""
+        self._row_arrays(held)
         self.loop(loop.index, "%start", "%stop", lambda: self.stmt(loop.body), guard=True)
 
     def _stack_node(self, tn: Tnode, zero: bool) -> None:

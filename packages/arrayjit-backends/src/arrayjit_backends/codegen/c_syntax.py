@@ -29,6 +29,8 @@ as uint64.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -145,6 +147,10 @@ class CSyntax:
         self._taken: set[str] = {"z"}  # the zero-fill loop's index
         self._math: dict[str, None] = {}
         """The math library's helpers the routine calls, in first-use order."""
+        self._resident: dict[Tnode, tuple[str, int, bool]] = {}
+        """Nodes held a row at a time in an array of the kernel while a row loop or chain
+        renders: the array's name, how many leading axes are the row's, and whether stores
+        also go to the node's buffer (:meth:`resident_rows`)."""
 
     def fresh_name(self, base: str) -> str:
         """A C identifier no other name of this routine has: ``base``, else ``base_<k>``.
@@ -287,13 +293,41 @@ class CSyntax:
             text = part if k == first else f"({text}) * {dims[k]} + {part}"
         return text or "0"
 
+    @contextmanager
+    def resident_rows(self, rows: Mapping[Tnode, tuple[str, int, bool]]) -> Iterator[None]:
+        """While inside, each node of ``rows`` is read from and stored to a row held in an
+        array of the kernel (:meth:`cell`, :meth:`assign`): ``(array name, leading axes that
+        are the row's, whether stores also reach the node's buffer)``; the caller declared the
+        arrays (a GPU row chain's local memory, :func:`~arrayjit_backends.gpu.row_chain.
+        row_resident`; a CPU row loop's stack, :func:`~arrayjit_backends.codegen.row_plan.
+        resident_rows`)."""
+        self._resident.update(rows)
+        try:
+            yield
+        finally:
+            self._resident.clear()
+
     def cell(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
-        """The cell ``tn[idx]`` as an lvalue: an element of the node's buffer."""
+        """The cell ``tn[idx]`` as an lvalue: an element of the node's buffer, or for a node
+        held a row at a time (:meth:`resident_rows`), of the row's array (the row axes dropped
+        from the offset)."""
+        resident = self._resident.get(tn)
+        if resident is None:
+            return self._buffer_cell(tn, idx)
+        name, k, _ = resident
+        return f"{name}[{self.offset(tn, idx, k)}]"
+
+    def _buffer_cell(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
         return f"{self.name(tn)}[{self.offset(tn, idx)}]"
 
     def assign(self, tn: Tnode, idx: tuple[AxisIndex, ...], value: str) -> str:
-        """The statement storing ``value`` (already in the storage type) into ``tn[idx]``."""
-        return f"{self.cell(tn, idx)} = {value};"
+        """The statement storing ``value`` (already in the storage type) into ``tn[idx]``; for
+        a node held a row at a time, into the row, and also into the buffer unless the node
+        lives only there."""
+        resident = self._resident.get(tn)
+        if resident is None or not resident[2]:
+            return f"{self.cell(tn, idx)} = {value};"
+        return f"{self.cell(tn, idx)} = {self._buffer_cell(tn, idx)} = {value};"
 
     # ---- expressions ----
 

@@ -14,15 +14,14 @@ What the base adds for every kernel shape (:mod:`arrayjit_backends.gpu.matmul`,
 :mod:`~arrayjit_backends.gpu.program`): decoding loop indices from a flat work-item index
 (:meth:`GpuSyntax.decode`), a work group's tree in local memory (:meth:`GpuSyntax.local_tree`),
 a work item's register reduction, folded fill constants as a cell holds them, and rows of nodes
-held in local memory while a row chain renders (:meth:`GpuSyntax.resident_rows`).
+held in local memory while a row chain renders (:meth:`CSyntax.resident_rows`).
 """
 
 from __future__ import annotations
 
 import abc
 import math
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import ClassVar
 
 from arrayjit_backends.codegen import math_lib
@@ -30,8 +29,7 @@ from arrayjit_backends.codegen.c_prelude import float_to_int_helpers
 from arrayjit_backends.codegen.c_syntax import CSyntax, Out
 from arrayjit_backends.codegen.kernel_plan import ScalarReduction
 from arrayjit_ir import low_level as L
-from arrayjit_ir.indexing import AxisIndex
-from arrayjit_tnode import Prec, Tnode
+from arrayjit_tnode import Prec
 
 
 class GpuSyntax(CSyntax, abc.ABC):
@@ -158,42 +156,6 @@ class GpuSyntax(CSyntax, abc.ABC):
         """Start a routine: forget the names (numbered per routine, so identical routines
         render identical source) and declarations of the previous one."""
         self._reset()
-
-    def _reset(self) -> None:
-        super()._reset()
-        self._resident: dict[Tnode, tuple[str, int, bool]] = {}
-        """Nodes the row chain being rendered holds a row of in local memory: the array's
-        name, how many leading axes are the row's, and whether stores also go to the node's
-        buffer (:meth:`resident_rows`)."""
-
-    @contextmanager
-    def resident_rows(self, rows: Mapping[Tnode, tuple[str, int, bool]]) -> Iterator[None]:
-        """While inside, each node of ``rows`` is read from and stored to a row held in local
-        memory (:meth:`cell`, :meth:`assign`): ``(array name, leading axes that are the row's,
-        whether stores also reach the node's buffer)``; the row chain being rendered declared
-        the arrays (:func:`~arrayjit_backends.gpu.row_chain.row_resident`)."""
-        self._resident.update(rows)
-        try:
-            yield
-        finally:
-            self._resident.clear()
-
-    def cell(self, tn: Tnode, idx: tuple[AxisIndex, ...]) -> str:
-        """An element of the node's buffer, or for a node the row chain being rendered holds
-        in local memory, of the row's array (the row axes dropped from the offset)."""
-        resident = self._resident.get(tn)
-        if resident is None:
-            return super().cell(tn, idx)
-        name, k, _ = resident
-        return f"{name}[{self.offset(tn, idx, k)}]"
-
-    def assign(self, tn: Tnode, idx: tuple[AxisIndex, ...], value: str) -> str:
-        """A store; into a row held in local memory, and also into the buffer unless the
-        node lives only in this kernel."""
-        resident = self._resident.get(tn)
-        if resident is None or not resident[2]:
-            return super().assign(tn, idx, value)
-        return f"{self.cell(tn, idx)} = {super().cell(tn, idx)} = {value};"
 
     def declare_uninitialized(self, sc: L.ScopeId) -> str:
         """The declaration of local ``sc`` without a value (its value is stored before any

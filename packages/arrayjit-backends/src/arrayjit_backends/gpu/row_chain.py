@@ -51,6 +51,7 @@ from arrayjit_backends.codegen.kernel_plan import (
     scalar_reduction,
     sets_of,
 )
+from arrayjit_backends.codegen.row_plan import independent
 from arrayjit_backends.gpu.cell_reduction import render_cell_body, render_lanes
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_backends.gpu.planner import (
@@ -64,7 +65,7 @@ from arrayjit_backends.gpu.planner import (
     flatten_blocked_sum,
 )
 from arrayjit_ir import low_level as L
-from arrayjit_ir.indexing import Iterator, Symbol
+from arrayjit_ir.indexing import Iterator
 from arrayjit_tnode import Prec, Tnode
 
 CHAIN_MIN_ROWS = 256
@@ -85,53 +86,6 @@ reduction tree and, on an H100, eight groups per multiprocessor."""
 
 def _ranges(loops: Sequence[L.For_loop]) -> list[tuple[int, int]]:
     return [(lp.from_, lp.to_inclusive) for lp in loops]
-
-
-def _zeroes(s: L.Stmt) -> bool:
-    match s:
-        case L.Zero_out():
-            return True
-        case L.For_loop(body=body):
-            return _zeroes(body)
-        case L.Seq(stmts=stmts):
-            return any(_zeroes(x) for x in stmts)
-    return False
-
-
-def independent(parts: Sequence[tuple[Sequence[Symbol], L.Stmt]]) -> bool:
-    """Whether the statements ``parts`` (each with the symbols of its leading loops) may run
-    iteration by iteration of those loops, all statements in each, rather than one statement
-    after another: the iterations of each statement and the statements' iterations with equal
-    index values touch disjoint cells of every node any of them writes. Every store indexes its
-    node by the statement's symbols, at the same axes for every store of that node; every read
-    of a written node (the merge buffer included: it may be the node's buffer) has those
-    symbols at those axes; nothing is zeroed. (:func:`~arrayjit_backends.codegen.kernel_plan.
-    is_parallel_loop` for several statements and loops.)"""
-    axes: dict[Tnode, tuple[int, ...]] = {}
-    for syms, s in parts:
-        its = [Iterator(x) for x in syms]
-        if _zeroes(s):
-            return False
-        for st in sets_of(s):
-            if any(it not in st.indices for it in its):
-                return False
-            at = tuple(st.indices.index(it) for it in its)
-            if axes.setdefault(st.tn, at) != at:
-                return False
-    for syms, s in parts:
-        its = [Iterator(x) for x in syms]
-        for g in L.reads(s):
-            read_at = axes.get(g.tn)
-            if read_at is None:
-                continue
-            if isinstance(g, L.Get_merge_buffer):
-                return False
-            if not all(
-                a < len(g.indices) and g.indices[a] == it
-                for a, it in zip(read_at, its, strict=True)
-            ):
-                return False
-    return True
 
 
 def _rows_independent(steps: Sequence[RowStep]) -> bool:

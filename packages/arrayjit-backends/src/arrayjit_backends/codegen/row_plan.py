@@ -1,0 +1,311 @@
+"""Row plans: which consecutive top-level statements may run row by row, and (for the CPU
+renderers) those statements fused into one loop over the rows.
+
+Softmax over rows, as users write it, is five statements, each a loop over the rows: a row
+max, ``e = x - m``, ``e = exp(e)``, a row sum of ``e``, ``y = e / s``. Run one after another,
+each streams the whole of ``x`` or ``e`` through memory again. When their rows are
+independent (:func:`independent`: every store is to the row's own cells, every read of a
+written node is of the row's own cells), running them row by row, in statement order within
+each row, is running them statement by statement: the GPU renderers run such a chain as one
+kernel with a work group per row (``gpu/row_chain.py``); the CPU renderers as one loop over the
+rows (:func:`fuse_row_loops`), whose iterations the crew's threads split, so each row's
+intermediates stay in the core's cache and the input row is read from memory once.
+
+What this module decides is shape-agnostic: it imports only ``arrayjit_ir`` and
+``arrayjit_tnode`` (the ``codegen/`` rule).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+from arrayjit_backends.codegen.kernel_plan import gets_of, is_parallel_loop, sets_of
+from arrayjit_ir import low_level as L
+from arrayjit_ir.indexing import Affine, AxisIndex, Iterator, Symbol, fresh_symbol
+from arrayjit_tnode import Prec, Tnode
+
+ROW_BYTES_LIMIT = 128 * 1024
+"""The most bytes one row of a fused loop may touch across its nodes (:func:`row_bytes`: the
+row's working set, which should stay in a core's L2 cache between the steps); a chain over
+longer rows keeps its loops apart, as before."""
+
+MAX_STEPS = 32
+"""Statements in one fused loop at most."""
+
+RESIDENT_BYTES = 32 * 1024
+"""The most bytes of rows a CPU row loop holds in arrays of its own (:func:`resident_rows`,
+on the stack of the thread running it: helper threads have small stacks)."""
+
+
+def zeroes(s: L.Stmt) -> bool:
+    """Whether ``s`` zeroes a node anywhere."""
+    match s:
+        case L.Zero_out():
+            return True
+        case L.For_loop(body=body):
+            return zeroes(body)
+        case L.Seq(stmts=stmts):
+            return any(zeroes(x) for x in stmts)
+    return False
+
+
+def independent(parts: Sequence[tuple[Sequence[Symbol], L.Stmt]]) -> bool:
+    """Whether the statements ``parts`` (each with the symbols of its leading loops) may run
+    iteration by iteration of those loops, all statements in each, rather than one statement
+    after another: the iterations of each statement and the statements' iterations with equal
+    index values touch disjoint cells of every node any of them writes. Every store indexes its
+    node by the statement's symbols, at the same axes for every store of that node; every read
+    of a written node (the merge buffer included: it may be the node's buffer) has those
+    symbols at those axes; nothing is zeroed. (:func:`~arrayjit_backends.codegen.kernel_plan.
+    is_parallel_loop` for several statements and loops.)"""
+    axes: dict[Tnode, tuple[int, ...]] = {}
+    for syms, s in parts:
+        its = [Iterator(x) for x in syms]
+        if zeroes(s):
+            return False
+        for st in sets_of(s):
+            if any(it not in st.indices for it in its):
+                return False
+            at = tuple(st.indices.index(it) for it in its)
+            if axes.setdefault(st.tn, at) != at:
+                return False
+    for syms, s in parts:
+        its = [Iterator(x) for x in syms]
+        for g in L.reads(s):
+            read_at = axes.get(g.tn)
+            if read_at is None:
+                continue
+            if isinstance(g, L.Get_merge_buffer):
+                return False
+            if not all(
+                a < len(g.indices) and g.indices[a] == it
+                for a, it in zip(read_at, its, strict=True)
+            ):
+                return False
+    return True
+
+
+def _row_loop(s: L.Stmt, rows: tuple[int, int] | None) -> L.For_loop | None:
+    """``s`` as a loop over the rows ``rows`` (``(from, to_inclusive)``; None: any): a loop
+    itself, or the zeroing of a node whose leading axis has the rows' extent, written as a loop
+    storing zeros (no uint4x32: a zero of it is not a scalar constant)."""
+    match s:
+        case L.For_loop(from_=lo, to_inclusive=hi) if rows is None or (lo, hi) == rows:
+            return s
+        case L.Zero_out(tn=tn) if (
+            rows is not None
+            and rows[0] == 0
+            and tn.dims
+            and tn.dims[0] == rows[1] + 1
+            and tn.prec is not Prec.uint4x32
+        ):
+            syms = [fresh_symbol() for _ in tn.dims]
+            body: L.Stmt = L.Set(tn, tuple(Iterator(x) for x in syms), L.Constant(0.0))
+            for x, d in reversed(list(zip(syms, tn.dims, strict=True))):
+                body = L.For_loop(x, 0, d - 1, body)
+            assert isinstance(body, L.For_loop)
+            return body
+    return None
+
+
+def _rename(loop: L.For_loop, row: Symbol) -> L.Stmt:
+    """``loop``'s body with its symbol replaced by ``row``."""
+    old = loop.index
+
+    def index(i: AxisIndex) -> AxisIndex:
+        match i:
+            case Iterator(symbol=s) if s == old:
+                return Iterator(row)
+            case Affine(terms=terms, offset=off):
+                return Affine(tuple((c, row if s == old else s) for c, s in terms), off)
+        return i
+
+    def expr(e: L.Expr) -> L.Expr:
+        match e:
+            case L.Get(tn=tn, indices=idx):
+                return L.Get(tn, tuple(index(i) for i in idx))
+            case L.Get_merge_buffer(tn=tn, indices=idx):
+                return L.Get_merge_buffer(tn, tuple(index(i) for i in idx))
+            case L.Embed_index(index=i):
+                return L.Embed_index(index(i))
+            case L.Local_scope(scope=sc, body=body, orig_indices=oi):
+                return L.Local_scope(sc, stmt(body), oi)
+        return L.map_children(e, expr)
+
+    def stmt(s: L.Stmt) -> L.Stmt:
+        match s:
+            case L.Seq(stmts=stmts):
+                return L.Seq(tuple(stmt(x) for x in stmts))
+            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
+                return L.For_loop(i, lo, hi, stmt(body), t)
+            case L.Set(tn=tn, indices=idx, value=v):
+                return L.Set(tn, tuple(index(i) for i in idx), expr(v))
+            case L.Set_local(scope=sc, value=v):
+                return L.Set_local(sc, expr(v))
+        return s
+
+    return stmt(loop.body)
+
+
+def row_bytes(loops: Sequence[L.For_loop]) -> int:
+    """Bytes of one row of the fused loops' working set: per node that a loop reads or stores
+    indexed by its row symbol, the cells of one value of that axis."""
+    sizes: dict[Tnode, int] = {}
+    for lp in loops:
+        it = Iterator(lp.index)
+        accesses: list[tuple[Tnode, tuple[AxisIndex, ...]]] = [
+            (x.tn, x.indices) for x in sets_of(lp.body)
+        ] + [(g.tn, g.indices) for g in gets_of(lp.body)]
+        for tn, idx in accesses:
+            if it in idx:
+                cells = math.prod(d for k, d in enumerate(tn.dims) if k != idx.index(it))
+                sizes[tn] = max(sizes.get(tn, 0), cells * tn.prec.byte_size)
+    return sum(sizes.values())
+
+
+def _fusable(loops: Sequence[L.For_loop], cells: bool = False) -> bool:
+    return (
+        len(loops) <= MAX_STEPS
+        and (cells or row_bytes(loops) <= ROW_BYTES_LIMIT)
+        and independent([([lp.index], lp) for lp in loops])
+    )
+
+
+def _has_row(loop: L.For_loop) -> bool:
+    """Whether an iteration of ``loop`` walks a row: a loop inside it, or an inlined
+    computation (a reduction) in its values (loops over single cells fuse no rows)."""
+
+    def walks(s: L.Stmt) -> bool:
+        match s:
+            case L.For_loop():
+                return True
+            case L.Seq(stmts=stmts):
+                return any(walks(x) for x in stmts)
+        return any(isinstance(x, L.Local_scope) for e in L.exprs_of(s) for x in L.sub_exprs(e))
+
+    return walks(loop.body)
+
+
+def _fuse(run: Sequence[L.For_loop]) -> L.For_loop | None:
+    """The loops ``run`` as one loop over their rows, if its iterations write disjoint cells;
+    inside it, consecutive loops over the same cells whose cells are independent (softmax's
+    ``e = x - m`` then ``e = exp(e)``) merged the same way, so a cell's steps run while its
+    value is in a register."""
+    row = run[0].index
+    stmts = fuse_row_loops([_rename(lp, row) for lp in run], cells=True)
+    fused = L.For_loop(row, run[0].from_, run[0].to_inclusive, L.Seq(tuple(stmts)))
+    return fused if is_parallel_loop(fused) else None
+
+
+def fuse_row_loops(
+    stmts: Sequence[L.Stmt],
+    apart: Callable[[L.Stmt], bool] = lambda s: False,
+    cells: bool = False,
+) -> list[L.Stmt]:
+    """``stmts`` (top-level statements) with each maximal run of two or more consecutive loops
+    over the same rows (zeroings of nodes over those rows included, as loops storing zeros),
+    one of them walking a row (a loop or an inlined reduction inside), whose rows are
+    :func:`independent` and touch at most :data:`ROW_BYTES_LIMIT` a row, replaced by one loop
+    over the rows running each statement's row in turn (their symbols renamed to the
+    first's). ``apart``: statements that never join a run (the CPU packed matmul's nests). The
+    fused loop's iterations write disjoint cells (:func:`~arrayjit_backends.codegen.
+    kernel_plan.is_parallel_loop` holds), so it runs in parallel as any such loop. With
+    ``cells`` (the statements of a fused loop's row), runs of loops over single cells merge
+    too, whatever their size."""
+    result: list[L.Stmt] = []
+    run: list[L.For_loop] = []
+    kept: list[L.Stmt] = []  # the run's statements as written
+
+    def close() -> None:
+        walks = cells or any(_has_row(lp) for lp in run)
+        fused = _fuse(run) if len(run) >= 2 and walks else None
+        result.extend(kept if fused is None else [fused])
+        run.clear()
+        kept.clear()
+
+    for s in stmts:
+        if run:
+            lp = _row_loop(s, (run[0].from_, run[0].to_inclusive)) if not apart(s) else None
+            if lp is not None and _fusable([*run, lp], cells):
+                run.append(lp)
+                kept.append(s)
+                continue
+            close()
+        lp = _row_loop(s, None) if not apart(s) else None
+        if lp is not None and _fusable([lp], cells):
+            run.append(lp)
+            kept.append(s)
+        else:
+            result.append(s)
+    close()
+    return result
+
+
+def _writes_row_first(s: L.Stmt, tn: Tnode, row: Symbol) -> bool:
+    """Whether ``s`` (a statement of a row loop's body) stores every cell of ``tn``'s row
+    ``row`` before reading it: a nest of loops, each over a whole axis of ``tn``, around
+    statements whose every access to ``tn`` is the cell indexed by ``row`` then those loops'
+    symbols in order, the first of them a store whose value reads none of ``tn``."""
+    loops: list[L.For_loop] = []
+    while isinstance(s, L.For_loop):
+        loops.append(s)
+        s = s.body
+    inner = list(s.stmts) if isinstance(s, L.Seq) else [s]
+    cell = (Iterator(row), *(Iterator(lp.index) for lp in loops))
+    if len(tn.dims) != len(loops) + 1 or not all(
+        (lp.from_, lp.to_inclusive) == (0, d - 1) for lp, d in zip(loops, tn.dims[1:], strict=True)
+    ):
+        return False
+    first = next((x for x in inner if any(t.tn is tn for t in (*sets_of(x), *L.reads(x)))), None)
+    return (
+        isinstance(first, L.Set)
+        and first.tn is tn
+        and all(g.tn is not tn for g in L.reads(first))
+        and all(
+            x.indices == cell for st in inner for x in (*sets_of(st), *L.reads(st)) if x.tn is tn
+        )
+    )
+
+
+def resident_rows(loop: L.For_loop, only_here: Sequence[Tnode]) -> tuple[Tnode, ...]:
+    """The nodes of ``only_here`` (kernel-local nodes no other statement of the routine
+    touches) that the row loop ``loop`` (a :func:`fuse_row_loops` result) may hold a row of in
+    an array of its own instead of their buffers, which are then never touched: every access
+    indexes the node's first axis by the row symbol, and the first statement of the body
+    touching the node stores its whole row and reads none of it (so the array never stands
+    for a value from before the loop); the rows fit :data:`RESIDENT_BYTES` together (largest
+    first). Softmax's ``e`` declared ``Local``: its row never leaves the cache."""
+    row = Iterator(loop.index)
+    body = list(loop.body.stmts) if isinstance(loop.body, L.Seq) else [loop.body]
+    chosen: list[Tnode] = []
+    room = RESIDENT_BYTES
+    for tn in sorted(only_here, key=lambda t: -t.size_in_bytes):
+        size = max(math.prod(tn.dims[1:]), 1) * tn.prec.byte_size
+        if not tn.dims or size > room or tn.prec is Prec.uint4x32:
+            continue
+        accesses = [x.indices for x in sets_of(loop.body) if x.tn is tn]
+        accesses += [g.indices for g in L.reads(loop.body) if g.tn is tn]
+        if not accesses or any(not idx or idx[0] != row for idx in accesses):
+            continue
+        if any(isinstance(g, L.Get_merge_buffer) and g.tn is tn for g in L.reads(loop.body)):
+            continue
+        if zeroes(loop.body):
+            continue
+        first = next(x for x in body if any(t.tn is tn for t in (*sets_of(x), *L.reads(x))))
+        if _writes_row_first(first, tn, loop.index):
+            chosen.append(tn)
+            room -= size
+    return tuple(chosen)
+
+
+__all__ = [
+    "MAX_STEPS",
+    "RESIDENT_BYTES",
+    "ROW_BYTES_LIMIT",
+    "fuse_row_loops",
+    "independent",
+    "resident_rows",
+    "row_bytes",
+    "zeroes",
+]
