@@ -9,7 +9,8 @@ skip.
 Each computation is rendered three ways: OpenCL C for a GPU device (work groups of 256, as
 many lanes per reduced cell), OpenCL C for a CPU device (one lane per cell, as on PoCL: the
 register matmul and range reductions) and CUDA C. A golden file is the program's launches (a
-comment: kernel name, global size, local size) followed by its source.
+comment: kernel name, global size, local size) followed by its source after the dialect's fixed
+prelude, which has one golden file per language (``prelude.cl``, ``prelude.cu``).
 
 Golden files are regenerated only on purpose (never by the tests themselves), after checking
 that a change of the generated source is intended:
@@ -128,24 +129,41 @@ DIALECTS: dict[str, tuple[str, str, dict[str, int], str]] = {
 """Dialect name -> (renderer module, class, constructor arguments, golden file suffix)."""
 
 
-def render(case: str, dialect: str) -> str:
-    """The golden text of ``case`` rendered by ``dialect``: launches, then the source."""
+def _syntax(dialect: str) -> Any:
     module, cls, kwargs, _ = DIALECTS[dialect]
-    syntax = getattr(pytest.importorskip(module), cls)(**kwargs)
+    return getattr(pytest.importorskip(module), cls)(**kwargs)
+
+
+def render(case: str, dialect: str) -> str:
+    """The golden text of ``case`` rendered by ``dialect``: launches, then the source after the
+    dialect's fixed prelude (checked once per dialect by :func:`test_golden_prelude`); the math
+    helpers a program calls stay in its text."""
+    syntax = _syntax(dialect)
     program = render_program(syntax, optimize(lower(CASES[case]()), name=case), f"aj_{case}")
     launches = "".join(
         f"   {k.name}: global {k.global_size}, local {k.local_size}\n" for k in program.kernels
     )
-    return f"/* launches:\n{launches}*/\n{program.source}"
+    assert program.source.startswith(syntax.prelude), f"{case}: the source starts elsewhere"
+    return f"/* launches:\n{launches}*/\n{program.source[len(syntax.prelude) :]}"
 
 
-@pytest.mark.parametrize("dialect", list(DIALECTS))
-@pytest.mark.parametrize("case", list(CASES))
-def test_golden_source(case: str, dialect: str) -> None:
-    text = render(case, dialect)
-    path = GOLDEN / f"{case}.{dialect}.{DIALECTS[dialect][3]}"
+def _check_golden(text: str, path: Path) -> None:
     if os.environ.get("ARRAYJIT_REGEN_GOLDEN") == "1":
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
     assert path.exists(), f"missing golden {path}; regenerate with ARRAYJIT_REGEN_GOLDEN=1"
     assert text == path.read_text(), f"{path.name} changed; see this module's docstring"
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+@pytest.mark.parametrize("case", list(CASES))
+def test_golden_source(case: str, dialect: str) -> None:
+    _check_golden(render(case, dialect), GOLDEN / f"{case}.{dialect}.{DIALECTS[dialect][3]}")
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_golden_prelude(dialect: str) -> None:
+    """The text every program of the dialect starts with, one golden per language (both OpenCL
+    settings share it)."""
+    suffix = DIALECTS[dialect][3]
+    _check_golden(_syntax(dialect).prelude, GOLDEN / f"prelude.{suffix}")
