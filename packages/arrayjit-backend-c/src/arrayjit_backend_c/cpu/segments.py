@@ -438,6 +438,11 @@ Step = tuple[
 """How a linked routine runs one segment (:meth:`SegmentedCompiler.link`)."""
 
 
+def constant(picked: tuple[Any, ...]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
+    """A picker that returns ``picked`` whatever the arguments (they are fixed)."""
+    return lambda values: picked
+
+
 def picker(indices: Sequence[int]) -> Callable[[Sequence[Any]], tuple[Any, ...]]:
     """A function picking ``indices`` of a sequence, as a tuple."""
     if not indices:
@@ -540,9 +545,11 @@ class SegmentedCompiler(CpuCompiler):
                 scratch.append(fixed_block)
             fixed_at = None if fixed_block is None else fixed_block.ctypes.data
             parallel = self.crew.run
+            if args.fixed is not None:  # each step's share of fixed arguments, picked once
+                steps = [(s[0], constant(s[1](args.fixed)), *s[2:]) for s in steps]
 
             def run(bindings: Mapping[StaticSymbol, int]) -> None:
-                values = args(bindings)
+                values = args.fixed if args.fixed is not None else args(bindings)
                 common, block = fixed_at, None
                 for fn, pick, one, job, combine, fold in steps:
                     mine = pick(values)

@@ -66,14 +66,13 @@ def order_after(stream: Queued, other: Queued, event: Event, *, reads: bool = Tr
     (what it orders never happened) ``stream`` fails too, even when the event has already
     passed. Otherwise (a write after another stream's read or write) it only waits for the
     event to pass: an earlier write that failed is replaced, not read."""
-    if other is stream:
+    if other is stream or (event.succeeded() if reads else event.is_done()):
         return
-    if trace.tracer is not None and not (event.succeeded() if reads else event.is_done()):
+    if trace.tracer is not None:  # the wait recorded is the one made, asked of the event once
         trace.tracer.wait(other.queue.name, stream.queue.name)
     if reads:
-        if not event.succeeded():
-            stream.queue.wait_for(event)
-    elif not event.is_done():
+        stream.queue.wait_for(event)
+    else:
         stream.queue.wait_past(event)
 
 
