@@ -88,6 +88,11 @@ class For_loop:
     body: Stmt
     trace_it: bool = True
 
+    @property
+    def extent(self) -> int:
+        """How many times the body runs (0 for an empty range)."""
+        return max(self.to_inclusive - self.from_ + 1, 0)
+
 
 @dataclass(frozen=True)
 class Zero_out:

@@ -126,10 +126,6 @@ def _reduction_nest(loop: L.For_loop) -> tuple[list[L.For_loop], _Acc, L.Expr] |
     return loops, acc, term
 
 
-def _extent(loop: L.For_loop) -> int:
-    return max(loop.to_inclusive - loop.from_ + 1, 0)
-
-
 def _subst(e: L.Expr, m: dict[Symbol, AxisIndex], tn: Tnode) -> L.Expr:
     """A copy of ``e`` with ``m`` substituted and fresh names for its loops and locals."""
     s = instantiate(L.Set_local(fresh_scope(tn), e), m, {})
@@ -148,7 +144,7 @@ def _sum_nest(loops: list[L.For_loop], acc: _Acc, term: L.Expr) -> L.Stmt:
     head, inner = loops[0], loops[1:]
     weight = 1
     for lp in inner:
-        weight *= _extent(lp)
+        weight *= lp.extent
     if weight >= BLOCK:  # rows are long: each row is a partial, itself blocked
         row = acc.partial()
         row_sum = L.Local_scope(row, _sum_nest(inner, _Acc(acc.tn, None, row), term))
@@ -159,9 +155,9 @@ def _sum_nest(loops: list[L.For_loop], acc: _Acc, term: L.Expr) -> L.Stmt:
 def _sum_range(loop: L.For_loop, acc: _Acc, weight: int, body: Callable[[_Acc], L.Stmt]) -> L.Stmt:
     """``loop`` (each iteration adding ``weight`` terms with ``body``) as a blocked sum."""
     per_block = max(1, BLOCK // weight)
-    if _extent(loop) <= per_block:
+    if loop.extent <= per_block:
         return L.For_loop(loop.index, loop.from_, loop.to_inclusive, body(acc), loop.trace_it)
-    return _blocked(loop.index, loop.from_, _extent(loop), per_block, acc, body, loop.trace_it)
+    return _blocked(loop.index, loop.from_, loop.extent, per_block, acc, body, loop.trace_it)
 
 
 def _blocked(
@@ -224,7 +220,7 @@ def _stmt(s: L.Stmt) -> L.Stmt:
                 loops, acc, term = nest
                 total = 1
                 for lp in loops:
-                    total *= _extent(lp)
+                    total *= lp.extent
                 if total > BLOCK:
                     return _sum_nest(loops, acc, _expr(term))
             return L.For_loop(i, lo, hi, _stmt(body), t)
@@ -300,8 +296,8 @@ def _merge_level(e: L.Local_scope, limit: int) -> L.Local_scope | None:
     if inner is None:
         return None
     _, loop, term = inner
-    width = _extent(loop)
-    total = _extent(outer) * width
+    width = loop.extent
+    total = outer.extent * width
     if loop.from_ != 0 or total > limit:
         return None
     new = fresh_symbol()

@@ -342,10 +342,6 @@ recomputing cheap pointwise nodes at their reads (:func:`arithmetic` counts it):
 recomputed node whose storing saves the most is stored, until the routine is within it."""
 
 
-def _extent(lp: L.For_loop) -> int:
-    return max(0, lp.to_inclusive - lp.from_ + 1)
-
-
 def arithmetic(s: L.Stmt) -> int:
     """The operations ``s`` evaluates (every ``Binop``, ``Unop`` and ``Ternop`` but the free
     ones, :data:`arrayjit_ir.ops.FREE_OPS`), each counted once per run of the loops around it,
@@ -356,7 +352,7 @@ def arithmetic(s: L.Stmt) -> int:
             case L.Seq(stmts=stmts):
                 return sum(stmt(y) for y in stmts)
             case L.For_loop(body=body) as lp:
-                return _extent(lp) * stmt(body)
+                return lp.extent * stmt(body)
             case L.Set(value=v) | L.Set_local(value=v):
                 return expr(v)
         return 0
@@ -416,7 +412,7 @@ def _read_sites(stmts: Sequence[L.Stmt]) -> dict[Tnode, list[_Site]]:
                 for x in inner:
                     walk(x, k, loops, iters, written)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body) as lp:
-                walk(body, k, [*loops, i] if hi > lo else loops, iters * _extent(lp), written)
+                walk(body, k, [*loops, i] if hi > lo else loops, iters * lp.extent, written)
             case L.Set(value=v) | L.Set_local(value=v):
                 visit(v, k, loops, iters, written)
 
@@ -453,7 +449,7 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
             else:
                 own += 1
         loops, _ = _nest(stmts[ks[-1]])
-        cells = math.prod(_extent(lp) for lp in loops if lp.index in d.out_symbols)
+        cells = math.prod(lp.extent for lp in loops if lp.index in d.out_symbols)
         found[tn] = _Candidate(
             tn,
             ks[0],

@@ -120,7 +120,7 @@ def render_tree_reduction(
     kernels' launches."""
 
     ct, is_int, start = _accumulator(syn, red, before)
-    total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in red.loops)
+    total = math.prod(lp.extent for lp in red.loops)
     group = syn.group_size
     groups = max(1, min(MAX_GROUPS, -(-total // group)))
 
@@ -171,7 +171,7 @@ def plan_items(red: ScalarReduction) -> tuple[int, int]:
     """``(items, chunk)``: how many work items run ``red`` and how many iterations of its
     outermost loop each takes (the last one may take fewer)."""
     outer = red.loops[0]
-    n = max(outer.to_inclusive - outer.from_ + 1, 0)
+    n = outer.extent
     any_order = red.op in (ops.Binop.max, ops.Binop.min) or not red.target.tn.prec.is_float
     if not any_order and len(red.loops) == 1 and not red.fused and n <= MAX_ITEMS:
         chunk = 1  # the serial code's own steps: the same bits

@@ -85,7 +85,7 @@ class CellReduction:
 
 def extent(loops: Iterable[L.For_loop]) -> int:
     """The iterations of the nest ``loops`` (0 where a loop is empty)."""
-    return math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in loops)
+    return math.prod(lp.extent for lp in loops)
 
 
 def sums_in_blocks(red: ScalarReduction) -> bool:
@@ -358,7 +358,7 @@ def plan_piece(
         case L.For_loop():
             nest, rest = parallel_order(stmt)
             if nest:
-                total = math.prod(max(lp.to_inclusive - lp.from_ + 1, 0) for lp in nest)
+                total = math.prod(lp.extent for lp in nest)
                 tiled = matmul_plan(nest, rest) if group_size >= THREADS else None
                 cell = (
                     plan_cell_reduction(tuple(nest), rest, cell_lanes)

@@ -83,6 +83,10 @@ class Routine:
         ]
         """Hosted nodes the routine reads from a device buffer: uploaded before a run when the
         host wrote them since (:func:`~arrayjit_backends.runtime.hazards.lags_host`)."""
+        self._host_versions_seen = [-1] * len(self._hosted_inputs)
+        """Per hosted input, its ``host_version`` when a run last made sure the buffer does not
+        lag: a buffer's "defined at" only ever moves to the current version, so until the host
+        writes again nothing is asked of the hazard tables."""
 
     def schedule(self) -> None:
         """Schedule one run on the context's stream (what calling the routine does).
@@ -103,9 +107,13 @@ class Routine:
                 f"routine {self.name} on {stream.name} reads the merge buffer as "
                 f"{want.debug_label}, but it holds {have}"
             )
-        for tn, loc in self._hosted_inputs:  # never a run on values the host replaced
-            if hazards.lags_host(tn, dev.id, loc):
-                transfers.upload(self.context, tn)
+        seen = self._host_versions_seen
+        for i, (tn, loc) in enumerate(self._hosted_inputs):  # never a run on replaced values
+            version = tn.host_version
+            if version != seen[i]:
+                if hazards.lags_host(tn, dev.id, loc):
+                    transfers.upload(self.context, tn)
+                seen[i] = version
         queue, table = stream.queue, dev.hazards
         reads = self._reads
         if table.views:  # merge buffers that read a buffer this run writes get their copy first
