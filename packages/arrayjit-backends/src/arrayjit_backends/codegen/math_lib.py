@@ -820,7 +820,8 @@ def c_function(fn: MathFn, d: CDialect) -> str:
 def c_functions(names: list[str] | tuple[str, ...], d: CDialect) -> str:
     """The C definitions of the helpers ``names`` (in this module's order), with the bit-cast
     definitions of the dialect first; empty when ``names`` is."""
-    wanted = [n for n in FUNCTIONS if n in set(names)]
+    asked = set(names)
+    wanted = [n for n in FUNCTIONS if n in asked]
     if not wanted:
         return ""
     return d.casts + "".join(c_function(FUNCTIONS[n], d) for n in wanted)

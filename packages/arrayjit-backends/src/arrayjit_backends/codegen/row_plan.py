@@ -276,21 +276,22 @@ def resident_rows(loop: L.For_loop, only_here: Sequence[Tnode]) -> tuple[Tnode, 
     touching the node stores its whole row and reads none of it (so the array never stands
     for a value from before the loop); the rows fit :data:`RESIDENT_BYTES` together (largest
     first). Softmax's ``e`` declared ``Local``: its row never leaves the cache."""
+    if zeroes(loop.body):
+        return ()
     row = Iterator(loop.index)
     body = list(loop.body.stmts) if isinstance(loop.body, L.Seq) else [loop.body]
+    sets, reads = sets_of(loop.body), L.reads(loop.body)  # the same for every candidate
     chosen: list[Tnode] = []
     room = RESIDENT_BYTES
     for tn in sorted(only_here, key=lambda t: -t.size_in_bytes):
         size = max(math.prod(tn.dims[1:]), 1) * tn.prec.byte_size
         if not tn.dims or size > room or tn.prec is Prec.uint4x32:
             continue
-        accesses = [x.indices for x in sets_of(loop.body) if x.tn is tn]
-        accesses += [g.indices for g in L.reads(loop.body) if g.tn is tn]
+        accesses = [x.indices for x in sets if x.tn is tn]
+        accesses += [g.indices for g in reads if g.tn is tn]
         if not accesses or any(not idx or idx[0] != row for idx in accesses):
             continue
-        if any(isinstance(g, L.Get_merge_buffer) and g.tn is tn for g in L.reads(loop.body)):
-            continue
-        if zeroes(loop.body):
+        if any(isinstance(g, L.Get_merge_buffer) and g.tn is tn for g in reads):
             continue
         first = next(x for x in body if any(t.tn is tn for t in (*sets_of(x), *L.reads(x))))
         if _writes_row_first(first, tn, loop.index):
