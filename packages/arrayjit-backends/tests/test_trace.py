@@ -141,3 +141,65 @@ def test_the_environment_setting_writes_at_exit(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-c", program], env=env, check=True, timeout=120)
     names = [e["name"] for e in json.loads(path.read_text())["traceEvents"]]
     assert "routine neg" in names and "compile neg" in names
+
+
+def _flows(events: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """Each flow as (name of the slice holding its start, name of the slice it ends at)."""
+    slices = [e for e in events if e["ph"] == "X"]
+
+    def holder(e: dict[str, Any]) -> str:
+        track = (e["pid"], e["tid"])
+        return next(
+            x["name"]
+            for x in slices
+            if (x["pid"], x["tid"]) == track and x["ts"] <= e["ts"] <= x["ts"] + x["dur"]
+        )
+
+    starts = {e["id"]: e for e in events if e["ph"] == "s"}
+    ends = {e["id"]: e for e in events if e["ph"] == "f"}
+    assert starts.keys() == ends.keys()  # no flow without both ends
+    return sorted((holder(starts[i]), holder(ends[i])) for i in starts)
+
+
+def test_flows_are_resolved_from_the_schedule_order(tmp_path: Path) -> None:
+    """The recorder keeps raw tuples; the flows are found when the file is written: from the
+    source stream's last task scheduled before the wait to the waiting stream's first task
+    scheduled after it, and left out where either had not run."""
+    tracer = trace_module.Tracer(tmp_path / "t.json")
+    one, two = "be:0:1", "be:0:2"
+
+    def task(stream: str, name: str) -> Any:
+        return tracer.task((stream, name, "routine", {}), lambda: None)
+
+    a1, a2 = task(one, "a1"), task(one, "a2")
+    tracer.wait(one, two)  # joins a2 (not a1) to b1
+    b1 = task(two, "b1")
+    tracer.wait(two, one)  # joins b1 to a3, once b1 has run
+    tracer.wait("be:0:3", one)  # a stream with no traced task: no flow
+    a3 = task(one, "a3")
+    task(one, "a4")  # scheduled, never run
+    tracer.wait(one, two)  # its source may be a4: no flow
+    b2 = task(two, "b2")
+    for t in (a1, a2, a3, b2):
+        t()
+    assert _flows(tracer.events()) == []  # b1 has not run: neither wait has both ends
+    b1()
+    events = tracer.events()
+    assert _flows(events) == [("a2", "b1"), ("b1", "a3")]
+    runs = [e["name"] for e in events if e["ph"] == "X"]
+    assert runs == ["a1", "a2", "b1", "a3", "b2"]  # in schedule order, a4 left out
+    assert json.loads(json.dumps(events)) == events
+
+
+def test_a_routine_records_its_label_once(tmp_path: Path) -> None:
+    backend = fresh_backend("sync_interp")
+    y = Tnode.create((4,), label="y", hosted=True)
+    ctx = backend.make_context(backend.new_stream(backend.get_device(0)))
+    routine = backend.link(ctx, backend.compile(ir.fetch(y, ir.Constant(2.0)), name="fill"))
+    with trace(tmp_path / "t.json") as tracer:
+        routine()
+        routine()
+    runs = [e for e in tracer.events() if e["name"] == "routine fill"]
+    assert len(runs) == 2 and runs[0]["args"] is runs[1]["args"]  # one label, shared
+    assert runs[0]["args"]["writes"] == [y.debug_label]
+    backend.finalize()

@@ -87,6 +87,8 @@ class Routine:
         """Per hosted input, its ``host_version`` when a run last made sure the buffer does not
         lag: a buffer's "defined at" only ever moves to the current version, so until the host
         writes again nothing is asked of the hazard tables."""
+        self._trace_label: trace.Label | None = None
+        """What the trace calls this routine's runs (made by the first traced run)."""
 
     def schedule(self) -> None:
         """Schedule one run on the context's stream (what calling the routine does).
@@ -131,15 +133,12 @@ class Routine:
             (hazards.order_download if writes else hazards.order_upload)(tn, stream)
         values = {s: self._bindings[s.name] for s in self._symbols} if self._symbols else {}
         run = self._run
-        task: Callable[[], None] = lambda: run(values)  # noqa: E731
-        if trace.tracer is not None:
-            task = trace.tracer.task(
-                queue.name,
-                f"routine {self.name}",
-                "routine",
-                {"routine": self.name, "writes": [tn.debug_label for tn in self.outputs]},
-                task,
-            )
+        tracer = trace.tracer
+        task: Callable[[], None]
+        if tracer is None:
+            task = lambda: run(values)  # noqa: E731
+        else:
+            task = tracer.call(self._trace_label or self._make_trace_label(), run, values)
         if self._short:  # a few microseconds: an idle multicore stream runs it right here
             queue.schedule_short(task)
         else:
@@ -154,6 +153,16 @@ class Routine:
             hazards.mark_only_fresh(tn, dev.id, loc)
 
     __call__ = schedule
+
+    def _make_trace_label(self) -> trace.Label:
+        # Once per routine: every traced run shares it (its stream is the context's, for good).
+        self._trace_label = (
+            self.context.stream.queue.name,
+            f"routine {self.name}",
+            "routine",
+            {"routine": self.name, "writes": [tn.debug_label for tn in self.outputs]},
+        )
+        return self._trace_label
 
     @property
     def bindings(self) -> Bindings:
@@ -192,7 +201,7 @@ def schedule_task(
             "reads": [tn.debug_label for tn in reads],
             "writes": [tn.debug_label for tn in writes],
         }
-        task = trace.tracer.task(stream.queue.name, "task", "task", labels, task)
+        task = trace.tracer.task((stream.queue.name, "task", "task", labels), task)
     stream.queue.schedule(task)
     event = stream.queue.all_work()
     dev.hazards.record(stream, event, read_keys, write_keys)

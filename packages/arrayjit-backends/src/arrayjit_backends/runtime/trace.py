@@ -14,12 +14,21 @@ Installed by ``ARRAYJIT_TRACE=FILE`` (:func:`start_from_environment`, written at
 ``if tracer is not None`` test per scheduled task. :data:`tracer` is the one piece of global
 state here, like a registry: a trace is of the whole process.
 
+**Recording is raw; events are made when the file is written.** A traced task costs a
+sequence number, a pair of ``perf_counter_ns`` readings and one tuple appended to a list (a
+``list.append`` is atomic: no lock is taken while recording); its name, category and
+arguments are a :data:`Label` its caller made once (a routine keeps its own), and the tracks,
+event dicts, flows and microsecond times are all worked out by :meth:`Tracer.events`. A wait
+records the two streams and a sequence number: the tasks it joins are found when the file is
+written.
+
 Imports only :mod:`arrayjit_backends.settings`.
 """
 
 from __future__ import annotations
 
 import atexit
+import bisect
 import contextlib
 import itertools
 import json
@@ -27,174 +36,182 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from arrayjit_backends import settings
 
+Label = tuple[str, str, str, dict[str, Any]]
+"""What a traced task is: its stream's name, the event's name, its category and ``args``. A
+routine makes its own once and shares it among all its runs' events, so recording copies
+nothing."""
 
-class _Slice:
-    """A traced task: its times once it ran, and the flows leaving it."""
-
-    __slots__ = ("end", "flows_out", "start")
-
-    def __init__(self) -> None:
-        self.start: float | None = None
-        self.end: float | None = None
-        self.flows_out: list[int] | None = None  # made by the first flow: most tasks have none
+A = TypeVar("A")
 
 
 class Tracer:
-    """Records trace events (thread-safe) and writes them to ``path`` (:meth:`write`)."""
+    """Records trace events (from any thread) and writes them to ``path`` (:meth:`write`)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.events: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
         self._t0 = time.perf_counter_ns()
-        self._pids: dict[str, int] = {}
-        self._tids: dict[tuple[int, str], int] = {}
-        self._streams: dict[str, tuple[int, int]] = {}
-        """Per stream, its track (``pid``, ``tid``): found once."""
-        self._last: dict[str, _Slice] = {}
-        """Per stream, its last traced task (a flow of a later wait starts at its end)."""
-        self._flows_in: dict[str, list[int]] = {}
-        """Per stream, flows to end at the start of its next traced task."""
-        self._flow_ids = itertools.count(1)
+        self._seq = itertools.count()
+        """Numbers tasks and waits in the order they are scheduled (``next`` on a count is
+        atomic)."""
+        self._runs: list[tuple[int, Label, int, int]] = []
+        """Per task that ran: its number, label, and start and end (``perf_counter_ns``)."""
+        self._waits: list[tuple[str, str, int]] = []
+        """Per wait: the stream waited for, the waiting stream, and the wait's own number (the
+        flow joins the last task of the first scheduled before it to the first task of the
+        second scheduled after it)."""
+        self._spans: list[tuple[str, str, dict[str, Any], str, int, int]] = []
+        """Host spans (compile, link): name, category, args, thread name, start, end."""
 
     def now(self) -> float:
         """Microseconds since the tracer started."""
         return (time.perf_counter_ns() - self._t0) / 1000.0
 
-    def _track(self, process: str, thread: str) -> tuple[int, int]:
-        # Under the lock: ids and their metadata events ("M") are made once.
-        pid = self._pids.get(process)
-        if pid is None:
-            pid = self._pids[process] = len(self._pids) + 1
-            self.events.append(
-                {"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": process}}
-            )
-        tid = self._tids.get((pid, thread))
-        if tid is None:
-            tid = self._tids[pid, thread] = len(self._tids) + 1
-            self.events.append(
-                {"name": "thread_name", "ph": "M", "pid": pid, "tid": tid, "args": {"name": thread}}
-            )
-        return pid, tid
-
-    @staticmethod
-    def _process_of(stream: str) -> str:
-        # Stream names are backend:ordinal:index; the device is the process.
-        return stream.rsplit(":", 1)[0] if stream.count(":") >= 2 else stream
-
-    def task(
-        self, stream: str, name: str, cat: str, args: dict[str, Any], fn: Callable[[], None]
-    ) -> Callable[[], None]:
-        """``fn`` timed as an event ``name`` on ``stream``'s track when it runs (call before
-        scheduling it: the stream's later waits start their flows at its end)."""
-        piece = _Slice()
-        with self._lock:
-            self._last[stream] = piece
-            incoming = self._flows_in.pop(stream, None) if self._flows_in else None
-        clock, t0 = time.perf_counter_ns, self._t0
+    def task(self, label: Label, fn: Callable[[], None]) -> Callable[[], None]:
+        """``fn`` timed as the event ``label`` on its stream's track when it runs (call it when
+        scheduling ``fn``: the stream's later waits start their flows at its end)."""
+        seq = next(self._seq)
+        record, clock = self._runs.append, time.perf_counter_ns
 
         def traced() -> None:
-            piece.start = start = (clock() - t0) / 1000.0
+            start = clock()
             try:
                 fn()
             finally:
-                piece.end = end = (clock() - t0) / 1000.0
-                self._emit(stream, name, cat, args, start, end, piece, incoming)
+                record((seq, label, start, clock()))
 
         return traced
 
-    def _emit(
-        self,
-        stream: str,
-        name: str,
-        cat: str,
-        args: dict[str, Any],
-        start: float,
-        end: float,
-        piece: _Slice,
-        incoming: list[int] | None,
-    ) -> None:
-        with self._lock:
-            track = self._streams.get(stream)
-            if track is None:
-                track = self._streams[stream] = self._track(self._process_of(stream), stream)
-            pid, tid = track
-            self.events.append(
-                {
-                    "name": name,
-                    "cat": cat,
-                    "ph": "X",
-                    "ts": start,
-                    "dur": end - start,
-                    "pid": pid,
-                    "tid": tid,
-                    "args": args,
-                }
-            )
-            if incoming:
-                for flow in incoming:
-                    self.events.append(_flow("f", flow, start, pid, tid) | {"bp": "e"})
-            if piece.flows_out:
-                for flow in piece.flows_out:
-                    self.events.append(_flow("s", flow, _inside(start, end), pid, tid))
-                piece.flows_out = None
+    def call(self, label: Label, fn: Callable[[A], None], arg: A) -> Callable[[], None]:
+        """:meth:`task` of ``lambda: fn(arg)``, without the extra closure and call (a routine's
+        run: ``fn`` its native run, ``arg`` the static-index values)."""
+        seq = next(self._seq)
+        record, clock = self._runs.append, time.perf_counter_ns
+
+        def traced() -> None:
+            start = clock()
+            try:
+                fn(arg)
+            finally:
+                record((seq, label, start, clock()))
+
+        return traced
 
     def wait(self, source: str, target: str) -> None:
         """``target``'s next task waits for ``source``'s work so far: a flow from the end of
         ``source``'s last traced task to the start of ``target``'s next one."""
-        with self._lock:
-            last = self._last.get(source)
-            if last is None:
-                return
-            flow = next(self._flow_ids)
-            self._flows_in.setdefault(target, []).append(flow)
-            if last.end is None:  # still to run: its end emits the start
-                if last.flows_out is None:
-                    last.flows_out = []
-                last.flows_out.append(flow)
-                return
-            assert last.start is not None
-            pid, tid = self._track(self._process_of(source), source)
-            self.events.append(_flow("s", flow, _inside(last.start, last.end), pid, tid))
+        self._waits.append((source, target, next(self._seq)))
 
     @contextlib.contextmanager
     def span(self, name: str, cat: str, args: dict[str, Any]) -> Iterator[None]:
         """Time the block as an event on the calling thread's track (compile, link)."""
-        start = self.now()
+        start = time.perf_counter_ns()
         try:
             yield
         finally:
-            end = self.now()
-            with self._lock:
-                pid, tid = self._track("host", threading.current_thread().name)
-                self.events.append(
-                    {
-                        "name": name,
-                        "cat": cat,
-                        "ph": "X",
-                        "ts": start,
-                        "dur": end - start,
-                        "pid": pid,
-                        "tid": tid,
-                        "args": args,
-                    }
-                )
+            end = time.perf_counter_ns()
+            self._spans.append((name, cat, args, threading.current_thread().name, start, end))
+
+    def events(self) -> list[dict[str, Any]]:
+        """The trace events recorded so far (what :meth:`write` writes): metadata naming
+        each track, complete events per track in run order, and flow starts and ends."""
+        t0 = self._t0
+        out: list[dict[str, Any]] = []
+        pids: dict[str, int] = {}
+        tids: dict[tuple[int, str], int] = {}
+
+        def track(process: str, thread: str) -> tuple[int, int]:
+            pid = pids.get(process)
+            if pid is None:
+                pid = pids[process] = len(pids) + 1
+                out.append(_meta("process_name", pid, 0, process))
+            tid = tids.get((pid, thread))
+            if tid is None:
+                tid = tids[pid, thread] = len(tids) + 1
+                out.append(_meta("thread_name", pid, tid, thread))
+            return pid, tid
+
+        def us(ns: int) -> float:
+            return (ns - t0) / 1000.0
+
+        runs = sorted(self._runs)  # by number: a stream's tasks in its order
+        spans = list(self._spans)
+        waits = list(self._waits)
+        per_stream: dict[str, list[int]] = {}
+        """Per stream, the numbers of its tasks that ran, ascending."""
+        by_seq: dict[int, tuple[Label, int, int]] = {}
+        for seq, label, start_ns, end_ns in runs:
+            per_stream.setdefault(label[0], []).append(seq)
+            by_seq[seq] = (label, start_ns, end_ns)
+        # Numbers of tasks scheduled that had not run when this was called (of some stream):
+        # a flow whose end may be one of them is left out, not tied to the wrong task.
+        known = by_seq.keys() | {at for _, _, at in waits}
+        unrun = sorted(set(range(max(known, default=-1) + 1)) - known)
+
+        def none_unrun(low: int, high: int) -> bool:
+            return bisect.bisect_left(unrun, high) == bisect.bisect_right(unrun, low)
+
+        flows_out: dict[int, list[int]] = {}
+        flows_in: dict[int, list[int]] = {}
+        for flow, (source, target, at) in enumerate(waits, start=1):
+            earlier = per_stream.get(source, [])
+            i = bisect.bisect_left(earlier, at)
+            later = per_stream.get(target, [])
+            j = bisect.bisect_right(later, at)
+            if (
+                i == 0
+                or j == len(later)
+                or not none_unrun(earlier[i - 1], at)
+                or not none_unrun(at, later[j])
+            ):
+                continue  # the source's last task or the target's next one had not run
+            flows_out.setdefault(earlier[i - 1], []).append(flow)
+            flows_in.setdefault(later[j], []).append(flow)
+        for seq, (stream, name, cat, args), start_ns, end_ns in runs:
+            pid, tid = track(_process_of(stream), stream)
+            start, end = us(start_ns), us(end_ns)
+            out.append(_complete(name, cat, start, end - start, pid, tid, args))
+            for flow in flows_in.get(seq, ()):
+                out.append(_flow("f", flow, start, pid, tid) | {"bp": "e"})
+            for flow in flows_out.get(seq, ()):
+                out.append(_flow("s", flow, _inside(start, end), pid, tid))
+        for name, cat, args, thread, start_ns, end_ns in spans:
+            pid, tid = track("host", thread)
+            start, end = us(start_ns), us(end_ns)
+            out.append(_complete(name, cat, start, end - start, pid, tid, args))
+        return out
 
     def write(self) -> Path:
         """Write the trace (``{"traceEvents": [...]}``) to :attr:`path`; returns it."""
-        with self._lock:
-            data = {"traceEvents": list(self.events), "displayTimeUnit": "ms"}
+        data = {"traceEvents": self.events(), "displayTimeUnit": "ms"}
         self.path.write_text(json.dumps(data))
         return self.path
+
+
+def _process_of(stream: str) -> str:
+    # Stream names are backend:ordinal:index; the device is the process.
+    return stream.rsplit(":", 1)[0] if stream.count(":") >= 2 else stream
 
 
 def _inside(start: float, end: float) -> float:
     """A time within the slice, at its end: a flow binds to the slice enclosing it."""
     return max(start, end - min(0.001, (end - start) / 2))
+
+
+def _meta(name: str, pid: int, tid: int, value: str) -> dict[str, Any]:
+    return {"name": name, "ph": "M", "pid": pid, "tid": tid, "args": {"name": value}}
+
+
+def _complete(
+    name: str, cat: str, ts: float, dur: float, pid: int, tid: int, args: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "name": name, "cat": cat, "ph": "X", "ts": ts, "dur": dur, "pid": pid, "tid": tid,
+        "args": args,
+    }  # fmt: skip
 
 
 def _flow(ph: str, flow: int, ts: float, pid: int, tid: int) -> dict[str, Any]:
@@ -231,4 +248,4 @@ def trace(path: str | Path) -> Iterator[Tracer]:
         mine.write()
 
 
-__all__ = ["Tracer", "start_from_environment", "trace", "tracer"]
+__all__ = ["Label", "Tracer", "start_from_environment", "trace", "tracer"]

@@ -57,7 +57,7 @@ def traced(
     args: dict[str, object] = {"node": tn.debug_label, "bytes": nbytes}
     if note:
         args["note"] = note
-    return tracer.task(stream, f"{what} {tn.debug_label}", "transfer", args, copy)
+    return tracer.task((stream, f"{what} {tn.debug_label}", "transfer", args), copy)
 
 
 # ---- host memory (the seed's use_host_memory) ----
