@@ -3,13 +3,16 @@
 On CPU backends (the interpreters included) ``Context.array(node)`` aliases the node's buffer
 through DLPack and numpy's array interface, ordered after the buffer's writer; an external
 array given in ``ctx_arrays`` is a node's buffer without a copy, checked against the node.
-Backends whose buffers are device memory (OpenCL) refuse both with a ``UsageError`` that says
-what to do instead.
+On CUDA it exports device memory (DLPack ``kDLCUDA`` and ``__cuda_array_interface__``, ordered
+on the device): the round trips run with CuPy and torch where a GPU and they are present.
+Backends whose buffers are device memory no other library reads (OpenCL) refuse both with a
+``UsageError`` that says what to do instead.
 """
 
 from __future__ import annotations
 
 import gc
+import importlib
 import importlib.util
 from typing import Any
 
@@ -17,6 +20,7 @@ import numpy as np
 import pytest
 
 from arrayjit_backends import CpuDevices
+from arrayjit_backends.impl.device import DeviceMemory
 from arrayjit_conformance.harness import hosted, new_context
 from arrayjit_ir import ir
 from arrayjit_tnode import Tnode, UsageError
@@ -30,6 +34,18 @@ def host_memory(backend: Any) -> bool:
     return isinstance(backend.runtime, CpuDevices)
 
 
+def device_export(backend: Any) -> bool:
+    """Whether the backend exports device memory (CUDA) rather than refusing to."""
+    return type(backend.runtime).device_pointer is not DeviceMemory.device_pointer
+
+
+def _host_export_or_skip(backend: Any) -> None:
+    if device_export(backend):
+        pytest.skip(f"backend {backend.name} exports device memory: see the CuPy and torch tests")
+    if not host_memory(backend):
+        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+
+
 def _neg_routine(backend: Any, ctx: Any | None = None) -> tuple[Any, Tnode, Tnode, np.ndarray]:
     a, y = hosted((N,), "a"), hosted((N,), "y")
     values = RNG.standard_normal(N).astype(np.float32)
@@ -41,6 +57,11 @@ def _neg_routine(backend: Any, ctx: Any | None = None) -> tuple[Any, Tnode, Tnod
 def test_export_aliases_the_buffer(backend: Any) -> None:
     r, a, y, values = _neg_routine(backend)
     r()
+    if device_export(backend):  # its values are read back by the CuPy and torch tests below
+        exported = r.context.array(y)
+        assert exported.__dlpack_device__() == (2, r.context.device.ordinal)
+        assert exported.shape == (N,) and exported.dtype == np.float32
+        return
     if not host_memory(backend):
         with pytest.raises(UsageError, match=r"to_host.*get_values"):
             r.context.array(y)
@@ -62,8 +83,7 @@ def test_export_aliases_the_buffer(backend: Any) -> None:
 
 
 def test_export_waits_for_the_writer(backend: Any) -> None:
-    if not host_memory(backend):
-        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    _host_export_or_skip(backend)
     r, _, y, values = _neg_routine(backend)
     r.context.stream.hold(0.2)  # the run lags (a no-op on sync_ streams)
     r()
@@ -76,8 +96,7 @@ def test_export_waits_for_the_writer(backend: Any) -> None:
 
 
 def test_export_keeps_the_memory_alive(backend: Any) -> None:
-    if not host_memory(backend):
-        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    _host_export_or_skip(backend)
     r, _, y, values = _neg_routine(backend)
     r()
     held = np.from_dlpack(r.context.array(y))
@@ -93,8 +112,7 @@ def test_export_keeps_the_memory_alive(backend: Any) -> None:
 
 
 def test_export_refuses_a_stream_and_absent_nodes(backend: Any) -> None:
-    if not host_memory(backend):
-        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    _host_export_or_skip(backend)
     r, _, y, _ = _neg_routine(backend)
     r()
     with pytest.raises(BufferError, match="stream=None"):
@@ -160,8 +178,7 @@ def test_import_checks_the_array_against_the_node(backend: Any) -> None:
 def test_round_trips_with_jax(backend: Any) -> None:
     if importlib.util.find_spec("jax") is None:
         pytest.skip("jax is not installed")
-    if not host_memory(backend):
-        pytest.skip(f"backend {backend.name} keeps buffers in device memory (no export)")
+    _host_export_or_skip(backend)
     import jax
     import jax.numpy as jnp
 
@@ -178,3 +195,81 @@ def test_round_trips_with_jax(backend: Any) -> None:
     r2()
     assert backend.to_host(r2.context, z)
     np.testing.assert_array_equal(z.get_values(), values)
+
+
+# ---- CUDA: CuPy and torch (where a GPU and they are present) ----
+
+
+def _cuda_export_or_skip(backend: Any, library: str) -> None:
+    if not device_export(backend):
+        pytest.skip(f"backend {backend.name} does not export device memory (CUDA only)")
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
+
+
+def _slow_neg(backend: Any) -> tuple[Any, Tnode, Tnode, np.ndarray]:
+    """A routine long enough on a GPU (2^24 cells through exp and sin) that a consumer not
+    made to wait for it would read its output before it is written."""
+    n = 1 << 24
+    a, y = hosted((n,), "a_big"), hosted((n,), "y_big")
+    t = Tnode.create((n,), label="t_big")
+    values = RNG.standard_normal(n).astype(np.float32)
+    a.set_values(values)
+    comp = ir.block(ir.unop(t, "exp", a), ir.unop(y, "sin", t))
+    return backend.link(new_context(backend), backend.compile(comp, name="slow")), a, y, values
+
+
+def test_round_trips_with_cupy_on_cuda(backend: Any) -> None:
+    _cuda_export_or_skip(backend, "cupy")
+    import cupy
+
+    r, a, y, values = _slow_neg(backend)
+    r()
+    exported = r.context.array(y)
+    via_interface = cupy.asarray(exported)  # __cuda_array_interface__, its stream the run's
+    expected = np.sin(np.exp(values))
+    np.testing.assert_allclose(cupy.asnumpy(via_interface), expected, rtol=2e-6, atol=2e-6)
+    a.set_values(-values)
+    r()  # a new value, not waited for on the host
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        via_dlpack = cupy.from_dlpack(exported)  # CuPy's stream waits for the run
+        doubled = via_dlpack * 2  # computed on CuPy's stream, after the wait
+        got = cupy.asnumpy(doubled, stream=stream)
+    np.testing.assert_allclose(got, 2 * np.sin(np.exp(-values)), rtol=2e-6, atol=4e-6)
+    assert via_dlpack.data.ptr == via_interface.data.ptr == exported.address  # no copy
+    # The consumer's array keeps the context's memory alive.
+    device = r.context.device
+    used = backend.get_used_memory(device)
+    del r, exported, via_interface
+    gc.collect()
+    assert backend.get_used_memory(device) == used
+    np.testing.assert_allclose(
+        cupy.asnumpy(via_dlpack), np.sin(np.exp(-values)), rtol=2e-6, atol=2e-6
+    )
+    del via_dlpack, doubled
+    gc.collect()
+    assert backend.get_used_memory(device) < used
+
+
+def test_round_trips_with_torch_on_cuda(backend: Any) -> None:
+    _cuda_export_or_skip(backend, "torch")
+    torch: Any = importlib.import_module("torch")  # untyped here: no stubs needed
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    r, a, y, values = _slow_neg(backend)
+    r()
+    exported = r.context.array(y)
+    via_dlpack = torch.from_dlpack(exported)  # torch's current stream waits for the run
+    assert via_dlpack.device.type == "cuda" and via_dlpack.data_ptr() == exported.address
+    expected = np.sin(np.exp(values))
+    np.testing.assert_allclose(via_dlpack.cpu().numpy(), expected, rtol=2e-6, atol=2e-6)
+    a.set_values(-values)
+    r()
+    via_interface = torch.as_tensor(exported, device=f"cuda:{r.context.device.ordinal}")
+    assert via_interface.data_ptr() == exported.address  # __cuda_array_interface__: no copy
+    np.testing.assert_allclose(
+        (via_interface * 2).cpu().numpy(), 2 * np.sin(np.exp(-values)), rtol=2e-6, atol=4e-6
+    )
+    with pytest.raises(UsageError, match=r"y_big.*ambiguous"):
+        exported.__dlpack__(stream=0)

@@ -8,6 +8,10 @@
   copies on the stream (``memcpy_htod_async``/``memcpy_dtoh_async``; pageable host memory makes
   them synchronous with the host, which is correct, only slower); between devices,
   ``memcpy_peer_async``.
+- Export (``Context.array``): a buffer is its device address on DLPack device ``(kDLCUDA,
+  ordinal)``; a consumer's stream (a raw handle a library gave) waits for the writer's event
+  through the driver's ``cuStreamWaitEvent`` (called through ctypes: pycuda wraps only streams
+  it made).
 - Code: the recipe of :class:`~arrayjit_backends.gpu.devices.GpuDevices`: CUDA C from
   :class:`~arrayjit_backend_cuda.renderer.CudaSyntax`, compiled by ``nvcc --cubin``
   (:mod:`arrayjit_backend_cuda.compiler`) for every device's architecture at compile, through
@@ -18,6 +22,8 @@
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import ctypes.util
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -34,8 +40,9 @@ from arrayjit_backends.impl.compile_cache import cache_key
 from arrayjit_backends.impl.cpu_compiler import kernel_name
 from arrayjit_backends.impl.device import Buf, DeviceInfo, ImmediateQueue
 from arrayjit_backends.impl.stream_queue import Event, StreamQueue, poll_until
+from arrayjit_backends.runtime.dlpack import KDL_CUDA
 from arrayjit_backends.settings import gpu_cell_lanes
-from arrayjit_tnode import Prec
+from arrayjit_tnode import Prec, UsageError
 
 BLOCK = 256
 """Threads per block of element-parallel kernels."""
@@ -245,6 +252,41 @@ class CudaDevices(GpuDevices):
                 self.contexts[src_ordinal],
                 queue.stream,
             )
+
+    # ---- export (Context.array) ----
+
+    def device_pointer(self, ordinal: int, buf: Buf) -> tuple[tuple[int, int], int] | None:
+        return (KDL_CUDA, ordinal), int(buf[0]) + buf[1]
+
+    def native_stream(self, queue: StreamQueue) -> int | None:
+        return int(queue.stream.handle) if isinstance(queue, CudaQueue) else None
+
+    def stream_wait(self, stream: int, event: Event) -> bool:
+        if not isinstance(event, CudaEvent) or event.devices is not self:
+            return False
+        if not self.contexts:  # finalized: every stream was drained first
+            return True
+        # The consumer's stream may be one pycuda did not make (CuPy's, torch's, or a default
+        # stream: handles 1 and 2): the driver call takes its handle as it is.
+        with self.current(event.ordinal):
+            status = self.driver_api().cuStreamWaitEvent(stream, event.event.handle, 0)
+        if status != 0:
+            raise UsageError(
+                f"cuda: making the consumer's stream {stream:#x} wait for {event.where()} "
+                f"failed (CUresult {status}): not a stream of device {event.ordinal}"
+            )
+        return True
+
+    def driver_api(self) -> Any:
+        """The CUDA driver library through ctypes (loaded once), for the calls pycuda does not
+        offer on streams it did not make."""
+        lib = getattr(self, "_driver_lib", None)
+        if lib is None:
+            lib = ctypes.CDLL(ctypes.util.find_library("cuda") or "libcuda.so.1")
+            lib.cuStreamWaitEvent.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
+            lib.cuStreamWaitEvent.restype = ctypes.c_int
+            self._driver_lib = lib
+        return lib
 
     # ---- code (the recipe is GpuDevices'; these are its hooks) ----
 

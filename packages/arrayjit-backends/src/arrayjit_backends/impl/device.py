@@ -167,6 +167,26 @@ class DeviceMemory(abc.ABC):
         ``Context.array`` (DLPack and array-interface export) relies on it."""
         return None
 
+    def device_pointer(self, ordinal: int, buf: Buf) -> tuple[tuple[int, int], int] | None:
+        """Where other libraries of the device find buffer ``buf`` of device ``ordinal``:
+        DLPack's ``(device type, device id)`` and the buffer's device address; ``None`` (the
+        default) where the device's memory cannot be handed to them (or is host memory,
+        exported through :meth:`host_view`). ``Context.array`` exports device memory through
+        it (:class:`~arrayjit_backends.runtime.interop.DeviceArrayExport`)."""
+        return None
+
+    def native_stream(self, queue: StreamQueue) -> int | None:
+        """The handle of ``queue``'s native stream as the array protocols pass streams (a
+        CUDA stream's address), or ``None`` (the default) where it has none."""
+        return None
+
+    def stream_wait(self, stream: int, event: Event) -> bool:
+        """Make the native stream of handle ``stream`` (a consumer's: the array protocols'
+        numbering, 1 and 2 the default streams) wait on the device for ``event``; False
+        (nothing done) where ``event`` is not of this backend's devices or the backend has no
+        such streams (the default), and the caller waits on the host instead."""
+        return False
+
     @abc.abstractmethod
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         """Copy the C-contiguous host array ``src`` into ``dst``; ``src`` stays valid until the

@@ -6,13 +6,18 @@
   buffer. On CPU backends the buffer is host memory and the export is a numpy view of it (numpy
   makes the DLPack capsule: no hand-written DLPack struct), ordered after the buffer's writer
   each time a consumer takes it (there is no device stream to hand to the consumer).
+- Device export: :class:`DeviceArrayExport`, what it returns where the buffer is device memory
+  another library can use (CUDA): ``__cuda_array_interface__`` (version 3, its ``stream`` the
+  writer's) and DLPack (a capsule of :mod:`~arrayjit_backends.runtime.dlpack`), the consumer's
+  stream made to wait for the buffer's writer on the device, not the host.
 - Import: :func:`external_host_array`, the checks an external array (anything with
   ``__dlpack__`` or ``__array_interface__``) passes before it becomes a node's buffer in a new
   context (``make_context(stream, ctx_arrays={node: array})``): host memory, the node's dtype
   and host shape, C-contiguous, aligned to the element size.
 
 Below :mod:`~arrayjit_backends.runtime.values` (which builds exports and buffers from these):
-imports only numpy and arrayjit_tnode.
+imports numpy, arrayjit_tnode, :mod:`~arrayjit_backends.runtime.dlpack` and the stream API's
+:class:`~arrayjit_backends.impl.stream_queue.Event`.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from arrayjit_backends.impl.stream_queue import Event
+from arrayjit_backends.runtime import dlpack
 from arrayjit_tnode import Tnode, UsageError
 
-DLPACK_CPU = 1
+DLPACK_CPU = dlpack.KDL_CPU
 """DLPack's ``kDLCPU`` device type."""
-DLPACK_CUDA_HOST = 3
+DLPACK_CUDA_HOST = dlpack.KDL_CUDA_HOST
 """DLPack's ``kDLCUDAHost`` (pinned host memory: also readable by the CPU)."""
 
 
@@ -150,6 +157,150 @@ class ArrayExport:
         )
 
 
+class ExportError(UsageError, BufferError):
+    """A consumer asked an export for what it cannot give (a :class:`UsageError`, and the
+    ``BufferError`` the DLPack protocol names for it)."""
+
+
+class DeviceExporter(Protocol):
+    """What a :class:`DeviceArrayExport` needs of its device backend (the hooks of
+    :class:`~arrayjit_backends.impl.device.DeviceMemory`)."""
+
+    def stream_wait(self, stream: int, event: Event) -> bool: ...
+
+
+class DeviceArrayExport:
+    """A node's buffer in device memory, for other array libraries on that device:
+    ``cupy.asarray(e)`` (``__cuda_array_interface__``), ``cupy.from_dlpack(e)``,
+    ``torch.from_dlpack(e)``, ``jax.dlpack.from_dlpack(e)`` take it without a copy.
+
+    Ordered on the device, never on the host: ``__cuda_array_interface__`` names the stream of
+    the buffer's pending writer as its ``stream`` (None once the writer is done), which the
+    consumer synchronizes with; ``__dlpack__(stream=S)`` makes the consumer's stream ``S`` wait
+    for the writer's event through the driver (``-1``: no wait, as the protocol says). As on the
+    CPU, what the consumer gets is the buffer itself: a run scheduled later writes into it.
+    Every consumer's array keeps the export, hence the context's memory, alive.
+
+    Attributes:
+        node: the exported node.
+        context: the context whose buffer this is.
+        shape, dtype: the node's host shape and numpy dtype.
+        address: the buffer's device address.
+        device: DLPack's ``(device type, device id)``.
+    """
+
+    __slots__ = (
+        "__weakref__", "_exporter", "_what", "_writer", "address", "context", "device",
+        "dtype", "node", "shape",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        node: Tnode,
+        context: Any,
+        address: int,
+        device: tuple[int, int],
+        writer: Callable[[], tuple[int | None, Event] | None],
+        exporter: DeviceExporter,
+        what: str,
+    ) -> None:
+        """``writer()``: the buffer's pending writer now, as its native stream's handle (None
+        where it has none) and its event; None once no write is pending. ``what``: the node,
+        backend and device for messages."""
+        self.node = node
+        self.context = context
+        self.address = address
+        self.device = device
+        self.shape: tuple[int, ...] = tuple(node.prec.host_shape(node.dims))
+        self.dtype: np.dtype[Any] = np.dtype(node.prec.numpy_dtype)
+        self._writer = writer
+        self._exporter = exporter
+        self._what = what
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """The CUDA array interface (version 3) of the buffer: ``data`` its device address,
+        ``stream`` the pending writer's stream (the consumer synchronizes with it), or None
+        when no write is pending.
+
+        Raises:
+            AttributeError: the buffer is not CUDA memory (so ``hasattr`` is false).
+            UsageError: the precision has no typestr of the interface (bfloat16, fp8).
+            StreamError: the writer failed, where it has no stream to name.
+        """
+        if self.device[0] not in (dlpack.KDL_CUDA, dlpack.KDL_CUDA_MANAGED):
+            raise AttributeError(f"{self._what}: not CUDA memory (DLPack device {self.device})")
+        if not dlpack.is_standard(self.dtype):
+            raise UsageError(
+                f"{self._what}: the CUDA array interface has no type for precision "
+                f"{self.node.prec} (numpy dtype {self.dtype}); use DLPack (__dlpack__)"
+            )
+        stream: int | None = None
+        pending = self._writer()
+        if pending is not None:
+            handle, event = pending
+            if handle is None or handle in (0, 1, 2):
+                event.sync()  # no stream of its own to name: the consumer finds it done
+            else:
+                stream = handle
+        return {
+            "shape": self.shape,
+            "typestr": self.dtype.str,
+            "data": (self.address, False),
+            "strides": None,
+            "version": 3,
+            "stream": stream,
+        }
+
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: Any = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule of the buffer (versioned where ``max_version`` allows it), the
+        consumer's ``stream`` made to wait for the buffer's pending writer.
+
+        Raises:
+            UsageError: ``stream`` is not a stream of the protocol (see
+                :func:`~arrayjit_backends.runtime.dlpack.consumer_stream`), the consumer asks
+                for another device or for a copy (also a ``BufferError``), or DLPack has no
+                type of the precision.
+            StreamError: the writer failed, where the wait falls back to the host.
+        """
+        if dl_device is not None and tuple(dl_device) != self.device:
+            raise ExportError(
+                f"{self._what}: the buffer is on DLPack device {self.device}; a copy to "
+                f"{tuple(dl_device)} was asked, which an export does not make"
+            )
+        if copy:
+            raise ExportError(f"{self._what}: an export aliases the buffer; it never copies")
+        consumer = dlpack.consumer_stream(stream, self._what)
+        pending = self._writer()
+        if pending is not None and consumer is not None:
+            handle, event = pending
+            # The consumer's stream waits for the writer on the device; where the writer
+            # is no event of this device's driver, the host waits instead.
+            if handle != consumer and not self._exporter.stream_wait(consumer, event):
+                event.sync()
+        versioned = max_version is not None and tuple(max_version) >= dlpack.VERSION
+        return dlpack.capsule(
+            self.address, self.shape, self.dtype, self.device, self, versioned=versioned
+        )
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """DLPack's ``(device type, device id)`` of the buffer (``(2, ordinal)``: CUDA)."""
+        return self.device
+
+    def __repr__(self) -> str:
+        return (
+            f"<DeviceArrayExport of node {self.node.debug_label} {self.shape} {self.dtype} "
+            f"at {self.address:#x} on DLPack device {self.device} in {self.context!r}>"
+        )
+
+
 def external_host_array(obj: object, tn: Tnode, what: str, where: str) -> np.ndarray:
     """The host memory of ``obj`` as a numpy array (no copy), checked to be a buffer of
     ``tn``: its dtype, host shape (padding included), C-contiguous, and its address a multiple
@@ -214,6 +365,9 @@ def external_host_array(obj: object, tn: Tnode, what: str, where: str) -> np.nda
 __all__ = [
     "DLPACK_CPU",
     "ArrayExport",
+    "DeviceArrayExport",
+    "DeviceExporter",
+    "ExportError",
     "ExternalArray",
     "SupportsArrayInterface",
     "SupportsDLPack",

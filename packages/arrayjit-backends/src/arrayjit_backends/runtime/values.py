@@ -30,10 +30,10 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from arrayjit_backends.impl.device import Buf, DeviceInfo
-from arrayjit_backends.impl.stream_queue import StreamQueue
+from arrayjit_backends.impl.stream_queue import Event, StreamQueue
 from arrayjit_backends.runtime import hazards
 from arrayjit_backends.runtime.hazards import BufferHazards
-from arrayjit_backends.runtime.interop import ArrayExport, external_host_array
+from arrayjit_backends.runtime.interop import ArrayExport, DeviceArrayExport, external_host_array
 from arrayjit_backends.runtime.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode, UsageError
@@ -249,18 +249,22 @@ class Context:
         """``(memory handle, offset)`` of ``tn``'s buffer."""
         return self.device.slab.buf(self.buffers[tn])
 
-    def array(self, tn: Tnode) -> ArrayExport:
-        """``tn``'s buffer in this context for other array libraries, without a copy:
+    def array(self, tn: Tnode) -> ArrayExport | DeviceArrayExport:
+        """``tn``'s buffer in this context for other array libraries, without a copy.
+
+        Host memory (CPU backends): an :class:`~arrayjit_backends.runtime.interop.ArrayExport`,
         DLPack (``np.from_dlpack``, ``jax.dlpack.from_dlpack``, ``torch.from_dlpack``) and
         numpy's ``__array_interface__`` (``np.asarray``). It waits for the buffer's writer
-        scheduled so far before it returns, and again each time a consumer takes it; the
-        consumer's array aliases the buffer (a later run writes into it: take it again after
-        that run) and keeps this context's memory alive. See
-        :class:`~arrayjit_backends.runtime.interop.ArrayExport`.
+        scheduled so far before it returns, and again each time a consumer takes it.
+        Device memory another library can use (CUDA): a
+        :class:`~arrayjit_backends.runtime.interop.DeviceArrayExport`, DLPack and
+        ``__cuda_array_interface__``, ordered on the device (the consumer's stream waits for
+        the writer). Either way the consumer's array aliases the buffer (a later run writes
+        into it: take it again after that run) and keeps this context's memory alive.
 
         Raises:
             UsageError: ``tn`` has no buffer here, the backend is finalized, or the buffer is
-                device memory the host cannot alias (OpenCL, CUDA): copy it with
+                device memory no other library can use (OpenCL): copy it with
                 ``backend.to_host(ctx, tn)`` and read ``tn.get_values()`` instead.
             StreamError: the buffer's writer failed.
         """
@@ -274,7 +278,21 @@ class Context:
                 f"Context.array: node {tn.debug_label} has no buffer in {self!r}{hint}"
             )
         dev, loc = self.device, self.buffers[tn]
-        view = dev.backend.runtime.host_view(dev.ordinal, self.buf(tn), tn)
+        runtime = dev.backend.runtime
+        view = runtime.host_view(dev.ordinal, self.buf(tn), tn)
+        if view is None and (found := runtime.device_pointer(dev.ordinal, self.buf(tn))):
+
+            def writer() -> tuple[int | None, Event] | None:
+                pending = dev.hazards.writers.get(loc)
+                if pending is None or pending[1].is_done():
+                    return None
+                return runtime.native_stream(pending[0].queue), pending[1]
+
+            what = (
+                f"Context.array: node {tn.debug_label} (backend {self.backend.name}, device "
+                f"{dev.ordinal}, {self.stream.name})"
+            )
+            return DeviceArrayExport(tn, self, found[1], found[0], writer, runtime, what)
         if view is None:
             raise UsageError(
                 f"Context.array: backend {self.backend.name} keeps node {tn.debug_label} in "
