@@ -148,8 +148,8 @@ class Tracer:
             by_seq[seq] = (label, start_ns, end_ns)
         # Numbers of tasks scheduled that had not run when this was called (of some stream):
         # a flow whose end may be one of them is left out, not tied to the wrong task.
-        known = by_seq.keys() | {at for _, _, at in waits}
-        unrun = sorted(set(range(max(known, default=-1) + 1)) - known)
+        known = sorted([*by_seq, *(at for _, _, at in waits)])
+        unrun = [n for a, b in itertools.pairwise([-1, *known]) for n in range(a + 1, b)]
 
         def none_unrun(low: int, high: int) -> bool:
             return bisect.bisect_left(unrun, high) == bisect.bisect_right(unrun, low)
