@@ -1,11 +1,13 @@
 """The CUDA device's export hooks (``Context.array``) without a GPU: the device module imported
-over a stand-in ``pycuda.driver``, the driver library's ``cuStreamWaitEvent`` a recorder. It
-checks the DLPack device and address of a buffer, the native stream handle of a queue, and that
-a consumer's stream is made to wait for a writer's event through the driver, with the device's
-context current, and only for events of this backend."""
+over a stand-in ``pycuda.driver``, the driver library's event calls a recorder. It checks the
+DLPack device and address of a buffer, the native stream handle of a queue, and that a
+consumer's stream is made to wait for a writer's stream through an event recorded there, with
+the device's context current, the event released whatever happens, and only for streams of
+this backend."""
 
 from __future__ import annotations
 
+import ctypes
 import threading
 import types
 from collections.abc import Iterator
@@ -15,7 +17,7 @@ import pytest
 
 from arrayjit_backend_cuda.renderer import CudaSyntax
 from arrayjit_backends.gpu.devices import GpuDevices
-from arrayjit_backends.impl.stream_queue import DONE
+from arrayjit_backends.runtime.schedulers import SyncQueue
 from arrayjit_tnode import UsageError
 
 
@@ -36,18 +38,36 @@ class FakeContext:
 
 
 class FakeDriverLib:
-    """``cuStreamWaitEvent`` of the driver library: records its calls and whether a context
-    was current."""
+    """The event calls of the driver library: records them (events as numbers, flags, stream
+    handles) and whether a context was current; ``fail`` names a call that returns 400
+    (``CUDA_ERROR_INVALID_HANDLE``)."""
 
     def __init__(self, log: list[str]) -> None:
         self.log = log
-        self.calls: list[tuple[int, int, int, bool]] = []
-        self.status = 0
+        self.calls: list[tuple[Any, ...]] = []
+        self.fail = ""
+        self.made = 0
 
-    def cuStreamWaitEvent(self, stream: int, event: int, flags: int) -> int:
+    def _call(self, *call: Any) -> int:
         current = self.log.count("push") > self.log.count("pop")
-        self.calls.append((stream, event, flags, current))
-        return self.status
+        self.calls.append((*call, current))
+        return 400 if call[0] == self.fail else 0
+
+    def cuEventCreate(self, out: Any, flags: int) -> int:
+        status = self._call("create", flags)
+        if status == 0:  # the handle is written back through byref(c_void_p)
+            self.made += 1
+            out._obj.value = 0xE0 + self.made
+        return status
+
+    def cuEventRecord(self, event: ctypes.c_void_p, stream: int) -> int:
+        return self._call("record", event.value, stream)
+
+    def cuStreamWaitEvent(self, stream: int, event: ctypes.c_void_p, flags: int) -> int:
+        return self._call("wait", stream, event.value, flags)
+
+    def cuEventDestroy_v2(self, event: ctypes.c_void_p) -> int:
+        return self._call("destroy", event.value)
 
 
 @pytest.fixture
@@ -78,19 +98,31 @@ def test_a_buffer_is_its_device_address_on_dlpack_device_cuda(cuda_device: Any) 
 
 
 def test_a_consumer_stream_waits_for_the_writer_through_the_driver(cuda_device: Any) -> None:
-    event = cuda_device.lib.CudaEvent(
-        types.SimpleNamespace(handle=0xE0), cuda_device, 0, "cuda:0:1"
-    )
+    queue = cuda_device.lib.CudaQueue("cuda:0:1", cuda_device, 0)
     lib = cuda_device._driver_lib
-    assert cuda_device.stream_wait(1, event)  # the legacy default stream, by its handle
-    assert cuda_device.stream_wait(0x7000, event)
-    assert lib.calls == [(1, 0xE0, 0, True), (0x7000, 0xE0, 0, True)]  # with a context current
+    assert cuda_device.stream_wait(1, queue)  # the legacy default stream, by its handle
+    # An event recorded on the writer's stream, waited for by the consumer's, then released:
+    # every call with the device's context current.
+    assert lib.calls == [
+        ("create", 0x2, True),  # CU_EVENT_DISABLE_TIMING
+        ("record", 0xE1, 0x5000, True),
+        ("wait", 1, 0xE1, 0, True),
+        ("destroy", 0xE1, True),
+    ]
     assert cuda_device.log[-1] == "pop"
-    assert not cuda_device.stream_wait(0x7000, DONE)  # not a CUDA event: the host waits
+    lib.calls.clear()
+    assert not cuda_device.stream_wait(0x7000, SyncQueue("cc:0:0"))  # the host waits instead
     other = object.__new__(type(cuda_device))
-    assert not cuda_device.stream_wait(0x7000, cuda_device.lib.CudaEvent(None, other, 0))
-    lib.status = 400  # CUDA_ERROR_INVALID_HANDLE
-    with pytest.raises(UsageError, match=r"stream 0x7000 wait for cuda:0:1.*400.*device 0"):
-        cuda_device.stream_wait(0x7000, event)
+    assert not cuda_device.stream_wait(0x7000, types.SimpleNamespace(devices=other))
+    assert lib.calls == []
+    lib.fail = "wait"
+    with pytest.raises(UsageError, match=r"stream 0x7000 wait for cuda:0:1.*cuStreamWaitEvent"):
+        cuda_device.stream_wait(0x7000, queue)
+    assert lib.calls[-1] == ("destroy", 0xE2, True)  # released all the same
+    lib.fail = "create"
+    with pytest.raises(UsageError, match=r"cuEventCreate: CUresult 400.*device 0"):
+        cuda_device.stream_wait(0x7000, queue)
+    assert lib.calls[-1][0] == "create"  # nothing to release
+    lib.calls.clear()
     cuda_device.contexts = []  # finalized: every stream was drained
-    assert cuda_device.stream_wait(0x7000, event) and len(lib.calls) == 3
+    assert cuda_device.stream_wait(0x7000, queue) and lib.calls == []

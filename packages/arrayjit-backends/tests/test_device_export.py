@@ -158,7 +158,7 @@ class PendingEvent(Event):
 def as_cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[Any]]]:
     """A ``sync_interp`` backend whose device hooks call its memory CUDA memory of device 0,
     its streams native streams of handle :data:`WRITER_STREAM`, and record the device waits
-    they are asked for (``stream_wait``: refused for an event of another backend)."""
+    they are asked for (``stream_wait``: refused for a queue marked ``foreign``)."""
     backend: Any = fresh_backend("sync_interp")
     runtime = backend.runtime
     waits: list[Any] = []
@@ -168,10 +168,10 @@ def as_cuda(monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[Any, list[Any]]]:
     )
     monkeypatch.setattr(runtime, "native_stream", lambda queue: WRITER_STREAM)
 
-    def stream_wait(stream: int, event: Event) -> bool:
-        if getattr(event, "foreign", False):
+    def stream_wait(stream: int, queue: Any) -> bool:
+        if getattr(queue, "foreign", False):
             return False
-        waits.append((stream, event))
+        waits.append((stream, queue))
         return True
 
     monkeypatch.setattr(runtime, "stream_wait", stream_wait)
@@ -223,11 +223,11 @@ def test_dlpack_makes_the_consumers_stream_wait(as_cuda: Any) -> None:
     event = _pending_writer(ctx, y)
     for stream, waited in [(None, 1), (2, 2), (0x7000, 0x7000)]:
         e.__dlpack__(stream=stream)
-        assert waits.pop() == (waited, event)
+        assert waits.pop() == (waited, ctx.stream.queue)  # waits for the writer's stream
     e.__dlpack__(stream=-1)  # the consumer asks for no synchronization
     e.__dlpack__(stream=WRITER_STREAM)  # the writer's own stream: in order already
     assert waits == [] and event.host_waits == 0
-    event.foreign = True  # type: ignore[attr-defined]  # not this driver's: the host waits
+    ctx.stream.queue.foreign = True  # not a stream of this driver: the host waits
     e.__dlpack__(stream=5)
     assert event.host_waits == 1
 

@@ -9,9 +9,9 @@
   them synchronous with the host, which is correct, only slower); between devices,
   ``memcpy_peer_async``.
 - Export (``Context.array``): a buffer is its device address on DLPack device ``(kDLCUDA,
-  ordinal)``; a consumer's stream (a raw handle a library gave) waits for the writer's event
-  through the driver's ``cuStreamWaitEvent`` (called through ctypes: pycuda wraps only streams
-  it made).
+  ordinal)``; a consumer's stream (a raw handle a library gave) waits for the writer's stream
+  through an event recorded there and ``cuStreamWaitEvent``, driver calls made through ctypes
+  (pycuda wraps only streams it made, and does not give its events' handles).
 - Code: the recipe of :class:`~arrayjit_backends.gpu.devices.GpuDevices`: CUDA C from
   :class:`~arrayjit_backend_cuda.renderer.CudaSyntax`, compiled by ``nvcc --cubin``
   (:mod:`arrayjit_backend_cuda.compiler`) for every device's architecture at compile, through
@@ -46,6 +46,9 @@ from arrayjit_tnode import Prec, UsageError
 
 BLOCK = 256
 """Threads per block of element-parallel kernels."""
+
+EVENT_FLAGS = 0x2
+"""``CU_EVENT_DISABLE_TIMING``: the events an export records only order streams."""
 
 
 def probe() -> str | None:
@@ -261,20 +264,35 @@ class CudaDevices(GpuDevices):
     def native_stream(self, queue: StreamQueue) -> int | None:
         return int(queue.stream.handle) if isinstance(queue, CudaQueue) else None
 
-    def stream_wait(self, stream: int, event: Event) -> bool:
-        if not isinstance(event, CudaEvent) or event.devices is not self:
+    def stream_wait(self, stream: int, queue: StreamQueue) -> bool:
+        if not isinstance(queue, CudaQueue) or queue.devices is not self:
             return False
         if not self.contexts:  # finalized: every stream was drained first
             return True
         # The consumer's stream may be one pycuda did not make (CuPy's, torch's, or a default
-        # stream: handles 1 and 2): the driver call takes its handle as it is.
-        with self.current(event.ordinal):
-            status = self.driver_api().cuStreamWaitEvent(stream, event.event.handle, 0)
-        if status != 0:
-            raise UsageError(
-                f"cuda: making the consumer's stream {stream:#x} wait for {event.where()} "
-                f"failed (CUresult {status}): not a stream of device {event.ordinal}"
-            )
+        # stream: handles 1 and 2), so the driver is called directly, with handles as they are:
+        # an event recorded on our stream now (after the writer), the consumer's stream made
+        # to wait for it, the event released (the driver frees it once it has completed).
+        lib = self.driver_api()
+        event = ctypes.c_void_p()
+        with self.current(queue.ordinal):
+            steps = [
+                ("cuEventCreate", lambda: lib.cuEventCreate(ctypes.byref(event), EVENT_FLAGS)),
+                ("cuEventRecord", lambda: lib.cuEventRecord(event, queue.stream.handle)),
+                ("cuStreamWaitEvent", lambda: lib.cuStreamWaitEvent(stream, event, 0)),
+            ]
+            try:
+                for name, call in steps:
+                    status = call()
+                    if status != 0:
+                        raise UsageError(
+                            f"cuda: making the consumer's stream {stream:#x} wait for "
+                            f"{queue.name} failed ({name}: CUresult {status}; a stream of "
+                            f"device {queue.ordinal} was expected)"
+                        )
+            finally:
+                if event.value:
+                    lib.cuEventDestroy_v2(event)
         return True
 
     def driver_api(self) -> Any:
@@ -283,8 +301,16 @@ class CudaDevices(GpuDevices):
         lib = getattr(self, "_driver_lib", None)
         if lib is None:
             lib = ctypes.CDLL(ctypes.util.find_library("cuda") or "libcuda.so.1")
-            lib.cuStreamWaitEvent.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint]
-            lib.cuStreamWaitEvent.restype = ctypes.c_int
+            handle, flags = ctypes.c_void_p, ctypes.c_uint
+            signatures = {
+                "cuEventCreate": [ctypes.POINTER(handle), flags],
+                "cuEventRecord": [handle, handle],
+                "cuStreamWaitEvent": [handle, handle, flags],
+                "cuEventDestroy_v2": [handle],
+            }
+            for name, argtypes in signatures.items():
+                function = getattr(lib, name)
+                function.argtypes, function.restype = argtypes, ctypes.c_int
             self._driver_lib = lib
         return lib
 

@@ -180,10 +180,11 @@ class DeviceMemory(abc.ABC):
         CUDA stream's address), or ``None`` (the default) where it has none."""
         return None
 
-    def stream_wait(self, stream: int, event: Event) -> bool:
+    def stream_wait(self, stream: int, queue: StreamQueue) -> bool:
         """Make the native stream of handle ``stream`` (a consumer's: the array protocols'
-        numbering, 1 and 2 the default streams) wait on the device for ``event``; False
-        (nothing done) where ``event`` is not of this backend's devices or the backend has no
+        numbering, 1 and 2 the default streams) wait on the device for the work scheduled so
+        far on ``queue`` (say, by recording an event there that ``stream`` waits for); False
+        (nothing done) where ``queue`` is not of this backend's devices or the backend has no
         such streams (the default), and the caller waits on the host instead."""
         return False
 

@@ -27,7 +27,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from arrayjit_backends.impl.stream_queue import Event
+from arrayjit_backends.impl.stream_queue import Event, StreamQueue
 from arrayjit_backends.runtime import dlpack
 from arrayjit_tnode import Tnode, UsageError
 
@@ -166,7 +166,9 @@ class DeviceExporter(Protocol):
     """What a :class:`DeviceArrayExport` needs of its device backend (the hooks of
     :class:`~arrayjit_backends.impl.device.DeviceMemory`)."""
 
-    def stream_wait(self, stream: int, event: Event) -> bool: ...
+    def native_stream(self, queue: StreamQueue) -> int | None: ...
+
+    def stream_wait(self, stream: int, queue: StreamQueue) -> bool: ...
 
 
 class DeviceArrayExport:
@@ -200,13 +202,13 @@ class DeviceArrayExport:
         context: Any,
         address: int,
         device: tuple[int, int],
-        writer: Callable[[], tuple[int | None, Event] | None],
+        writer: Callable[[], tuple[StreamQueue, Event] | None],
         exporter: DeviceExporter,
         what: str,
     ) -> None:
-        """``writer()``: the buffer's pending writer now, as its native stream's handle (None
-        where it has none) and its event; None once no write is pending. ``what``: the node,
-        backend and device for messages."""
+        """``writer()``: the buffer's pending writer now, as its stream's queue and its event;
+        None once no write is pending. ``exporter``: the device backend (its stream hooks).
+        ``what``: the node, backend and device for messages."""
         self.node = node
         self.context = context
         self.address = address
@@ -238,7 +240,8 @@ class DeviceArrayExport:
         stream: int | None = None
         pending = self._writer()
         if pending is not None:
-            handle, event = pending
+            queue, event = pending
+            handle = self._exporter.native_stream(queue)
             if handle is None or handle in (0, 1, 2):
                 event.sync()  # no stream of its own to name: the consumer finds it done
             else:
@@ -280,10 +283,13 @@ class DeviceArrayExport:
         consumer = dlpack.consumer_stream(stream, self._what)
         pending = self._writer()
         if pending is not None and consumer is not None:
-            handle, event = pending
-            # The consumer's stream waits for the writer on the device; where the writer
-            # is no event of this device's driver, the host waits instead.
-            if handle != consumer and not self._exporter.stream_wait(consumer, event):
+            queue, event = pending
+            # The consumer's stream waits for the writer's stream on the device; where that
+            # is no stream of the device's driver, the host waits for the writer instead.
+            exporter = self._exporter
+            if exporter.native_stream(queue) != consumer and not exporter.stream_wait(
+                consumer, queue
+            ):
                 event.sync()
         versioned = max_version is not None and tuple(max_version) >= dlpack.VERSION
         return dlpack.capsule(

@@ -282,11 +282,11 @@ class Context:
         view = runtime.host_view(dev.ordinal, self.buf(tn), tn)
         if view is None and (found := runtime.device_pointer(dev.ordinal, self.buf(tn))):
 
-            def writer() -> tuple[int | None, Event] | None:
+            def writer() -> tuple[StreamQueue, Event] | None:
                 pending = dev.hazards.writers.get(loc)
                 if pending is None or pending[1].is_done():
                     return None
-                return runtime.native_stream(pending[0].queue), pending[1]
+                return pending[0].queue, pending[1]
 
             what = (
                 f"Context.array: node {tn.debug_label} (backend {self.backend.name}, device "
