@@ -213,7 +213,7 @@ def _slow_neg(backend: Any) -> tuple[Any, Tnode, Tnode, np.ndarray]:
     n = 1 << 24
     a, y = hosted((n,), "a_big"), hosted((n,), "y_big")
     t = Tnode.create((n,), label="t_big")
-    values = RNG.standard_normal(n).astype(np.float32)
+    values = RNG.uniform(-1, 1, n).astype(np.float32)  # exp in [1/e, e]: sin well conditioned
     a.set_values(values)
     comp = ir.block(ir.unop(t, "exp", a), ir.unop(y, "sin", t))
     return backend.link(new_context(backend), backend.compile(comp, name="slow")), a, y, values
@@ -228,7 +228,7 @@ def test_round_trips_with_cupy_on_cuda(backend: Any) -> None:
     exported = r.context.array(y)
     via_interface = cupy.asarray(exported)  # __cuda_array_interface__, its stream the run's
     expected = np.sin(np.exp(values))
-    np.testing.assert_allclose(cupy.asnumpy(via_interface), expected, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(cupy.asnumpy(via_interface), expected, rtol=1e-5, atol=1e-5)
     a.set_values(-values)
     r()  # a new value, not waited for on the host
     stream = cupy.cuda.Stream(non_blocking=True)
@@ -236,7 +236,7 @@ def test_round_trips_with_cupy_on_cuda(backend: Any) -> None:
         via_dlpack = cupy.from_dlpack(exported)  # CuPy's stream waits for the run
         doubled = via_dlpack * 2  # computed on CuPy's stream, after the wait
         got = cupy.asnumpy(doubled, stream=stream)
-    np.testing.assert_allclose(got, 2 * np.sin(np.exp(-values)), rtol=2e-6, atol=4e-6)
+    np.testing.assert_allclose(got, 2 * np.sin(np.exp(-values)), rtol=1e-5, atol=2e-5)
     assert via_dlpack.data.ptr == via_interface.data.ptr == exported.address  # no copy
     # The consumer's array keeps the context's memory alive.
     device = r.context.device
@@ -245,7 +245,7 @@ def test_round_trips_with_cupy_on_cuda(backend: Any) -> None:
     gc.collect()
     assert backend.get_used_memory(device) == used
     np.testing.assert_allclose(
-        cupy.asnumpy(via_dlpack), np.sin(np.exp(-values)), rtol=2e-6, atol=2e-6
+        cupy.asnumpy(via_dlpack), np.sin(np.exp(-values)), rtol=1e-5, atol=1e-5
     )
     del via_dlpack, doubled
     gc.collect()
@@ -263,13 +263,13 @@ def test_round_trips_with_torch_on_cuda(backend: Any) -> None:
     via_dlpack = torch.from_dlpack(exported)  # torch's current stream waits for the run
     assert via_dlpack.device.type == "cuda" and via_dlpack.data_ptr() == exported.address
     expected = np.sin(np.exp(values))
-    np.testing.assert_allclose(via_dlpack.cpu().numpy(), expected, rtol=2e-6, atol=2e-6)
+    np.testing.assert_allclose(via_dlpack.cpu().numpy(), expected, rtol=1e-5, atol=1e-5)
     a.set_values(-values)
     r()
     via_interface = torch.as_tensor(exported, device=f"cuda:{r.context.device.ordinal}")
     assert via_interface.data_ptr() == exported.address  # __cuda_array_interface__: no copy
     np.testing.assert_allclose(
-        (via_interface * 2).cpu().numpy(), 2 * np.sin(np.exp(-values)), rtol=2e-6, atol=4e-6
+        (via_interface * 2).cpu().numpy(), 2 * np.sin(np.exp(-values)), rtol=1e-5, atol=2e-5
     )
     with pytest.raises(UsageError, match=r"y_big.*ambiguous"):
         exported.__dlpack__(stream=0)
