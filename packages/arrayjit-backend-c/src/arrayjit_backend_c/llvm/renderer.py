@@ -12,6 +12,15 @@ functions are LLVM intrinsics, except the float32 transcendentals, which call th
 library's helpers (:mod:`arrayjit_backends.codegen.math_lib`, the steps the C renderers
 print); float ``max``/``min`` are ``llvm.maximum``/``llvm.minimum`` (NaN propagates).
 
+Reductions into one cell or one local may be reassociated, as OpenMP's ``simd reduction``
+clause allows the cc backend, and nothing more: their steps carry ``reassoc`` alone (never
+``nnan``, ``ninf`` or ``nsz``), and the vector lanes of a float sum start at -0.0. A
+multiply-accumulate step ``fma(x, w, acc)`` is ``llvm.fmuladd`` where the target fuses a
+multiply-add in hardware (:attr:`LlvmGen.fused_mul_add`): LLVM's loop vectorizer takes that
+intrinsic as a reduction and not ``llvm.fma`` (a scalar fma chain ran a layer norm's variance
+10x slower than cc's), and on such a target code generation fuses it, one rounding per step as
+``llvm.fma`` would give. Elsewhere the step stays ``llvm.fma``, scalar.
+
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.codegen.kernel_plan.
 PARALLEL_MIN_WORK` innermost iterations is a parallel segment, taking the extra parameters
@@ -86,13 +95,24 @@ class LlvmGen(ScalarGen):
     supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec)
 
     def __init__(
-        self, target_cpu: str = "", target_features: str = "", native_half: bool = False
+        self,
+        target_cpu: str = "",
+        target_features: str = "",
+        native_half: bool = False,
+        fused_mul_add: bool | None = None,
     ) -> None:
         """``native_half``: convert half with LLVM's ``half`` type (hardware conversions where
-        the target has them, e.g. x86 F16C); else with integer code, like bfloat16 and fp8."""
+        the target has them, e.g. x86 F16C); else with integer code, like bfloat16 and fp8.
+        ``fused_mul_add``: see :attr:`fused_mul_add` (default: whether ``target_features``
+        has x86's ``+fma``)."""
         self.target_cpu = target_cpu
         self.target_features = target_features
         self.native_half = native_half
+        if fused_mul_add is None:
+            fused_mul_add = "+fma" in target_features.split(",")
+        self.fused_mul_add = fused_mul_add
+        """The target fuses a multiply-add in hardware (x86 FMA, AArch64): a reduction's
+        multiply-accumulate steps are ``llvm.fmuladd``, which vectorizes (module docstring)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -313,8 +333,7 @@ class LlvmGen(ScalarGen):
         acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")
         match s.value:
             case L.Ternop(op=ops.Ternop.fma, a=x, b=w):
-                xv, wv = self.expr(x, prec), self.expr(w, prec)
-                new = self._intrinsic("fma", ty, xv, wv, acc, flags="reassoc ")
+                new = self._mul_acc(self.expr(x, prec), self.expr(w, prec), acc, ty)
             case L.Binop(b=term):
                 new = self._reduce(op, acc, self.expr(term, prec), ty, True)
             case _:
@@ -373,6 +392,15 @@ class LlvmGen(ScalarGen):
                 return self._intrinsic(f"{op.value}imum", ty, acc, x, flags=flags)
         return self.binop(op, acc, x, ty)
 
+    def _mul_acc(self, x: str, w: str, acc: str, ty: Ty) -> str:
+        """A reduction's multiply-accumulate step ``fma(x, w, acc)``, reassociable: with
+        :attr:`fused_mul_add`, ``llvm.fmuladd`` (the form the loop vectorizer takes as a
+        reduction; fused by code generation on such a target), else ``llvm.fma``."""
+        if not ty.is_float:
+            return self._fn.tmp(f"add {ty.ll} {self._fn.tmp(f'mul {ty.ll} {x}, {w}')}, {acc}")
+        name = "fmuladd" if self.fused_mul_add else "fma"
+        return self._intrinsic(name, ty, x, w, acc, flags="reassoc ")
+
     def _identity(self, op: ops.Binop, ty: Ty) -> str:
         """The value each chunk of a parallel reduction starts from (-0.0 for float sums:
         :func:`~arrayjit_ir.ops.partial_start`)."""
@@ -400,7 +428,7 @@ class LlvmGen(ScalarGen):
                 if red.fused:  # a multiply-accumulate: fma(x, w, acc)
                     assert isinstance(red.term, L.Binop)
                     x, w = self.expr(red.term.a, prec), self.expr(red.term.b, prec)
-                    new = self._intrinsic("fma", ty, x, w, a, flags="reassoc ")
+                    new = self._mul_acc(x, w, a, ty)
                 else:
                     new = self._reduce(red.op, a, self.expr(red.term, prec), ty, True)
                 self._fn.do(f"store {ty.ll} {new}, ptr {acc}")
