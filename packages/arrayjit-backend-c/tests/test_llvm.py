@@ -257,9 +257,10 @@ def _optimized_ir(source: str) -> str:
 def test_multiply_accumulate_reductions_vectorize(cache_dir: Path) -> None:
     """A row's ``fma(x, w, acc)`` steps are ``llvm.fmuladd`` with ``reassoc`` and no other
     fast-math flag (``llvm.fma`` without a fusing target), and on a host with FMA the loop
-    vectorizer turns them into vector multiply-adds (a scalar fma chain ran a layer norm's
-    variance 10x slower than cc's). Values: the interpreter's sequential fma; NaN, infinities
-    and signed zeros exactly (-0.0 products into a -0.0 cell stay -0.0), others to rounding."""
+    vectorizer turns them into vector multiply-adds, in several vector accumulators (a scalar
+    fma chain ran a layer norm's variance 10x slower than cc's). Values: the interpreter's
+    sequential fma; NaN, infinities and signed zeros exactly (-0.0 products into a -0.0 cell
+    stay -0.0), others to rounding."""
     rows, cols = 6, 1000
     x = Tnode.create((rows, cols), label="x", hosted=True)
     w = Tnode.create((cols,), label="w", hosted=True)
@@ -272,10 +273,12 @@ def test_multiply_accumulate_reductions_vectorize(cache_dir: Path) -> None:
     assert "@llvm.fma.f32(" not in source
     unfused = LlvmGen(fused_mul_add=False).generate(opt, "f").source
     assert "fmuladd" not in unfused and "call reassoc float @llvm.fma.f32(" in unfused
+    # The row loop of 1000 steps runs 4 vector accumulators (LLVM's cost model chose 1).
+    assert '!{!"llvm.loop.interleave.count", i32 4}' in source
     lb = LlvmCompiler()
     if lb.generator.fused_mul_add:
-        vector = re.search(r"<(\d+) x float> @llvm\.fmuladd\.v\d+f32\(", _optimized_ir(source))
-        assert vector is not None and int(vector.group(1)) >= 4
+        vector = re.findall(r"<(\d+) x float> @llvm\.fmuladd\.v\d+f32\(", _optimized_ir(source))
+        assert len(vector) >= 4 and all(int(n) >= 4 for n in vector)
     vx = RNG.standard_normal((rows, cols)).astype(np.float32)
     vw = (np.abs(RNG.standard_normal(cols)) + 0.1).astype(np.float32)  # positive: signs of x
     vy = np.float32([0.5, -0.0, 0.0, 1.0, 2.0, -3.0])

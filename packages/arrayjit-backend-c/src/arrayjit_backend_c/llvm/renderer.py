@@ -295,7 +295,8 @@ class LlvmGen(ScalarGen):
                 # from 64 rows (a 4096x4096 row sum ran 3x slower than cc's).
                 if lo <= hi:
                     step_fn = lambda: self._local_step(op, step)  # noqa: E731
-                    self.loop(i, str(lo), str(hi + 1), step_fn, False, keep=True)
+                    width = self._interleave(hi - lo + 1)
+                    self.loop(i, str(lo), str(hi + 1), step_fn, False, True, width)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
                     self.loop(i, str(lo), str(hi + 1), lambda: self.stmt(body), guard=False)
@@ -348,10 +349,12 @@ class LlvmGen(ScalarGen):
         body: Callable[[], None],
         guard: bool,
         keep: bool = False,
+        interleave: int = 0,
     ) -> None:
         """``for sym in [lo, stop): body()`` as a bottom-tested loop (guarded when the bounds are
         not known to be non-empty); ``keep``: never unrolled by LLVM (it stays the innermost
-        loop, the one the loop vectorizer vectorizes)."""
+        loop, the one the loop vectorizer vectorizes); ``interleave``: when at least 2, the
+        loop vectorizer's interleave count for it (that many vector accumulators)."""
         f = self._fn
         head, done = f.label("L"), f.label("X")
         if guard:
@@ -368,12 +371,13 @@ class LlvmGen(ScalarGen):
         body()
         nxt = f.tmp(f"add nsw i64 {iv}, 1")
         c = f.tmp(f"icmp slt i64 {nxt}, {stop}")
+        hints = ['!{!"llvm.loop.unroll.disable"}'] if keep else []
+        if interleave >= 2:
+            hints.append(f'!{{!"llvm.loop.interleave.count", i32 {interleave}}}')
         meta = ""
-        if keep:
+        if hints:
             node = f"!{len(self._loop_meta)}"
-            self._loop_meta.append(
-                f'{node} = distinct !{{{node}, !{{!"llvm.loop.unroll.disable"}}}}'
-            )
+            self._loop_meta.append(f"{node} = distinct !{{{node}, {', '.join(hints)}}}")
             meta = f", !llvm.loop {node}"
         f.do(f"br i1 {c}, label %{head}, label %{done}{meta}")
         f.lines[phi_at] = f"  {iv} = phi i64 [ {lo}, %{pre} ], [ {nxt}, %{f.block} ]"
@@ -391,6 +395,17 @@ class LlvmGen(ScalarGen):
             case ops.Binop.max | ops.Binop.min if ty.is_float:
                 return self._intrinsic(f"{op.value}imum", ty, acc, x, flags=flags)
         return self.binop(op, acc, x, ty)
+
+    reduction_interleave: ClassVar[int] = 4
+    """The vector accumulators of an innermost reduction loop of at least
+    :attr:`interleave_min_trip` iterations: LLVM's cost model gave one, and a chain of
+    dependent vector adds or fmas ran at their latency."""
+    interleave_min_trip: ClassVar[int] = 256
+
+    def _interleave(self, trip: int) -> int:
+        """The interleave count of an innermost reduction loop of ``trip`` iterations (0: the
+        vectorizer's choice)."""
+        return self.reduction_interleave if trip >= self.interleave_min_trip else 0
 
     def _mul_acc(self, x: str, w: str, acc: str, ty: Ty) -> str:
         """A reduction's multiply-accumulate step ``fma(x, w, acc)``, reassociable: with
@@ -435,7 +450,9 @@ class LlvmGen(ScalarGen):
                 return
             lp = loops[k]
             lo, stop = first if k == 0 else (str(lp.from_), str(lp.to_inclusive + 1))
-            self.loop(lp.index, lo, stop, lambda: nest(k + 1), guard=k == 0)
+            inner = k == len(loops) - 1 and not (k == 0 and first[0].startswith("%"))
+            width = self._interleave(lp.to_inclusive - lp.from_ + 1) if inner else 0
+            self.loop(lp.index, lo, stop, lambda: nest(k + 1), k == 0, interleave=width)
 
         nest(0)
 
