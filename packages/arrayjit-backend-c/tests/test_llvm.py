@@ -240,8 +240,9 @@ def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch)
     np.testing.assert_allclose(s1, sn, rtol=1e-5)
 
 
-def _optimized_ir(source: str) -> str:
-    """``source`` through the ``O3`` pipeline for the host, as the compiler runs it."""
+def _optimized(source: str) -> tuple[str, str]:
+    """``source`` through the ``O3`` pipeline for the host, as the compiler runs it: the IR and
+    the assembly."""
     import llvmlite.binding as llvm
 
     target = llvm_jit.host_target()
@@ -251,7 +252,7 @@ def _optimized_ir(source: str) -> str:
         module.triple = machine.triple
         module.data_layout = str(machine.target_data)
         llvm_jit.optimize(module, machine)
-        return str(module)
+        return str(module), machine.emit_assembly(module)
 
 
 def test_multiply_accumulate_reductions_vectorize(cache_dir: Path) -> None:
@@ -276,9 +277,12 @@ def test_multiply_accumulate_reductions_vectorize(cache_dir: Path) -> None:
     # The row loop of 1000 steps runs 4 vector accumulators (LLVM's cost model chose 1).
     assert '!{!"llvm.loop.interleave.count", i32 4}' in source
     lb = LlvmCompiler()
-    if lb.generator.fused_mul_add:
-        vector = re.findall(r"<(\d+) x float> @llvm\.fmuladd\.v\d+f32\(", _optimized_ir(source))
+    if lb.generator.fused_mul_add:  # the host's code: its CPU and features
+        opt_ir, asm = _optimized(lb.generator.generate(opt, "f").source)
+        vector = re.findall(r"<(\d+) x float> @llvm\.fmuladd\.v\d+f32\(", opt_ir)
         assert len(vector) >= 4 and all(int(n) >= 4 for n in vector)
+        if "+fma" in lb.target.features.split(","):  # fused: one rounding a step
+            assert re.search(r"vfmadd\w*ps\s[^\n]*%[yz]mm", asm), asm
     vx = RNG.standard_normal((rows, cols)).astype(np.float32)
     vw = (np.abs(RNG.standard_normal(cols)) + 0.1).astype(np.float32)  # positive: signs of x
     vy = np.float32([0.5, -0.0, 0.0, 1.0, 2.0, -3.0])
