@@ -1,5 +1,6 @@
 """The llvm backend against the reference interpreter and numpy."""
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -237,3 +238,63 @@ def test_results_equal_with_one_and_all_threads(monkeypatch: pytest.MonkeyPatch)
     assert (cores1, coresn) == (1, settings.available_cores())
     np.testing.assert_array_equal(y1, yn)
     np.testing.assert_allclose(s1, sn, rtol=1e-5)
+
+
+def _optimized(source: str) -> tuple[str, str]:
+    """``source`` through the ``O3`` pipeline for the host, as the compiler runs it: the IR and
+    the assembly."""
+    import llvmlite.binding as llvm
+
+    target = llvm_jit.host_target()
+    with llvm_jit.LLVM_LOCK:
+        module = llvm.parse_assembly(source)
+        machine = target.machine()
+        module.triple = machine.triple
+        module.data_layout = str(machine.target_data)
+        llvm_jit.optimize(module, machine)
+        return str(module), machine.emit_assembly(module)
+
+
+def test_multiply_accumulate_reductions_vectorize(cache_dir: Path) -> None:
+    """A row's ``fma(x, w, acc)`` steps are ``llvm.fmuladd`` with ``reassoc`` and no other
+    fast-math flag (``llvm.fma`` without a fusing target), and on a host with FMA the loop
+    vectorizer turns them into vector multiply-adds, in several vector accumulators (a scalar
+    fma chain ran a layer norm's variance 10x slower than cc's). Values: the interpreter's
+    sequential fma; NaN, infinities and signed zeros exactly (-0.0 products into a -0.0 cell
+    stay -0.0), others to rounding."""
+    rows, cols = 6, 1000
+    x = Tnode.create((rows, cols), label="x", hosted=True)
+    w = Tnode.create((cols,), label="w", hosted=True)
+    y = Tnode.create((rows,), label="y", hosted=True)
+    comp = ir.accum(y, "add", x, w, op="mul", spec="ij,j->i", initialize_neutral=False)
+    opt = optimize(lower(comp), name="mv")
+    source = LlvmGen(fused_mul_add=True).generate(opt, "f").source
+    steps = [ln for ln in source.splitlines() if "@llvm.fmuladd.f32(" in ln and "call" in ln]
+    assert steps and all("call reassoc float" in ln for ln in steps), source
+    assert "@llvm.fma.f32(" not in source
+    unfused = LlvmGen(fused_mul_add=False).generate(opt, "f").source
+    assert "fmuladd" not in unfused and "call reassoc float @llvm.fma.f32(" in unfused
+    # The row loop of 1000 steps runs 4 vector accumulators (LLVM's cost model chose 1).
+    assert '!{!"llvm.loop.interleave.count", i32 4}' in source
+    lb = LlvmCompiler()
+    if lb.generator.fused_mul_add:  # the host's code: its CPU and features
+        opt_ir, asm = _optimized(lb.generator.generate(opt, "f").source)
+        vector = re.findall(r"<(\d+) x float> @llvm\.fmuladd\.v\d+f32\(", opt_ir)
+        assert len(vector) >= 4 and all(int(n) >= 4 for n in vector)
+        if "+fma" in lb.target.features.split(","):  # fused: one rounding a step
+            assert re.search(r"vfmadd\w*ps\s[^\n]*%[yz]mm", asm), asm
+    vx = RNG.standard_normal((rows, cols)).astype(np.float32)
+    vw = (np.abs(RNG.standard_normal(cols)) + 0.1).astype(np.float32)  # positive: signs of x
+    vy = np.float32([0.5, -0.0, 0.0, 1.0, 2.0, -3.0])
+    vx[1] = -0.0  # -0 products into a -0 cell: -0 (a +0 lane start would give +0)
+    vx[2] = 0.0
+    vx[2, 7] = np.inf
+    vx[3, 500] = np.nan
+    vx[4, 10], vx[4, 990] = np.inf, -np.inf  # inf - inf
+    vx[5] = -0.0
+    vx[5, 999] = -1.0  # a nonzero product last, after a run of -0 products
+    got, ref = run_direct(lb, comp, {x: vx, w: vw, y: vy}, y)
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-5)
+    same_values(got[1:], ref[1:])
+    np.testing.assert_array_equal(np.signbit(got[1:]), np.signbit(ref[1:]))
+    assert np.signbit(got[1]) and np.isinf(got[2]) and np.isnan(got[3]) and np.isnan(got[4])

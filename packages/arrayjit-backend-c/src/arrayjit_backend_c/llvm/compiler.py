@@ -50,8 +50,14 @@ class LlvmCompiler(SegmentedCompiler):
         """``workers``: threads a parallel loop is split across (default: the CPU count)."""
         super().__init__(workers)
         self.target = host_target()
+        features = self.target.features.split(",")
+        # x86 with FMA; AArch64 always fuses (its features do not say "+fma").
+        fuses = "+fma" in features or self.target.triple.startswith(("aarch64", "arm64"))
         self.generator = LlvmGen(
-            self.target.cpu, self.target.features, native_half="+f16c" in self.target.features
+            self.target.cpu,
+            self.target.features,
+            native_half="+f16c" in features,
+            fused_mul_add=fuses,
         )
         self.cache = CompileCache()
         self._lock = threading.Lock()

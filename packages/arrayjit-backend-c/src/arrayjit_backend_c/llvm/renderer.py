@@ -12,6 +12,15 @@ functions are LLVM intrinsics, except the float32 transcendentals, which call th
 library's helpers (:mod:`arrayjit_backends.codegen.math_lib`, the steps the C renderers
 print); float ``max``/``min`` are ``llvm.maximum``/``llvm.minimum`` (NaN propagates).
 
+Reductions into one cell or one local may be reassociated, as OpenMP's ``simd reduction``
+clause allows the cc backend, and nothing more: their steps carry ``reassoc`` alone (never
+``nnan``, ``ninf`` or ``nsz``), and the vector lanes of a float sum start at -0.0. A
+multiply-accumulate step ``fma(x, w, acc)`` is ``llvm.fmuladd`` where the target fuses a
+multiply-add in hardware (:attr:`LlvmGen.fused_mul_add`): LLVM's loop vectorizer takes that
+intrinsic as a reduction and not ``llvm.fma`` (a scalar fma chain ran a layer norm's variance
+10x slower than cc's), and on such a target code generation fuses it, one rounding per step as
+``llvm.fma`` would give. Elsewhere the step stays ``llvm.fma``, scalar.
+
 A routine becomes one LLVM function per *segment* of its top-level statements: each top-level loop
 whose iterations write disjoint cells and do at least :data:`~arrayjit_backends.codegen.kernel_plan.
 PARALLEL_MIN_WORK` innermost iterations is a parallel segment, taking the extra parameters
@@ -86,13 +95,24 @@ class LlvmGen(ScalarGen):
     supported_precs: ClassVar[frozenset[Prec]] = frozenset(Prec)
 
     def __init__(
-        self, target_cpu: str = "", target_features: str = "", native_half: bool = False
+        self,
+        target_cpu: str = "",
+        target_features: str = "",
+        native_half: bool = False,
+        fused_mul_add: bool | None = None,
     ) -> None:
         """``native_half``: convert half with LLVM's ``half`` type (hardware conversions where
-        the target has them, e.g. x86 F16C); else with integer code, like bfloat16 and fp8."""
+        the target has them, e.g. x86 F16C); else with integer code, like bfloat16 and fp8.
+        ``fused_mul_add``: see :attr:`fused_mul_add` (default: whether ``target_features``
+        has x86's ``+fma``)."""
         self.target_cpu = target_cpu
         self.target_features = target_features
         self.native_half = native_half
+        if fused_mul_add is None:
+            fused_mul_add = "+fma" in target_features.split(",")
+        self.fused_mul_add = fused_mul_add
+        """The target fuses a multiply-add in hardware (x86 FMA, AArch64): a reduction's
+        multiply-accumulate steps are ``llvm.fmuladd``, which vectorizes (module docstring)."""
         self._reset()
 
     def _reset(self) -> None:
@@ -275,7 +295,8 @@ class LlvmGen(ScalarGen):
                 # from 64 rows (a 4096x4096 row sum ran 3x slower than cc's).
                 if lo <= hi:
                     step_fn = lambda: self._local_step(op, step)  # noqa: E731
-                    self.loop(i, str(lo), str(hi + 1), step_fn, False, keep=True)
+                    width = self._interleave(hi - lo + 1)
+                    self.loop(i, str(lo), str(hi + 1), step_fn, False, True, width)
             case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
                 if lo <= hi:
                     self.loop(i, str(lo), str(hi + 1), lambda: self.stmt(body), guard=False)
@@ -313,8 +334,7 @@ class LlvmGen(ScalarGen):
         acc = self._fn.tmp(f"load {ty.ll}, ptr {ptr}")
         match s.value:
             case L.Ternop(op=ops.Ternop.fma, a=x, b=w):
-                xv, wv = self.expr(x, prec), self.expr(w, prec)
-                new = self._intrinsic("fma", ty, xv, wv, acc, flags="reassoc ")
+                new = self._mul_acc(self.expr(x, prec), self.expr(w, prec), acc, ty)
             case L.Binop(b=term):
                 new = self._reduce(op, acc, self.expr(term, prec), ty, True)
             case _:
@@ -329,10 +349,12 @@ class LlvmGen(ScalarGen):
         body: Callable[[], None],
         guard: bool,
         keep: bool = False,
+        interleave: int = 0,
     ) -> None:
         """``for sym in [lo, stop): body()`` as a bottom-tested loop (guarded when the bounds are
         not known to be non-empty); ``keep``: never unrolled by LLVM (it stays the innermost
-        loop, the one the loop vectorizer vectorizes)."""
+        loop, the one the loop vectorizer vectorizes); ``interleave``: when at least 2, the
+        loop vectorizer's interleave count for it (that many vector accumulators)."""
         f = self._fn
         head, done = f.label("L"), f.label("X")
         if guard:
@@ -349,12 +371,13 @@ class LlvmGen(ScalarGen):
         body()
         nxt = f.tmp(f"add nsw i64 {iv}, 1")
         c = f.tmp(f"icmp slt i64 {nxt}, {stop}")
+        hints = ['!{!"llvm.loop.unroll.disable"}'] if keep else []
+        if interleave >= 2:
+            hints.append(f'!{{!"llvm.loop.interleave.count", i32 {interleave}}}')
         meta = ""
-        if keep:
+        if hints:
             node = f"!{len(self._loop_meta)}"
-            self._loop_meta.append(
-                f'{node} = distinct !{{{node}, !{{!"llvm.loop.unroll.disable"}}}}'
-            )
+            self._loop_meta.append(f"{node} = distinct !{{{node}, {', '.join(hints)}}}")
             meta = f", !llvm.loop {node}"
         f.do(f"br i1 {c}, label %{head}, label %{done}{meta}")
         f.lines[phi_at] = f"  {iv} = phi i64 [ {lo}, %{pre} ], [ {nxt}, %{f.block} ]"
@@ -372,6 +395,26 @@ class LlvmGen(ScalarGen):
             case ops.Binop.max | ops.Binop.min if ty.is_float:
                 return self._intrinsic(f"{op.value}imum", ty, acc, x, flags=flags)
         return self.binop(op, acc, x, ty)
+
+    reduction_interleave: ClassVar[int] = 4
+    """The vector accumulators of an innermost reduction loop of at least
+    :attr:`interleave_min_trip` iterations: LLVM's cost model gave one, and a chain of
+    dependent vector adds or fmas ran at their latency."""
+    interleave_min_trip: ClassVar[int] = 256
+
+    def _interleave(self, trip: int) -> int:
+        """The interleave count of an innermost reduction loop of ``trip`` iterations (0: the
+        vectorizer's choice)."""
+        return self.reduction_interleave if trip >= self.interleave_min_trip else 0
+
+    def _mul_acc(self, x: str, w: str, acc: str, ty: Ty) -> str:
+        """A reduction's multiply-accumulate step ``fma(x, w, acc)``, reassociable: with
+        :attr:`fused_mul_add`, ``llvm.fmuladd`` (the form the loop vectorizer takes as a
+        reduction; fused by code generation on such a target), else ``llvm.fma``."""
+        if not ty.is_float:
+            return self._fn.tmp(f"add {ty.ll} {self._fn.tmp(f'mul {ty.ll} {x}, {w}')}, {acc}")
+        name = "fmuladd" if self.fused_mul_add else "fma"
+        return self._intrinsic(name, ty, x, w, acc, flags="reassoc ")
 
     def _identity(self, op: ops.Binop, ty: Ty) -> str:
         """The value each chunk of a parallel reduction starts from (-0.0 for float sums:
@@ -400,14 +443,16 @@ class LlvmGen(ScalarGen):
                 if red.fused:  # a multiply-accumulate: fma(x, w, acc)
                     assert isinstance(red.term, L.Binop)
                     x, w = self.expr(red.term.a, prec), self.expr(red.term.b, prec)
-                    new = self._intrinsic("fma", ty, x, w, a, flags="reassoc ")
+                    new = self._mul_acc(x, w, a, ty)
                 else:
                     new = self._reduce(red.op, a, self.expr(red.term, prec), ty, True)
                 self._fn.do(f"store {ty.ll} {new}, ptr {acc}")
                 return
             lp = loops[k]
             lo, stop = first if k == 0 else (str(lp.from_), str(lp.to_inclusive + 1))
-            self.loop(lp.index, lo, stop, lambda: nest(k + 1), guard=k == 0)
+            inner = k == len(loops) - 1 and not (k == 0 and first[0].startswith("%"))
+            width = self._interleave(lp.to_inclusive - lp.from_ + 1) if inner else 0
+            self.loop(lp.index, lo, stop, lambda: nest(k + 1), k == 0, interleave=width)
 
         nest(0)
 
