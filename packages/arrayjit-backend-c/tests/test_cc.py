@@ -1,5 +1,6 @@
 """The cc backend against the reference interpreter and numpy."""
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,55 @@ def test_compile_error_has_output_and_source() -> None:
     assert "this is not C" in Path(info.value.source_path).read_text()
 
 
+def _ieee_max_min(x: np.ndarray, op: str) -> float:
+    """The IEEE 754-2019 maximum or minimum of the row ``x``, written plainly: NaN if any term
+    is NaN, else the extreme value, +0 over -0 for max and -0 over +0 for min."""
+    if np.isnan(x).any():
+        return math.nan
+    best = float(x[0])
+    for v in map(float, x[1:]):
+        if op == "max" and (v > best or (v == best and not math.copysign(1, v) < 0)):
+            best = v
+        if op == "min" and (v < best or (v == best and math.copysign(1, v) < 0)):
+            best = v
+    return best
+
+
+@pytest.mark.parametrize("prec", ["single", "double"])
+def test_keyed_max_min_rows(backend: Any, prec: str) -> None:
+    """Row max and min reductions long enough to vectorize (they run on order keys) give the
+    IEEE maximum and minimum bit for bit: signed zeros in either order, a NaN anywhere in the
+    row (first, middle, last lane of a vector, last term), infinities, subnormals, all NaN."""
+    cols = 100
+    tiny = float(np.finfo(np.float32 if prec == "single" else np.float64).smallest_subnormal)
+    rows = [
+        np.full(cols, -0.0),
+        np.concatenate([np.full(50, -0.0), np.full(50, 0.0)]),
+        np.concatenate([np.full(50, 0.0), np.full(50, -0.0)]),
+        np.full(cols, -math.inf),
+        np.full(cols, math.inf),
+        np.full(cols, math.nan),
+        np.array([-tiny, tiny] * 50),
+    ]
+    for at in (0, 15, 16, 31, 63, 99):
+        r = RNG.standard_normal(cols)
+        r[at] = math.nan
+        rows.append(r)
+    for _ in range(4):
+        rows.append(RNG.standard_normal(cols) * 10.0 ** RNG.integers(-40, 40))
+    v = np.stack(rows)
+    x = Tnode.create(v.shape, label="x", prec=prec, hosted=True)
+    for op in ("max", "min"):
+        out = Tnode.create((len(rows),), label=f"r{op}", prec=prec, hosted=True)
+        got, _ = run_both(backend, ir.accum(out, op, x, spec="rc->r"), {x: v}, out, reference=False)
+        stored = x.get_values()
+        want = np.array([_ieee_max_min(r, op) for r in stored], dtype=got.dtype)
+        assert np.array_equal(np.isnan(got), np.isnan(want)), op
+        keep = ~np.isnan(want)
+        assert np.array_equal(np.signbit(got[keep]), np.signbit(want[keep])), op
+        np.testing.assert_array_equal(got[keep], want[keep], err_msg=op)
+
+
 def _source(comp: Any) -> str:
     from arrayjit_backend_c.cc.renderer import CcSyntax
     from arrayjit_ir import lower, optimize
@@ -117,7 +167,9 @@ def test_segment_functions() -> None:
     assert "#pragma omp simd reduction(aj_add:" in src and "omp parallel" not in src
     small = Tnode.create((64,), label="small", hosted=True)
     src = _source(ir.accum(tot, "max", small, spec="i->"))
-    assert "#pragma omp simd reduction(aj_max:acc1)" in src and "partials" not in src
+    # A float max vectorizes on order keys (cc.renderer.ORDER_KEYS): an integer max.
+    assert "#pragma omp simd reduction(max:key" in src and "partials" not in src
+    assert "acc1 = aj_f32_unkey(key" in src
     half = Tnode.create((64,), label="half", prec="half", hosted=True)
     tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
     # A half sum accumulates in a float32 register (arrayjit_ir.lower), stored once, rounded.
