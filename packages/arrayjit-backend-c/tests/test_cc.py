@@ -140,6 +140,38 @@ def test_keyed_max_min_rows(backend: Any, prec: str) -> None:
         np.testing.assert_array_equal(got[keep], want[keep], err_msg=op)
 
 
+@pytest.mark.parametrize("prec", ["single", "double"])
+@pytest.mark.parametrize(("rows", "cols", "inner"), [(3, 8, 64), (5, 12, 48), (2, 6, 32)])
+def test_jammed_dot_loops(backend: Any, prec: str, rows: int, cols: int, inner: int) -> None:
+    """Scores as attention computes them, ``s = (q k^T) * scale`` with the sum inlined into
+    the scale's loop: the cells of a row run four at a time in lane partials
+    (``cc.renderer.DotLoop``; 6 columns are no multiple of 4: one at a time), against numpy
+    in double; a row of -0.0 products stays +0.0 (the sum's start) as the serial sum does."""
+    from arrayjit_backend_c.cc.renderer import DOT_JAM
+
+    q = Tnode.create((rows, inner), label="q", prec=prec, hosted=True)
+    k = Tnode.create((cols, inner), label="k", prec=prec, hosted=True)
+    scale = Tnode.create((), label="scale", prec=prec, hosted=True)
+    s0 = Tnode.create((rows, cols), label="s0", prec=prec)
+    s = Tnode.create((rows, cols), label="s", prec=prec, hosted=True)
+    comp = ir.block(
+        ir.accum(s0, "add", q, k, op="mul", spec="rd,cd->rc"),
+        ir.binop(s, "mul", s0, scale),
+    )
+    vq, vk = RNG.standard_normal((rows, inner)), RNG.standard_normal((cols, inner))
+    vq[0] = -0.0
+    vk[0] = np.abs(vk[0]) + 1.0
+    src = _source(comp)
+    assert ("lanes" in src) == (cols % DOT_JAM == 0)
+    got, ref = run_both(backend, comp, {q: vq, k: vk, scale: np.array(0.125)}, s)
+    dt = np.float32 if prec == "single" else np.float64
+    want = (vq.astype(dt).astype(np.float64) @ vk.astype(dt).astype(np.float64).T) * 0.125
+    tol = 1e-5 if prec == "single" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * float(np.abs(want).max()))
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * float(np.abs(want).max()))
+    assert not np.signbit(got[0, 0]) and got[0, 0] == 0.0
+
+
 def _source(comp: Any) -> str:
     from arrayjit_backend_c.cc.renderer import CcSyntax
     from arrayjit_ir import lower, optimize
