@@ -162,7 +162,7 @@ def test_jammed_dot_loops(backend: Any, prec: str, rows: int, cols: int, inner: 
     vq[0] = -0.0
     vk[0] = np.abs(vk[0]) + 1.0
     src = _source(comp)
-    assert ("lanes" in src) == (cols % DOT_JAM == 0)
+    assert (f"[{DOT_JAM}][" in src) == (cols % DOT_JAM == 0)  # the jammed cells' partials
     got, ref = run_both(backend, comp, {q: vq, k: vk, scale: np.array(0.125)}, s)
     dt = np.float32 if prec == "single" else np.float64
     want = (vq.astype(dt).astype(np.float64) @ vk.astype(dt).astype(np.float64).T) * 0.125
@@ -170,6 +170,24 @@ def test_jammed_dot_loops(backend: Any, prec: str, rows: int, cols: int, inner: 
     np.testing.assert_allclose(got, want, rtol=tol, atol=tol * float(np.abs(want).max()))
     np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * float(np.abs(want).max()))
     assert not np.signbit(got[0, 0]) and got[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("cols", [128, 200, 40])
+def test_lane_sums(backend: Any, cols: int) -> None:
+    """Row sums whose blocks are whole vectors of lanes (64 terms; 200 = 3 blocks and 8 terms
+    left, summed on their own) run in lane partials summed as a tree (``CcSyntax.lane_sum``),
+    40 terms as a vectorized reduction; against numpy in double."""
+    x = Tnode.create((6, cols), label="x", hosted=True)
+    r = Tnode.create((6,), label="r", hosted=True)
+    comp = ir.accum(r, "add", x, spec="rc->r")
+    src = _source(comp)
+    assert ("lanes" in src) == (cols % 16 == 0 or cols > 64)
+    v = RNG.standard_normal((6, cols)) * 10.0 ** RNG.integers(-3, 3, (6, cols))
+    got, ref = run_both(backend, comp, {x: v}, r)
+    want = v.astype(np.float32).astype(np.float64).sum(1)
+    scale = np.abs(v).sum(1)
+    assert (np.abs(got - want) <= 8 * 2.0**-24 * scale).all()
+    assert (np.abs(got - ref) <= 16 * 2.0**-24 * scale).all()
 
 
 def _source(comp: Any) -> str:
@@ -196,7 +214,8 @@ def test_segment_functions() -> None:
     tot = Tnode.create((), label="tot", hosted=True)
     src = _source(ir.accum(tot, "add", a, spec="i->"))
     assert "void *restrict partials, int64_t slot)" in src and "void f_1_combine(" in src
-    assert "#pragma omp simd reduction(aj_add:" in src and "omp parallel" not in src
+    # Its blocks of 64 terms sum in lane partials (CcSyntax.lane_sum), vectorized.
+    assert "#pragma omp simd" in src and "lanes" in src and "omp parallel" not in src
     small = Tnode.create((64,), label="small", hosted=True)
     src = _source(ir.accum(tot, "max", small, spec="i->"))
     # A float max vectorizes on order keys (cc.renderer.ORDER_KEYS): an integer max.
