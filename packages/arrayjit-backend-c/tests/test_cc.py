@@ -1,5 +1,6 @@
 """The cc backend against the reference interpreter and numpy."""
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -90,6 +91,105 @@ def test_compile_error_has_output_and_source() -> None:
     assert "this is not C" in Path(info.value.source_path).read_text()
 
 
+def _ieee_max_min(x: np.ndarray, op: str) -> float:
+    """The IEEE 754-2019 maximum or minimum of the row ``x``, written plainly: NaN if any term
+    is NaN, else the extreme value, +0 over -0 for max and -0 over +0 for min."""
+    if np.isnan(x).any():
+        return math.nan
+    best = float(x[0])
+    for v in map(float, x[1:]):
+        if op == "max" and (v > best or (v == best and not math.copysign(1, v) < 0)):
+            best = v
+        if op == "min" and (v < best or (v == best and math.copysign(1, v) < 0)):
+            best = v
+    return best
+
+
+@pytest.mark.parametrize("prec", ["single", "double"])
+def test_keyed_max_min_rows(backend: Any, prec: str) -> None:
+    """Row max and min reductions long enough to vectorize (they run on order keys) give the
+    IEEE maximum and minimum bit for bit: signed zeros in either order, a NaN anywhere in the
+    row (first, middle, last lane of a vector, last term), infinities, subnormals, all NaN."""
+    cols = 100
+    tiny = float(np.finfo(np.float32 if prec == "single" else np.float64).smallest_subnormal)
+    rows = [
+        np.full(cols, -0.0),
+        np.concatenate([np.full(50, -0.0), np.full(50, 0.0)]),
+        np.concatenate([np.full(50, 0.0), np.full(50, -0.0)]),
+        np.full(cols, -math.inf),
+        np.full(cols, math.inf),
+        np.full(cols, math.nan),
+        np.array([-tiny, tiny] * 50),
+    ]
+    for at in (0, 15, 16, 31, 63, 99):
+        r = RNG.standard_normal(cols)
+        r[at] = math.nan
+        rows.append(r)
+    for _ in range(4):
+        rows.append(RNG.standard_normal(cols) * 10.0 ** RNG.integers(-40, 40))
+    v = np.stack(rows)
+    x = Tnode.create(v.shape, label="x", prec=prec, hosted=True)
+    for op in ("max", "min"):
+        out = Tnode.create((len(rows),), label=f"r{op}", prec=prec, hosted=True)
+        got, _ = run_both(backend, ir.accum(out, op, x, spec="rc->r"), {x: v}, out, reference=False)
+        stored = x.get_values()
+        want = np.array([_ieee_max_min(r, op) for r in stored], dtype=got.dtype)
+        assert np.array_equal(np.isnan(got), np.isnan(want)), op
+        keep = ~np.isnan(want)
+        assert np.array_equal(np.signbit(got[keep]), np.signbit(want[keep])), op
+        np.testing.assert_array_equal(got[keep], want[keep], err_msg=op)
+
+
+@pytest.mark.parametrize("prec", ["single", "double"])
+@pytest.mark.parametrize(("rows", "cols", "inner"), [(3, 8, 64), (5, 12, 48), (2, 6, 32)])
+def test_jammed_dot_loops(backend: Any, prec: str, rows: int, cols: int, inner: int) -> None:
+    """Scores as attention computes them, ``s = (q k^T) * scale`` with the sum inlined into
+    the scale's loop: the cells of a row run four at a time in lane partials
+    (``cc.renderer.DotLoop``; 6 columns are no multiple of 4: one at a time), against numpy
+    in double; a row of -0.0 products stays +0.0 (the sum's start) as the serial sum does."""
+    from arrayjit_backend_c.cc.renderer import DOT_JAM
+
+    q = Tnode.create((rows, inner), label="q", prec=prec, hosted=True)
+    k = Tnode.create((cols, inner), label="k", prec=prec, hosted=True)
+    scale = Tnode.create((), label="scale", prec=prec, hosted=True)
+    s0 = Tnode.create((rows, cols), label="s0", prec=prec)
+    s = Tnode.create((rows, cols), label="s", prec=prec, hosted=True)
+    comp = ir.block(
+        ir.accum(s0, "add", q, k, op="mul", spec="rd,cd->rc"),
+        ir.binop(s, "mul", s0, scale),
+    )
+    vq, vk = RNG.standard_normal((rows, inner)), RNG.standard_normal((cols, inner))
+    vq[0] = -0.0
+    vk[0] = np.abs(vk[0]) + 1.0
+    src = _source(comp)
+    assert (f"[{DOT_JAM}][" in src) == (cols % DOT_JAM == 0)  # the jammed cells' partials
+    got, ref = run_both(backend, comp, {q: vq, k: vk, scale: np.array(0.125)}, s)
+    dt = np.float32 if prec == "single" else np.float64
+    want = (vq.astype(dt).astype(np.float64) @ vk.astype(dt).astype(np.float64).T) * 0.125
+    tol = 1e-5 if prec == "single" else 1e-12
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * float(np.abs(want).max()))
+    np.testing.assert_allclose(got, ref, rtol=tol, atol=tol * float(np.abs(want).max()))
+    assert not np.signbit(got[0, 0]) and got[0, 0] == 0.0
+
+
+@pytest.mark.parametrize("cols", [128, 200, 40])
+def test_lane_sums(backend: Any, cols: int) -> None:
+    """Row sums whose blocks are whole vectors of lanes (64 terms; 200 = 3 blocks and 8 terms
+    left, summed on their own) run in lane partials summed as a tree (``CcSyntax.lane_sum``),
+    40 terms as a vectorized reduction; against numpy in double."""
+    x = Tnode.create((6, cols), label="x", hosted=True)
+    r = Tnode.create((6,), label="r", hosted=True)
+    comp = ir.accum(r, "add", x, spec="rc->r")
+    src = _source(comp)
+    assert ("lanes" in src) == (cols % 16 == 0 or cols > 64)
+    v = RNG.standard_normal((6, cols)) * 10.0 ** RNG.integers(-3, 3, (6, cols))
+    got, ref = run_both(backend, comp, {x: v}, r)
+    want = v.astype(np.float32).astype(np.float64).sum(1)
+    scale = np.abs(v).sum(1)
+    assert (np.abs(got - want) <= 8 * 2.0**-24 * scale).all()
+    assert (np.abs(got - ref) <= 16 * 2.0**-24 * scale).all()
+
+
 def _source(comp: Any) -> str:
     from arrayjit_backend_c.cc.renderer import CcSyntax
     from arrayjit_ir import lower, optimize
@@ -114,10 +214,13 @@ def test_segment_functions() -> None:
     tot = Tnode.create((), label="tot", hosted=True)
     src = _source(ir.accum(tot, "add", a, spec="i->"))
     assert "void *restrict partials, int64_t slot)" in src and "void f_1_combine(" in src
-    assert "#pragma omp simd reduction(aj_add:" in src and "omp parallel" not in src
+    # Its blocks of 64 terms sum in lane partials (CcSyntax.lane_sum), vectorized.
+    assert "#pragma omp simd" in src and "lanes" in src and "omp parallel" not in src
     small = Tnode.create((64,), label="small", hosted=True)
     src = _source(ir.accum(tot, "max", small, spec="i->"))
-    assert "#pragma omp simd reduction(aj_max:acc1)" in src and "partials" not in src
+    # A float max vectorizes on order keys (cc.renderer.ORDER_KEYS): an integer max.
+    assert "#pragma omp simd reduction(max:key" in src and "partials" not in src
+    assert "acc1 = aj_f32_unkey(key" in src
     half = Tnode.create((64,), label="half", prec="half", hosted=True)
     tot_half = Tnode.create((), label="tot_half", prec="half", hosted=True)
     # A half sum accumulates in a float32 register (arrayjit_ir.lower), stored once, rounded.
