@@ -68,17 +68,23 @@ class _Function:
 
 
 def _families(functions: list[_Function]) -> list[list[_Function]]:
-    """Functions grouped by segment: a ``_task`` or ``_combine`` function joins the function it
-    is named after (the only one it calls), in the order the segments come."""
+    """Functions grouped by segment, in the order the segments come: a ``_combine`` function
+    joins the function it is named after; then an empty group (a forced unit boundary), then
+    the tasks, one group each. A task reads its segment's arguments at their positions among
+    the routine's parameters, which an added or removed node anywhere shifts: kept apart, the
+    tasks (small) are what such an edit recompiles, not the segments' code."""
     names = {f.name for f in functions}
     groups: dict[str, list[_Function]] = {}
+    tasks: list[list[_Function]] = []
     for f in functions:
+        if f.name.endswith("_task") and f.name.removesuffix("_task") in names:
+            tasks.append([f])
+            continue
         root = f.name
-        for suffix in ("_task", "_combine"):
-            if root.endswith(suffix) and root[: -len(suffix)] in names:
-                root = root[: -len(suffix)]
+        if root.endswith("_combine") and root.removesuffix("_combine") in names:
+            root = root.removesuffix("_combine")
         groups.setdefault(root, []).append(f)
-    return list(groups.values())
+    return [*groups.values(), [], *tasks]
 
 
 def _external(texts: list[str], declarations: dict[str, str]) -> str:
@@ -98,6 +104,11 @@ def _units(header: str, families: list[list[str]], declarations: dict[str, str])
     current: list[str] = []
     size = 0
     for texts in families:
+        if not texts:  # a forced boundary
+            if current:
+                units.append(header + _external(current, declarations) + "".join(current))
+            current, size = [], 0
+            continue
         current += texts
         size += sum(len(t) for t in texts)
         digest = int.from_bytes(hashlib.sha256("".join(texts).encode()).digest()[:4], "little")
@@ -228,7 +239,7 @@ def _group(
             if symbols[f.name] not in seen:
                 seen.add(symbols[f.name])
                 mine.append(texts[f.name])
-        if mine:
+        if mine or not family:
             families.append(mine)
     return _units(header, families, declarations)
 
@@ -370,6 +381,11 @@ def _ll_groups(
     current: list[tuple[str, list[str]]] = []
     size = 0
     for family in families:
+        if not family:  # a forced boundary
+            if current:
+                yield current
+            current, size = [], 0
+            continue
         mine = []
         for f in family:
             if symbols[f.name] not in seen:
