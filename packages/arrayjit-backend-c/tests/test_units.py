@@ -158,9 +158,12 @@ def test_editing_one_layer_compiles_only_its_units(
 
 
 @pytest.mark.parametrize("language", ["c", "llvm"])
-def test_functions_are_renamed_within_themselves(language: str) -> None:
+def test_functions_are_renamed_within_themselves(
+    language: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Two routines that differ only in numbering (node ids, loop symbols, the routine's name)
     split into the same units."""
+    monkeypatch.setattr(units, "SPLIT_MIN_BYTES", 0)  # split however small
     c = """#include <stdint.h>
 /* routine r */
 void aj_r_0(float *restrict a_3, float *restrict b_4) {

@@ -47,6 +47,16 @@ MAX_UNIT_BYTES = 40_000
 """A unit ends once its functions hold this many bytes, boundary or not."""
 BOUNDARY_ONE_IN = 4
 """A family ends a unit (past :data:`MIN_UNIT_BYTES`) when its digest is 0 modulo this."""
+TASK_UNIT_SCALE = 4
+"""Units of tasks (trivial functions, each a call of its segment's) hold this many times as
+many bytes: the compiler's start and the header are most of their cost."""
+
+SPLIT_MIN_BYTES = 16_000
+"""A routine whose functions hold fewer bytes of C (:data:`LLVM_BYTES_PER_C_BYTE` times as many
+of LLVM IR) is one unit, its source as rendered: splitting would only add compiler runs (and a
+link)."""
+LLVM_BYTES_PER_C_BYTE = 2.5
+"""About how much longer LLVM IR is than the C of the same routine."""
 
 SYMBOL_PREFIX = "aj_u"
 
@@ -102,18 +112,18 @@ def _units(header: str, families: list[list[str]], declarations: dict[str, str])
     """Group the families' normalized texts into units (see the module docstring)."""
     units: list[str] = []
     current: list[str] = []
-    size = 0
+    size, scale = 0, 1
     for texts in families:
-        if not texts:  # a forced boundary
+        if not texts:  # a forced boundary: the tasks follow
             if current:
                 units.append(header + _external(current, declarations) + "".join(current))
-            current, size = [], 0
+            current, size, scale = [], 0, TASK_UNIT_SCALE
             continue
         current += texts
         size += sum(len(t) for t in texts)
         digest = int.from_bytes(hashlib.sha256("".join(texts).encode()).digest()[:4], "little")
-        boundary = size >= MIN_UNIT_BYTES and digest % BOUNDARY_ONE_IN == 0
-        if boundary or size >= MAX_UNIT_BYTES:
+        boundary = size >= MIN_UNIT_BYTES * scale and digest % BOUNDARY_ONE_IN == 0
+        if boundary or size >= MAX_UNIT_BYTES * scale:
             units.append(header + _external(current, declarations) + "".join(current))
             current, size = [], 0
     if current:
@@ -125,8 +135,8 @@ def _symbol(text: str) -> str:
     return f"{SYMBOL_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
-def _whole(source: str, names: list[str]) -> SplitRoutine:
-    return SplitRoutine((source,), {n: n for n in names})
+def _whole(source: str, names: list[str] | None) -> SplitRoutine:
+    return SplitRoutine((source,), {n: n for n in names or []})
 
 
 # --- C ---------------------------------------------------------------------------------------
@@ -185,9 +195,10 @@ def split_c(source: str) -> SplitRoutine:
     header = source[: at + 1]
     first_line_end = source.index("\n", at + 1)
     functions = _c_functions(source[first_line_end + 1 :])
-    if functions is None:
+    if functions is None or sum(len(f.text) for f in functions) < SPLIT_MIN_BYTES:
         return _whole(source, _C_FUNCTION.findall(source))
     fixed = set(_C_TOKEN.findall(header)) | _C_KEEP
+    helpers, header = _c_helpers(header)
     defined = {f.name for f in functions}
     symbols: dict[str, str] = {}
     texts: dict[str, str] = {}
@@ -219,7 +230,43 @@ def split_c(source: str) -> SplitRoutine:
         symbols[f.name]: texts[f.name][: texts[f.name].index("{")].rstrip() + ";\n"
         for f in functions
     }
-    return SplitRoutine(_group(header, functions, symbols, texts, declarations), symbols)
+    grouped = _group(header, functions, symbols, texts, declarations)
+    return SplitRoutine((helpers, *grouped) if helpers else grouped, symbols)
+
+
+_HIDDEN = '__attribute__((visibility("hidden"))) '
+
+
+def _c_helpers(header: str) -> tuple[str | None, str]:
+    """The helpers' unit and the header of the other units: the header's ``static`` functions
+    that are not ``inline`` (the packed matmul's kernels: large, called from many segments)
+    are compiled once, in a unit of their own where they are external (hidden: resolved
+    within the library), and declared in the others; None and ``header`` when there are
+    none."""
+    lines = header.splitlines(keepends=True)
+    own: list[str] = []
+    shared: list[str] = []
+    k = 0
+    while k < len(lines):
+        line = lines[k]
+        if not line.startswith("static ") or line.startswith("static inline"):
+            own.append(line)
+            shared.append(line)
+            k += 1
+            continue
+        end = k
+        while end < len(lines) and lines[end].rstrip("\n") != "}":
+            end += 1
+        text = "".join(lines[k : end + 1])
+        if end == len(lines) or "{" not in text or "(" not in text[: text.index("{")]:
+            return None, header
+        external = _HIDDEN + text[len("static ") :]
+        own.append(external[: external.index("{")].rstrip() + ";\n")
+        shared.append(external)
+        k = end + 1
+    if own == shared:
+        return None, header
+    return "".join(shared), "".join(own)
 
 
 def _group(
@@ -307,6 +354,8 @@ def split_llvm(source: str) -> SplitRoutine:
     if pieces is None:
         return _whole(source, _LL_DEFINE.findall(source))
     header, functions, metadata = pieces
+    if sum(len(f.text) for f in functions) < SPLIT_MIN_BYTES * LLVM_BYTES_PER_C_BYTE:
+        return _whole(source, [f.name for f in functions])
     # Named types are global: never renamed.
     types = set(re.findall(r"^(%[A-Za-z_.$][\w.$]*) = type", header, re.MULTILINE))
     defined = {f.name for f in functions}
@@ -379,12 +428,12 @@ def _ll_groups(
 ) -> Iterator[list[tuple[str, list[str]]]]:
     """The functions of each unit (content-defined, as :func:`_units`)."""
     current: list[tuple[str, list[str]]] = []
-    size = 0
+    size, scale = 0, 1
     for family in families:
-        if not family:  # a forced boundary
+        if not family:  # a forced boundary: the tasks follow
             if current:
                 yield current
-            current, size = [], 0
+            current, size, scale = [], 0, TASK_UNIT_SCALE
             continue
         mine = []
         for f in family:
@@ -397,7 +446,8 @@ def _ll_groups(
         size += sum(len(t) for t, _ in mine)
         joined = "".join(t for t, _ in mine)
         digest = int.from_bytes(hashlib.sha256(joined.encode()).digest()[:4], "little")
-        if (size >= MIN_UNIT_BYTES and digest % BOUNDARY_ONE_IN == 0) or size >= MAX_UNIT_BYTES:
+        boundary = size >= MIN_UNIT_BYTES * scale and digest % BOUNDARY_ONE_IN == 0
+        if boundary or size >= MAX_UNIT_BYTES * scale:
             yield current
             current, size = [], 0
     if current:
