@@ -144,6 +144,10 @@ def _whole(source: str, names: list[str] | None) -> SplitRoutine:
 _C_TOKEN = re.compile(r"\d[\w.]*(?:[eEpP][+-]\d+)?|[A-Za-z_]\w*")
 _C_FUNCTION = re.compile(r"^void (\w+)\(", re.MULTILINE)
 _ENDS_IN_DIGIT = re.compile(r"\d$")
+_C_VARIABLE = re.compile(r"^[A-Za-z_][^(\n]*=", re.MULTILINE)
+"""A variable defined at file scope (a line that assigns before any parenthesis)."""
+_C_HELPER = re.compile(r"static (?!inline\b)[A-Za-z_][\w \*]*?\b\w+\(")
+"""The start of a ``static`` function that is not ``inline``."""
 _C_KEEP = frozenset({"log2", "exp2", "log10", "atan2", "expm1", "log1p", "exp10", "frexp"})
 """Library functions whose names end in a digit (never renamed)."""
 
@@ -197,6 +201,8 @@ def split_c(source: str) -> SplitRoutine:
     functions = _c_functions(source[first_line_end + 1 :])
     if functions is None or sum(len(f.text) for f in functions) < SPLIT_MIN_BYTES:
         return _whole(source, _C_FUNCTION.findall(source))
+    if _C_VARIABLE.search(header):  # state every unit would have its own copy of
+        return _whole(source, [f.name for f in functions])
     fixed = set(_C_TOKEN.findall(header)) | _C_KEEP
     helpers, header = _c_helpers(header)
     defined = {f.name for f in functions}
@@ -249,7 +255,7 @@ def _c_helpers(header: str) -> tuple[str | None, str]:
     k = 0
     while k < len(lines):
         line = lines[k]
-        if not line.startswith("static ") or line.startswith("static inline"):
+        if _C_HELPER.match(line) is None:
             own.append(line)
             shared.append(line)
             k += 1
@@ -295,6 +301,7 @@ def _group(
 
 _LL_DEFINE = re.compile(r"^define (?!internal)[^@]*@([\w.]+)\(")
 _LL_LOCAL = re.compile(r"%[A-Za-z_.$][\w.$]*|^[A-Za-z_.$][\w.$]*(?=:)|@[\w.$]+|!\d+", re.MULTILINE)
+_LL_GLOBAL = re.compile(r"^@[\w.$]+ = .*\bglobal\b", re.MULTILINE)
 _LL_METADATA = re.compile(r"^!(\d+) = (.*)$")
 
 
@@ -354,6 +361,8 @@ def split_llvm(source: str) -> SplitRoutine:
     if pieces is None:
         return _whole(source, _LL_DEFINE.findall(source))
     header, functions, metadata = pieces
+    if _LL_GLOBAL.search(header):  # state every unit would have its own copy of
+        return _whole(source, [f.name for f in functions])
     if sum(len(f.text) for f in functions) < SPLIT_MIN_BYTES * LLVM_BYTES_PER_C_BYTE:
         return _whole(source, [f.name for f in functions])
     # Named types are global: never renamed.
