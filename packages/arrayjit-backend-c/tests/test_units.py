@@ -121,7 +121,8 @@ def test_editing_one_layer_compiles_only_its_units(
 ) -> None:
     """Editing one layer of eight (its bias subtracted, not added) compiles exactly the units
     whose source is new (counted at the compiler), fewer than half; both steps compute what
-    numpy computes."""
+    numpy computes. (Eight layers of C would be one unit: split as a larger program is.)"""
+    monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
     compiled: list[str] = []
     split: list[tuple[str, ...]] = []
     is_cc = backend.name.endswith("cc")
@@ -201,3 +202,22 @@ attributes #0 = { nounwind }
     assert one.units == two.units
     assert one.symbols["aj_r_0"] == two.symbols["aj_other_0"]
     assert "a_3" not in "".join(one.units) and "aj_r_" not in "".join(one.units)
+
+
+def test_repeated_layers_compile_once(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The eight layers' identical functions are one function each in the compiled code (as
+    one unit for C, several for LLVM), and the step computes what numpy computes."""
+    split: list[units.SplitRoutine] = []
+    is_cc = backend.name.endswith("cc")
+    real_split = units.split_c if is_cc else units.split_llvm
+
+    def splitting(source: str) -> units.SplitRoutine:
+        split.append(real_split(source))
+        return split[-1]
+
+    compiler_module = "arrayjit_backend_c.cc.compiler" if is_cc else llvm_compiler.__name__
+    monkeypatch.setattr(f"{compiler_module}.split_{'c' if is_cc else 'llvm'}", splitting)
+    run(backend, ["add"] * LAYERS, "repeated")
+    symbols = split[0].symbols
+    assert len(set(symbols.values())) < len(symbols) / 2
+    assert all("".join(split[0].units).count(f"{s}(") >= 1 for s in set(symbols.values()))

@@ -55,6 +55,11 @@ SPLIT_MIN_BYTES = 16_000
 """A routine whose functions hold fewer bytes of C (:data:`LLVM_BYTES_PER_C_BYTE` times as many
 of LLVM IR) is one unit, its source as rendered: splitting would only add compiler runs (and a
 link)."""
+C_ONE_UNIT_BYTES = 24_000
+"""C whose distinct functions (once normalized, :func:`split_c`) hold fewer bytes is one unit
+of those functions: a C compiler run costs its start, the header and the matmul kernels, more
+than a few kilobytes of functions take (a routine of repeated layers shrinks to a few distinct
+functions)."""
 LLVM_BYTES_PER_C_BYTE = 2.5
 """About how much longer LLVM IR is than the C of the same routine."""
 
@@ -204,6 +209,7 @@ def split_c(source: str) -> SplitRoutine:
     if _C_VARIABLE.search(header):  # state every unit would have its own copy of
         return _whole(source, [f.name for f in functions])
     fixed = set(_C_TOKEN.findall(header)) | _C_KEEP
+    whole_header = header
     helpers, header = _c_helpers(header)
     defined = {f.name for f in functions}
     symbols: dict[str, str] = {}
@@ -236,8 +242,17 @@ def split_c(source: str) -> SplitRoutine:
         symbols[f.name]: texts[f.name][: texts[f.name].index("{")].rstrip() + ";\n"
         for f in functions
     }
+    unique = {symbols[f.name]: texts[f.name] for f in _in_unit_order(functions)}
+    if sum(len(t) for t in unique.values()) < C_ONE_UNIT_BYTES:
+        # One compiler run is cheaper: one unit, its functions once each (segments first).
+        return SplitRoutine((whole_header + "".join(unique.values()),), symbols)
     grouped = _group(header, functions, symbols, texts, declarations)
     return SplitRoutine((helpers, *grouped) if helpers else grouped, symbols)
+
+
+def _in_unit_order(functions: list[_Function]) -> list[_Function]:
+    """The functions in the order the units hold them: by segment, then the tasks."""
+    return [f for family in _families(functions) for f in family]
 
 
 _HIDDEN = '__attribute__((visibility("hidden"))) '
