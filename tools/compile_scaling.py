@@ -72,8 +72,8 @@ def instrument() -> None:
     LlvmGen.generate = timed("render", LlvmGen.generate, source=True)  # type: ignore[method-assign]
     CcCompiler.build = timed("toolchain", CcCompiler.build)  # type: ignore[method-assign]
     LlvmCompiler.build = timed("toolchain", LlvmCompiler.build)  # type: ignore[method-assign]
-    cc_compiler.split_c = counted(units.split_c)  # type: ignore[attr-defined]
-    llvm_compiler.split_llvm = counted(units.split_llvm)  # type: ignore[attr-defined]
+    cc_compiler.split_c = counted(units.split_c)  # type: ignore[assignment]
+    llvm_compiler.split_llvm = counted(units.split_llvm)  # type: ignore[assignment]
 
 
 def jax_seconds(layers: int) -> float:
