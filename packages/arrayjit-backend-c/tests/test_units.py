@@ -2,6 +2,7 @@
 recompiles only the units whose text changed, and the recompiled step computes what numpy
 computes; the split source compiles and runs like the whole one."""
 
+import logging
 import re
 from typing import Any
 
@@ -225,3 +226,36 @@ def test_repeated_layers_compile_once(backend: Any, monkeypatch: pytest.MonkeyPa
     for symbol in set(symbols.values()):  # defined once (declarations end in ";")
         heads = re.findall(rf"^(?:void |define [^@\n]*@){symbol}\(.*$", text, re.MULTILINE)
         assert len([h for h in heads if not h.endswith(";")]) == 1, symbol
+
+
+def test_corrupt_unit_entries_are_rebuilt(
+    backend: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every cache entry of a compiled step truncated: compiling the step edited (whose units
+    are mostly the same) finds no entry it can trust, rebuilds every unit with a warning per bad
+    entry, and computes what numpy computes."""
+    monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
+    compiled: list[str] = []
+    is_cc = backend.name.endswith("cc")
+    module: Any = toolchain if is_cc else llvm_compiler
+    real_compile = module.compile_object
+
+    def counting(*args: Any) -> bytes:
+        compiled.append(args[1] if is_cc else args[0])
+        return real_compile(*args)
+
+    monkeypatch.setattr(module, "compile_object", counting)
+    acts = ["add"] * LAYERS
+    run(backend, acts, "step")
+    first = len(compiled)
+    entries = [p for p in tmp_path.rglob("*") if p.is_file() and len(p.name) == 64]
+    assert len(entries) > first  # the units' entries and the routine's
+    for path in entries:
+        path.write_bytes(path.read_bytes()[:100])
+    compiled.clear()
+    acts[5] = "sub"
+    with caplog.at_level(logging.WARNING, logger="arrayjit_backends.impl.compile_cache"):
+        run(backend, acts, "step")
+    assert len(compiled) >= first > 2  # nothing of the truncated entries was used
+    bad = [r for r in caplog.records if "rebuilding it" in r.getMessage()]
+    assert len(bad) >= first - 2  # every unit the edit left as it was, found bad
