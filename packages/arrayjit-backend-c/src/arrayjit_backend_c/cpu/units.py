@@ -5,8 +5,8 @@ A routine's source is a header (the prelude, the math library, the matmul helper
 that is not a segment function) and its segment functions (:mod:`arrayjit_backend_c.cpu.
 segments`), which are independent of each other but for a task or combining function calling its
 segment's function. :func:`split_c` and :func:`split_llvm` cut it into *families* (a segment
-function, its combining function and its task), *normalize* each function so that its text does
-not depend on the rest of the routine, and group consecutive families into units:
+function and its combining function; the tasks apart), *normalize* each function so that its
+text does not depend on the rest of the routine, and group consecutive families into units:
 
 - Normalized text: the names that the renderer numbers per routine (node buffers such as
   ``z0_3_139``, loop symbols such as ``i12``, LLVM's local values, labels and loop metadata) are
@@ -19,13 +19,20 @@ not depend on the rest of the routine, and group consecutive families into units
   (content-defined boundaries, once the unit holds :data:`MIN_UNIT_BYTES`), or once the unit
   reaches :data:`MAX_UNIT_BYTES`. A boundary depends only on the text since the previous one,
   so an edit moves at most the boundaries next to it: the units elsewhere keep their text, and
-  their cache keys.
+  their cache keys. The tasks follow in units of their own (:data:`TASK_UNIT_SCALE` times
+  larger): a task reads its segment's arguments at routine-wide positions, which an added node
+  shifts. The packed matmul's kernels are one unit of their own, external there and declared in
+  the others (compiled once, not once per unit that calls them).
+- Small routines stay whole: C whose distinct functions hold less than
+  :data:`C_ONE_UNIT_BYTES` is one unit of those functions, a source whose functions hold less
+  than :data:`SPLIT_MIN_BYTES` (of C) is compiled as rendered.
 
 The compilers (:mod:`arrayjit_backend_c.cc.compiler`, :mod:`arrayjit_backend_c.llvm.compiler`)
 compile each unit (header plus its functions) to object code, cached per unit, and link them;
 :attr:`SplitRoutine.symbols` maps each function's name in the routine to its symbol there. A
 source that is not laid out as expected (text between functions, a reference to a function
-defined later) is one unit with its names unchanged: correct, only not split.
+defined later, a file-scope variable that each unit would copy) is one unit with its names
+unchanged: correct, only not split.
 """
 
 from __future__ import annotations
