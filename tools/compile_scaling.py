@@ -1,11 +1,14 @@
 """How compile time and generated source grow with the program (issue 38): an L-layer MLP
 training step (batch 32, width 64, tanh; forward, mean-squared-error gradient, backward and SGD
-update in one block, 13 statements a layer) compiled with ``ARRAYJIT_NO_CACHE=1`` on each
-backend, reporting compile seconds, source bytes, bytes per statement, and the seconds spent
-rendering the source and in the toolchain (the C compiler; for llvm, parse, optimize, emit).
+update in one block, 13 statements a layer: :mod:`arrayjit_conformance.compile_workload`)
+compiled with ``ARRAYJIT_NO_CACHE=1`` on each backend, reporting compile seconds, source bytes,
+bytes per statement, the compile units the source was cut into, the seconds spent rendering the
+source and in the toolchain (the C compiler and linker; for llvm, parse, optimize, emit: every
+unit), and, with ``--jax``, ``jax.jit(step).lower(...).compile()`` of the same step in the same
+run and our time over jax's.
 
     python tools/compile_scaling.py
-    python tools/compile_scaling.py --layers 2,8,32 --backends sync_cc
+    python tools/compile_scaling.py --layers 2,8,32 --backends sync_cc --jax
 """
 
 from __future__ import annotations
@@ -18,20 +21,17 @@ from typing import Any
 
 os.environ["ARRAYJIT_NO_CACHE"] = "1"
 
-from arrayjit_backend_c.cc import compiler as cc_compiler
-from arrayjit_backend_c.cc import toolchain
+from arrayjit_backend_c.cc.compiler import CcCompiler
 from arrayjit_backend_c.cc.renderer import CcSyntax
-from arrayjit_backend_c.llvm import compiler as llvm_compiler
+from arrayjit_backend_c.cpu import units
+from arrayjit_backend_c.llvm.compiler import LlvmCompiler
 from arrayjit_backend_c.llvm.renderer import LlvmGen
 from arrayjit_backends import fresh_backend
-from arrayjit_ir import ir
-from arrayjit_ir.assignments import Assignment
-from arrayjit_tnode import Tnode
-
-BATCH, WIDTH = 32, 64
+from arrayjit_conformance.compile_workload import jax_mlp_step, mlp_step
 
 PHASES: dict[str, float] = {"render": 0.0, "toolchain": 0.0}
 SOURCE: list[int] = [0]
+UNITS: list[int] = [0]
 
 
 def timed(phase: str, fn: Callable[..., Any], source: bool = False) -> Callable[..., Any]:
@@ -51,66 +51,39 @@ def timed(phase: str, fn: Callable[..., Any], source: bool = False) -> Callable[
     return wrapper
 
 
+def counted(fn: Callable[[str], units.SplitRoutine]) -> Callable[[str], units.SplitRoutine]:
+    """``fn`` adding the number of units it cut to ``UNITS``."""
+
+    def wrapper(source: str) -> units.SplitRoutine:
+        result = fn(source)
+        UNITS[0] += len(result.units)
+        return result
+
+    return wrapper
+
+
 def instrument() -> None:
-    """Time the renderers and the toolchains where the compilers call them."""
+    """Time the renderers and the compilers' builds (every unit, the link) where the
+    compilers call them; count the units."""
+    from arrayjit_backend_c.cc import compiler as cc_compiler
+    from arrayjit_backend_c.llvm import compiler as llvm_compiler
+
     CcSyntax.render_segments = timed("render", CcSyntax.render_segments, source=True)  # type: ignore[method-assign]
     LlvmGen.generate = timed("render", LlvmGen.generate, source=True)  # type: ignore[method-assign]
-    toolchain.compile_shared_object = timed("toolchain", toolchain.compile_shared_object)
-    llvm_compiler.compile_object = timed("toolchain", llvm_compiler.compile_object)
-    assert cc_compiler.toolchain is toolchain
+    CcCompiler.build = timed("toolchain", CcCompiler.build)  # type: ignore[method-assign]
+    LlvmCompiler.build = timed("toolchain", LlvmCompiler.build)  # type: ignore[method-assign]
+    cc_compiler.split_c = counted(units.split_c)  # type: ignore[assignment]
+    llvm_compiler.split_llvm = counted(units.split_llvm)  # type: ignore[assignment]
 
 
-def mlp_step(layers: int) -> tuple[Assignment, int]:
-    """The L-layer training step and its number of statements."""
-    count = [0]
+def jax_seconds(layers: int) -> float:
+    """Seconds of ``jax.jit(step).lower(...).compile()`` of the L-layer step."""
+    import jax
 
-    def node(label: str, dims: tuple[int, ...], hosted: bool = False) -> Tnode:
-        return Tnode.create(dims, label=label, hosted=hosted)
-
-    x = node("x", (BATCH, WIDTH), hosted=True)
-    target = node("target", (BATCH, WIDTH), hosted=True)
-    rate, inv_b, one = (node(n, (), hosted=True) for n in ("lr", "inv_b", "one"))
-    ws = [node(f"w{k}", (WIDTH, WIDTH), hosted=True) for k in range(layers)]
-    bs = [node(f"b{k}", (WIDTH,), hosted=True) for k in range(layers)]
-    stmts: list[Assignment] = []
-    hs = [x]
-    for k in range(layers):  # forward
-        z0, z, h = (
-            node(f"z0_{k}", (BATCH, WIDTH)),
-            node(f"z{k}", (BATCH, WIDTH)),
-            node(f"h{k}", (BATCH, WIDTH)),
-        )
-        stmts += [
-            ir.accum(z0, "add", hs[-1], ws[k], op="mul", spec="bi,ih->bh"),
-            ir.binop(z, "add", z0, bs[k]),
-            ir.unop(h, "tanh", z),
-        ]
-        hs.append(h)
-    d, dh = node("d", (BATCH, WIDTH)), node(f"dh{layers - 1}", (BATCH, WIDTH))
-    stmts += [ir.binop(d, "sub", hs[-1], target), ir.binop(dh, "mul", d, inv_b)]
-    for k in reversed(range(layers)):  # backward and update
-        h = hs[k + 1]
-        hsq, omh, dz = (node(f"{n}{k}", (BATCH, WIDTH)) for n in ("hsq", "omh", "dz"))
-        g, gb = node(f"g{k}", (WIDTH, WIDTH)), node(f"gb{k}", (WIDTH,))
-        s, sb = node(f"s{k}", (WIDTH, WIDTH)), node(f"sb{k}", (WIDTH,))
-        stmts += [
-            ir.binop(hsq, "mul", h, h),
-            ir.binop(omh, "sub", one, hsq),
-            ir.binop(dz, "mul", dh, omh),
-            ir.accum(g, "add", hs[k], dz, op="mul", spec="bi,bh->ih"),
-            ir.accum(gb, "add", dz, spec="bh->h"),
-        ]
-        if k > 0:
-            dh = node(f"dh{k - 1}", (BATCH, WIDTH))
-            stmts.append(ir.accum(dh, "add", dz, ws[k], op="mul", spec="bh,ih->bi"))
-        stmts += [
-            ir.binop(s, "mul", g, rate),
-            ir.binop(ws[k], "sub", ws[k], s),
-            ir.binop(sb, "mul", gb, rate),
-            ir.binop(bs[k], "sub", bs[k], sb),
-        ]
-    count[0] = len(stmts)
-    return ir.block(*stmts), count[0]
+    step, args = jax_mlp_step(jax, layers)
+    t0 = time.perf_counter()
+    jax.jit(step).lower(*args).compile()
+    return time.perf_counter() - t0
 
 
 def measure(backend_name: str, layers: int) -> dict[str, float]:
@@ -119,7 +92,7 @@ def measure(backend_name: str, layers: int) -> dict[str, float]:
     comp, statements = mlp_step(layers)
     for phase in PHASES:
         PHASES[phase] = 0.0
-    SOURCE[0] = 0
+    SOURCE[0] = UNITS[0] = 0
     t0 = time.perf_counter()
     backend.compile(comp, name=f"mlp{layers}")
     total = time.perf_counter() - t0
@@ -131,6 +104,7 @@ def measure(backend_name: str, layers: int) -> dict[str, float]:
         "bytes_per_stmt": SOURCE[0] / statements,
         "render_s": PHASES["render"],
         "toolchain_s": PHASES["toolchain"],
+        "units": UNITS[0],
     }
 
 
@@ -138,20 +112,26 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--layers", default="2,8,32,64", help="comma-separated layer counts")
     parser.add_argument("--backends", default="sync_cc,sync_llvm")
+    parser.add_argument("--jax", action="store_true", help="time jax.jit's compile too")
     args = parser.parse_args()
     instrument()
+    layer_counts = [int(n) for n in args.layers.split(",")]
+    jax_s = {n: jax_seconds(n) for n in layer_counts} if args.jax else {}
     columns = ["backend", "layers", "statements", "compile s", "source bytes", "bytes/stmt"]
-    print("| " + " | ".join([*columns, "render s", "toolchain s"]) + " |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    columns += ["units", "render s", "toolchain s", *(["jax s", "ours / jax"] if jax_s else [])]
+    print("| " + " | ".join(columns) + " |")
+    print("| --- " + "| ---: " * (len(columns) - 1) + "|")
     for name in args.backends.split(","):
-        for layers in (int(n) for n in args.layers.split(",")):
+        for layers in layer_counts:
             r = measure(name, layers)
-            print(
+            line = (
                 f"| {name} | {layers} | {r['statements']:.0f} | {r['compile_s']:.2f} "
-                f"| {r['source_bytes']:.0f} | {r['bytes_per_stmt']:.0f} "
-                f"| {r['render_s']:.2f} | {r['toolchain_s']:.2f} |",
-                flush=True,
+                f"| {r['source_bytes']:.0f} | {r['bytes_per_stmt']:.0f} | {r['units']:.0f} "
+                f"| {r['render_s']:.2f} | {r['toolchain_s']:.2f} |"
             )
+            if jax_s:
+                line += f" {jax_s[layers]:.2f} | {r['compile_s'] / jax_s[layers]:.1f} |"
+            print(line, flush=True)
 
 
 if __name__ == "__main__":

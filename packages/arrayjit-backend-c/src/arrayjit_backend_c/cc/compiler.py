@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 from arrayjit_backend_c.cc import toolchain
 from arrayjit_backend_c.cc.renderer import CcSyntax
 from arrayjit_backend_c.cpu.segments import SegmentedCode, SegmentedCompiler
+from arrayjit_backend_c.cpu.units import split_c, unit_objects
 from arrayjit_backends.codegen.c_syntax import CSyntax
 from arrayjit_backends.impl.compile_cache import CompileCache, cache_key
 from arrayjit_backends.impl.cpu_compiler import kernel_name
@@ -86,22 +87,15 @@ class CcCompiler(SegmentedCompiler):
         fn_name = kernel_name(optimized.name)
         with self._lock:
             kernel = self.renderer.render_segments(optimized, fn_name)
-        key = cache_key(
-            source=kernel.source,
-            backend="cc",
-            renderer="c",
-            compiler=self.cc,
-            compiler_version=toolchain.compiler_version(self.cc),
-            options=toolchain.flags(self.cc),
-            device=toolchain.cpu_identity(),
-        )
+        key = self.key(kernel.source, "c")
+        split = split_c(kernel.source)
 
         def load(data: bytes, from_cache: bool) -> SegmentedCode:
             lib = load_library(data, key)
 
             def function(name: str, argtypes: list[Any]) -> Any:
                 try:
-                    fn = getattr(lib, name)
+                    fn = getattr(lib, split.symbols.get(name, name))
                 except AttributeError as exc:
                     raise ValueError(f"the library has no function {name}") from exc
                 fn.restype = None
@@ -114,9 +108,38 @@ class CcCompiler(SegmentedCompiler):
             self.cache,
             key,
             optimized.name,
-            lambda: toolchain.compile_shared_object(self.cc, kernel.source, fn_name),
+            lambda: self.build(split.units, fn_name),
             load,
         )
+
+    def key(self, source: str, renderer: str, extra: tuple[str, ...] = ()) -> str:
+        """The compile-cache key of ``source``: a routine (``renderer="c"``) or one of its
+        units (``"c-unit"``, compiled with ``extra`` flags)."""
+        return cache_key(
+            source=source,
+            backend="cc",
+            renderer=renderer,
+            compiler=self.cc,
+            compiler_version=toolchain.compiler_version(self.cc),
+            options=(*toolchain.flags(self.cc), *extra),
+            device=toolchain.cpu_identity(),
+        )
+
+    def build(self, units: tuple[str, ...], fn_name: str) -> bytes:
+        """The shared object of a routine's compile units (:mod:`arrayjit_backend_c.cpu.
+        units`): one unit is compiled to it at once; several are compiled to object code in
+        parallel, each cached on its own (so an edit recompiles only the units it changed),
+        and linked."""
+        if len(units) == 1:
+            return toolchain.compile_shared_object(self.cc, units[0], fn_name)
+        objects = unit_objects(
+            units,
+            self.cache,
+            lambda unit: self.key(unit, "c-unit", toolchain.UNIT_FLAGS),
+            lambda unit, k: toolchain.compile_object(self.cc, unit, f"{fn_name}_u{k}"),
+            toolchain.is_shared_object,
+        )
+        return toolchain.link_shared_object(self.cc, objects, fn_name)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -143,6 +143,12 @@ def compiler_version(cc: str) -> str:
     return (done.stdout or done.stderr).splitlines()[0] if (done.stdout or done.stderr) else "?"
 
 
+UNIT_FLAGS = ("-c", "-Werror=implicit-function-declaration")
+"""Added to :func:`flags` for a compile unit (:mod:`arrayjit_backend_c.cpu.units`): object code
+to link, and a call of a function that the unit does not declare is an error (not a symbol left
+for the loader to miss)."""
+
+
 def compile_shared_object(cc: str, source: str, name: str) -> bytes:
     """Compile C source to a shared object; returns its bytes.
 
@@ -152,34 +158,75 @@ def compile_shared_object(cc: str, source: str, name: str) -> bytes:
     """
     workdir = Path(tempfile.mkdtemp(prefix=f"arrayjit-{name}-"))
     src = workdir / f"{name}.c"
-    lib = workdir / f"{name}.so"
     src.write_text(source)
-    cmd = [*argv(cc), *flags(cc), str(src), "-o", str(lib), "-lm"]
+    return _build(cc, [*flags(cc), str(src)], workdir / f"{name}.so", name, str(src), "-lm")
+
+
+def compile_object(cc: str, source: str, name: str) -> bytes:
+    """Compile one compile unit of C source to object code (:data:`UNIT_FLAGS`); returns its
+    bytes.
+
+    Raises:
+        CompileError: as :func:`compile_shared_object`.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix=f"arrayjit-{name}-"))
+    src = workdir / f"{name}.c"
+    src.write_text(source)
+    return _build(cc, [*flags(cc), *UNIT_FLAGS, str(src)], workdir / f"{name}.o", name, str(src))
+
+
+def link_shared_object(cc: str, objects: list[bytes], name: str) -> bytes:
+    """Link object code (from :func:`compile_object`) into a shared object; returns its bytes.
+
+    Raises:
+        CompileError: the linker failed; the message has its output and the kept folder of the
+            objects.
+    """
+    workdir = Path(tempfile.mkdtemp(prefix=f"arrayjit-{name}-"))
+    paths = []
+    for k, data in enumerate(objects):
+        path = workdir / f"{name}_{k}.o"
+        path.write_bytes(data)
+        paths.append(str(path))
+    cmd = ["-shared", "-fPIC", *paths]
+    return _build(cc, cmd, workdir / f"{name}.so", name, str(workdir), "-lm")
+
+
+def _build(cc: str, args: list[str], out: Path, name: str, kept: str, *libs: str) -> bytes:
+    """Run ``cc args -o out libs`` and return the bytes of ``out`` (checked to be an object);
+    the work folder (``out``'s) is removed on success and kept on failure.
+
+    Raises:
+        CompileError: the compiler failed, or wrote no object; with its output and ``kept``.
+    """
+    cmd = [*argv(cc), *args, "-o", str(out), *libs]
     done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    tool = Path(argv(cc)[0]).name
     if done.returncode != 0:
         raise CompileError(
-            f"{Path(argv(cc)[0]).name} failed to compile routine {name} (exit {done.returncode}): "
-            f"{shlex.join(cmd)}",
+            f"{tool} failed to compile routine {name} (exit {done.returncode}): {shlex.join(cmd)}",
             output=done.stderr + done.stdout,
-            source_path=str(src),
+            source_path=kept,
         )
     try:
-        data = lib.read_bytes()
+        data = out.read_bytes()
     except OSError as exc:
         raise CompileError(
-            f"{Path(argv(cc)[0]).name} exited 0 but wrote no readable library for routine {name} "
+            f"{tool} exited 0 but wrote no readable "
+            f"{'library' if out.suffix == '.so' else 'object file'} for routine {name} "
             f"({exc}): {shlex.join(cmd)}",
             output=done.stderr + done.stdout,
-            source_path=str(src),
+            source_path=kept,
         ) from exc
     if not is_shared_object(data):
+        what = "shared object" if out.suffix == ".so" else "object file"
         raise CompileError(
-            f"{Path(argv(cc)[0]).name} exited 0 but its output for routine {name} is not a "
-            f"shared object ({len(data)} bytes starting {data[:8]!r}): {shlex.join(cmd)}",
+            f"{tool} exited 0 but its output for routine {name} is not a "
+            f"{what} ({len(data)} bytes starting {data[:8]!r}): {shlex.join(cmd)}",
             output=done.stderr + done.stdout,
-            source_path=str(src),
+            source_path=kept,
         )
-    shutil.rmtree(workdir, ignore_errors=True)
+    shutil.rmtree(out.parent, ignore_errors=True)
     return data
 
 

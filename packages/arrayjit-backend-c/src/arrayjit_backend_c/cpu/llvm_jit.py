@@ -141,15 +141,63 @@ def object_key(ir: str, target: HostTarget, backend: str = "llvm") -> str:
     )
 
 
+_BUNDLE = b"AJOBJS1\0"
+_OBJECT_MAGICS = (b"\x7fELF", b"\xcf\xfa\xed\xfe", b"\xca\xfe\xba\xbe")
+
+
+def bundle(objects: list[bytes]) -> bytes:
+    """Several objects as one artifact (the compile units of one routine, cached as one entry
+    so that a warm cache loads them at once): a magic, the count, each length, then each."""
+    head = _BUNDLE + len(objects).to_bytes(8, "little")
+    return head + b"".join(len(o).to_bytes(8, "little") for o in objects) + b"".join(objects)
+
+
+def unbundle(data: bytes) -> list[bytes]:
+    """The objects of :func:`bundle`'s artifact, or ``[data]`` for a single object.
+
+    Raises:
+        ValueError: the bundle is truncated, or an object in it is not object code.
+    """
+    if not data.startswith(_BUNDLE):
+        return [data]
+    at = len(_BUNDLE)
+    count = int.from_bytes(data[at : at + 8], "little")
+    lengths = [
+        int.from_bytes(data[at + 8 * (k + 1) : at + 8 * (k + 2)], "little") for k in range(count)
+    ]
+    at += 8 * (count + 1)
+    if at + sum(lengths) != len(data):
+        raise ValueError(f"a bundle of {count} objects of {len(data)} bytes is truncated")
+    objects = []
+    for n in lengths:
+        objects.append(data[at : at + n])
+        at += n
+    if not all(is_object(o) for o in objects):
+        raise ValueError("a bundled object is not object code")
+    return objects
+
+
+def is_object(data: bytes) -> bool:
+    """Whether ``data`` starts like object code of a platform we run on (ELF or Mach-O)."""
+    return data.startswith(_OBJECT_MAGICS)
+
+
 def load_object(data: bytes, target: HostTarget) -> llvm.ExecutionEngine:
-    """An execution engine holding the object code ``data``, relocated and ready to run. The
-    caller holds :data:`LLVM_LOCK`, and keeps the engine alive as long as any of its
-    functions may be called (a collected engine frees its code)."""
+    """An execution engine holding the object code ``data`` (one object, or a :func:`bundle`
+    of several, whose symbols resolve between them), relocated and ready to run. The caller
+    holds :data:`LLVM_LOCK`, and keeps the engine alive as long as any of its functions may be
+    called (a collected engine frees its code).
+
+    Raises:
+        ValueError: a bundle that is truncated or holds something else than object code.
+    """
+    objects = unbundle(data)
     machine = target.machine()
     empty = llvm.parse_assembly("")
     empty.triple = machine.triple
     engine = llvm.create_mcjit_compiler(empty, machine)
-    engine.add_object_file(llvm.ObjectFileRef.from_data(data))
+    for obj in objects:
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
     engine.finalize_object()
     return engine
 
@@ -160,11 +208,14 @@ __all__ = [
     "OPT_LEVEL",
     "RELOC",
     "HostTarget",
+    "bundle",
     "close_engine",
     "compile_object",
     "host_target",
+    "is_object",
     "llvm_version",
     "load_object",
     "object_key",
     "optimize",
+    "unbundle",
 ]

@@ -287,7 +287,8 @@ def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
     groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
     touched = [touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups]
     params = kernel_params(opt)
-    local = set(opt.local_nodes)
+    local_nodes = opt.local_nodes  # a scan of every traced node: taken once (issue 38)
+    local = set(local_nodes)
     held: dict[int, tuple[Tnode, ...]] = {}
     if rows:
         tops = [s for g in groups for s in (g if isinstance(g, list) else [g])]
@@ -297,7 +298,7 @@ def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
             for tn in r:
                 readers[tn] = readers.get(tn, 0) + 1
         for s, r in zip(tops, reach, strict=True):
-            only = [tn for tn in opt.local_nodes if tn in r and readers[tn] == 1]
+            only = [tn for tn in local_nodes if tn in r and readers[tn] == 1]
             if (
                 isinstance(s, L.For_loop)
                 and only
@@ -315,14 +316,14 @@ def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
                 owners.setdefault(tn, []).append(k)
     scratch = tuple(
         tn
-        for tn in opt.local_nodes
+        for tn in local_nodes
         if tn not in kept
         and (tn.num_elems * tn.prec.byte_size > STACK_LIMIT_BYTES or len(owners.get(tn, ())) > 1)
     )
     stack: list[list[Tnode]] = [[] for _ in groups]
     zeroed: list[list[Tnode]] = [[] for _ in groups]
     scratch_set = set(scratch)
-    for tn in opt.local_nodes:
+    for tn in local_nodes:
         if tn not in scratch_set:
             for k in owners.get(tn, ()):
                 stack[k].append(tn)

@@ -24,14 +24,17 @@ import llvmlite.binding as llvm
 from arrayjit_backend_c.cpu.llvm_jit import (
     LLVM_LOCK,
     OPT_LEVEL,
+    bundle,
     close_engine,
     compile_object,
     host_target,
+    is_object,
     llvm_version,
     load_object,
     object_key,
 )
 from arrayjit_backend_c.cpu.segments import SegmentedCode, SegmentedCompiler
+from arrayjit_backend_c.cpu.units import split_llvm, unit_objects
 from arrayjit_backend_c.llvm.renderer import LlvmGen
 from arrayjit_backends.impl.compile_cache import CompileCache
 from arrayjit_backends.impl.cpu_compiler import kernel_name
@@ -67,6 +70,7 @@ class LlvmCompiler(SegmentedCompiler):
         with self._lock:
             kernel = self.generator.generate(optimized, fn_name)
         key = object_key(kernel.source, self.target)
+        split = split_llvm(kernel.source)
 
         def load(data: bytes, from_cache: bool) -> llvm.ExecutionEngine:
             try:
@@ -79,16 +83,35 @@ class LlvmCompiler(SegmentedCompiler):
                 self.cache,
                 key,
                 optimized.name,
-                lambda: compile_object(kernel.source, fn_name, self.target),
+                lambda: self.build(split.units, fn_name),
                 load,
             )
 
         def function(name: str, argtypes: list[Any]) -> Any:
-            return ctypes.CFUNCTYPE(None, *argtypes)(engine.get_function_address(name))
+            address = engine.get_function_address(split.symbols.get(name, name))
+            return ctypes.CFUNCTYPE(None, *argtypes)(address)
 
         code = self.code(optimized, kernel, function, engine)
         weakref.finalize(code, close_engine, engine)
         return code
+
+    def build(self, units: tuple[str, ...], fn_name: str) -> bytes:
+        """The object code of a routine's compile units (:mod:`arrayjit_backend_c.cpu.units`):
+        one unit's object, or a :func:`~arrayjit_backend_c.cpu.llvm_jit.bundle` of each unit's,
+        each cached on its own (so an edit recompiles only the units it changed). The caller
+        holds :data:`~arrayjit_backend_c.cpu.llvm_jit.LLVM_LOCK` (LLVM's context is not
+        thread-safe: the units compile one after another)."""
+        if len(units) == 1:
+            return compile_object(units[0], fn_name, self.target)
+        objects = unit_objects(
+            units,
+            self.cache,
+            lambda unit: object_key(unit, self.target, "llvm-unit"),
+            lambda unit, k: compile_object(unit, f"{fn_name}_u{k}", self.target),
+            is_object,
+            workers=1,
+        )
+        return bundle(objects)
 
     def describe(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,96 @@
+"""Compile time of a growing program (issue 38): the L-layer MLP training step of
+:mod:`arrayjit_conformance.compile_workload` (L = 2, 8, 32, 64) compiled cold
+(``ARRAYJIT_NO_CACHE=1``: every compiler runs) on each backend, next to ``jax.jit``'s compile of
+the same step in the same run (``jax.jit(step).lower(...).compile()``, where jax is installed),
+and, at 64 layers, the recompile after editing one layer (the unedited step compiled first into
+a fresh cache). ``arrayjit bench`` shows each row's speed relative to jax (``vs jax``: jax's
+time / ours). Few rounds: a cold compile of 64 layers takes seconds."""
+
+from __future__ import annotations
+
+import tempfile
+from typing import Any
+
+import pytest
+
+from arrayjit_backends import fresh_backend
+from arrayjit_conformance.benchmarking import JAX_IMPL, jax_or_skip
+from arrayjit_conformance.compile_workload import jax_mlp_step, mlp_step
+from arrayjit_conformance.plugin import fresh_or_skip
+
+LAYERS = [2, 8, 32, 64]
+EDITED = 64
+ROUNDS = 3
+
+
+def _group(layers: int) -> str:
+    return f"compile time: {layers}-layer MLP step"
+
+
+@pytest.mark.parametrize("layers", LAYERS)
+def test_compile_cold(
+    benchmark: Any, backend_name: str, layers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A fresh backend with the cache off each round: rendering, the compiler and loading."""
+    fresh_or_skip(backend_name).finalize()
+    monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
+    benchmark.group = _group(layers)
+    backends: list[Any] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        be = fresh_backend(backend_name)
+        backends.append(be)
+        return (be, mlp_step(layers)[0]), {}
+
+    benchmark.extra_info["impl"] = f"{backend_name} cold"
+    benchmark.extra_info["statements"] = mlp_step(layers)[1]
+    try:
+        benchmark.pedantic(
+            lambda be, comp: be.compile(comp, name=f"mlp{layers}"), setup=setup, rounds=ROUNDS
+        )
+    finally:
+        for be in backends:
+            be.finalize()
+
+
+def test_recompile_after_editing_one_layer(
+    benchmark: Any, backend_name: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step compiled into a fresh cache, then one layer edited (its bias subtracted): the
+    time of the second compile, which a backend that caches per unit of code keeps short."""
+    fresh_or_skip(backend_name).finalize()
+    benchmark.group = _group(EDITED)
+    backends: list[Any] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        monkeypatch.setenv("ARRAYJIT_CACHE_DIR", tempfile.mkdtemp(prefix="aj-bench-edit-"))
+        be = fresh_backend(backend_name)
+        backends.append(be)
+        be.compile(mlp_step(EDITED)[0], name=f"mlp{EDITED}")
+        return (be, mlp_step(EDITED, edited=EDITED // 2)[0]), {}
+
+    benchmark.extra_info["impl"] = f"{backend_name} edit 1 layer"
+    try:
+        benchmark.pedantic(
+            lambda be, comp: be.compile(comp, name=f"mlp{EDITED}"), setup=setup, rounds=ROUNDS
+        )
+    finally:
+        for be in backends:
+            be.finalize()
+
+
+@pytest.mark.parametrize("layers", LAYERS)
+def test_compile_jax(benchmark: Any, layers: int) -> None:
+    """``jax.jit(step).lower(...).compile()`` of the same step, a new function each round (jax
+    caches compiled functions by identity)."""
+    jax = jax_or_skip()
+    benchmark.group = _group(layers)
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        step, args = jax_mlp_step(jax, layers)
+        return (step, args), {}
+
+    benchmark.extra_info["impl"] = JAX_IMPL
+    benchmark.pedantic(
+        lambda step, args: jax.jit(step).lower(*args).compile(), setup=setup, rounds=ROUNDS
+    )

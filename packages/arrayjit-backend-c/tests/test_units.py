@@ -1,0 +1,261 @@
+"""Compile units (:mod:`arrayjit_backend_c.cpu.units`): editing one layer of an MLP training step
+recompiles only the units whose text changed, and the recompiled step computes what numpy
+computes; the split source compiles and runs like the whole one."""
+
+import logging
+import re
+from typing import Any
+
+import numpy as np
+import pytest
+
+from arrayjit_backend_c.cc import toolchain
+from arrayjit_backend_c.cpu import units
+from arrayjit_backend_c.llvm import compiler as llvm_compiler
+from arrayjit_ir import ir
+from arrayjit_ir.assignments import Assignment
+from arrayjit_tnode import Tnode
+
+BACKENDS = ["sync_cc", "sync_llvm"]
+BATCH, WIDTH, LAYERS = 32, 64, 8
+RATE = 0.05
+
+
+def mlp_step(acts: list[str]) -> tuple[Assignment, dict[str, Tnode]]:
+    """A training step of an MLP with one layer per entry of ``acts``, the op that adds the
+    layer's bias (``add``, or ``sub`` for an edited layer) (forward through tanh, the
+    mean-squared-error gradient, backward through ``1 - h*h``, SGD), as
+    ``tools/compile_scaling.py`` writes it; the step and its hosted nodes by name."""
+    hosted: dict[str, Tnode] = {}
+
+    def node(label: str, dims: tuple[int, ...], host: bool = False) -> Tnode:
+        tn = Tnode.create(dims, label=label, hosted=host)
+        if host:
+            hosted[label] = tn
+        return tn
+
+    x, target = node("x", (BATCH, WIDTH), True), node("target", (BATCH, WIDTH), True)
+    rate, inv_b, one = (node(n, (), True) for n in ("lr", "inv_b", "one"))
+    ws = [node(f"w{k}", (WIDTH, WIDTH), True) for k in range(len(acts))]
+    bs = [node(f"b{k}", (WIDTH,), True) for k in range(len(acts))]
+    stmts: list[Assignment] = []
+    hs = [x]
+    for k, act in enumerate(acts):
+        z0, z, h = (node(f"{n}{k}", (BATCH, WIDTH)) for n in ("z0_", "z", "h"))
+        stmts += [
+            ir.accum(z0, "add", hs[-1], ws[k], op="mul", spec="bi,ih->bh"),
+            ir.binop(z, act, z0, bs[k]),
+            ir.unop(h, "tanh", z),
+        ]
+        hs.append(h)
+    d, dh = node("d", (BATCH, WIDTH)), node("dh_last", (BATCH, WIDTH))
+    stmts += [ir.binop(d, "sub", hs[-1], target), ir.binop(dh, "mul", d, inv_b)]
+    for k in reversed(range(len(acts))):
+        hsq, omh, dz = (node(f"{n}{k}", (BATCH, WIDTH)) for n in ("hsq", "omh", "dz"))
+        g, gb = node(f"g{k}", (WIDTH, WIDTH)), node(f"gb{k}", (WIDTH,))
+        s, sb = node(f"s{k}", (WIDTH, WIDTH)), node(f"sb{k}", (WIDTH,))
+        stmts += [
+            ir.binop(hsq, "mul", hs[k + 1], hs[k + 1]),
+            ir.binop(omh, "sub", one, hsq),
+            ir.binop(dz, "mul", dh, omh),
+            ir.accum(g, "add", hs[k], dz, op="mul", spec="bi,bh->ih"),
+            ir.accum(gb, "add", dz, spec="bh->h"),
+        ]
+        if k > 0:
+            dh = node(f"dh{k - 1}", (BATCH, WIDTH))
+            stmts.append(ir.accum(dh, "add", dz, ws[k], op="mul", spec="bh,ih->bi"))
+        stmts += [
+            ir.binop(s, "mul", g, rate),
+            ir.binop(ws[k], "sub", ws[k], s),
+            ir.binop(sb, "mul", gb, rate),
+            ir.binop(bs[k], "sub", bs[k], sb),
+        ]
+    return ir.block(*stmts), hosted
+
+
+def numpy_step(acts: list[str], values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The same step in numpy, in float64: the updated weights and biases."""
+    v = {k: a.astype(np.float64) for k, a in values.items()}
+    sign = {"add": 1.0, "sub": -1.0}
+    hs = [v["x"]]
+    for k, act in enumerate(acts):
+        hs.append(np.tanh(hs[-1] @ v[f"w{k}"] + sign[act] * v[f"b{k}"]))
+    dh = (hs[-1] - v["target"]) * v["inv_b"]
+    out = {}
+    for k in reversed(range(len(acts))):
+        dz = dh * (v["one"] - hs[k + 1] * hs[k + 1])
+        g, gb = hs[k].T @ dz, dz.sum(axis=0)
+        dh = dz @ v[f"w{k}"].T
+        out[f"w{k}"] = v[f"w{k}"] - g * v["lr"]
+        out[f"b{k}"] = v[f"b{k}"] - gb * v["lr"]
+    return out
+
+
+def run(backend: Any, acts: list[str], name: str) -> dict[str, np.ndarray]:
+    """Compile, run once and read back the step of ``acts``; checked against numpy."""
+    comp, hosted = mlp_step(acts)
+    rng = np.random.default_rng(7)
+    values = {
+        "x": rng.standard_normal((BATCH, WIDTH)),
+        "target": rng.standard_normal((BATCH, WIDTH)),
+        "lr": np.array(RATE),
+        "inv_b": np.array(1.0 / BATCH),
+        "one": np.array(1.0),
+    }
+    for k in range(len(acts)):
+        values[f"w{k}"] = rng.standard_normal((WIDTH, WIDTH)) / np.sqrt(WIDTH)
+        values[f"b{k}"] = rng.standard_normal(WIDTH) * 0.1
+    values = {k: v.astype(np.float32) for k, v in values.items()}
+    for label, v in values.items():
+        hosted[label].set_values(v)
+    code = backend.compile(comp, name=name)
+    r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
+    r()
+    expected = numpy_step(acts, values)
+    for label, want in expected.items():
+        backend.to_host(r.context, hosted[label])
+        np.testing.assert_allclose(hosted[label].get_values(), want, rtol=2e-4, atol=2e-5)
+    return expected
+
+
+def test_editing_one_layer_compiles_only_its_units(
+    backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Editing one layer of eight (its bias subtracted, not added) compiles exactly the units
+    whose source is new (counted at the compiler), fewer than half; both steps compute what
+    numpy computes. (Eight layers of C would be one unit: split as a larger program is.)"""
+    monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
+    compiled: list[str] = []
+    split: list[tuple[str, ...]] = []
+    is_cc = backend.name.endswith("cc")
+    module: Any = toolchain if is_cc else llvm_compiler
+    real_compile = module.compile_object
+    real_split = units.split_c if is_cc else units.split_llvm
+
+    def counting(source: str, *args: Any) -> bytes:
+        compiled.append(source)
+        return real_compile(source, *args)
+
+    def counting_c(cc: str, source: str, name: str) -> bytes:
+        compiled.append(source)
+        return real_compile(cc, source, name)
+
+    def splitting(source: str) -> units.SplitRoutine:
+        result = real_split(source)
+        split.append(result.units)
+        return result
+
+    monkeypatch.setattr(module, "compile_object", counting_c if is_cc else counting)
+    compiler_module = "arrayjit_backend_c.cc.compiler" if is_cc else llvm_compiler.__name__
+    monkeypatch.setattr(f"{compiler_module}.split_{'c' if is_cc else 'llvm'}", splitting)
+
+    acts = ["add"] * LAYERS
+    run(backend, acts, "step")
+    assert len(split[0]) > 2 and sorted(compiled) == sorted(set(split[0]))
+    compiled.clear()
+    acts[5] = "sub"
+    run(backend, acts, "step")
+    new = set(split[1]) - set(split[0])
+    assert compiled and sorted(compiled) == sorted(new)
+    assert len(new) < len(split[1]) / 2
+
+
+@pytest.mark.parametrize("language", ["c", "llvm"])
+def test_functions_are_renamed_within_themselves(
+    language: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two routines that differ only in numbering (node ids, loop symbols, the routine's name)
+    split into the same units."""
+    monkeypatch.setattr(units, "SPLIT_MIN_BYTES", 0)  # split however small
+    c = """#include <stdint.h>
+/* routine r */
+void aj_r_0(float *restrict a_3, float *restrict b_4) {
+  for (int64_t i7 = 0; i7 <= 3; ++i7) b_4[i7] = a_3[i7] * 2.0e+1f;
+}
+void aj_r_0_task(const int64_t *restrict common,
+    const int64_t *restrict extra, int64_t chunk) {
+  aj_r_0((void *)(intptr_t)common[0], (void *)(intptr_t)common[1]);
+}
+"""
+    ll = """declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+define void @aj_r_0(ptr noalias %n.a_3) #0 {
+entry:
+  call void @llvm.memset.p0.i64(ptr %n.a_3, i8 0, i64 16, i1 0)
+  br label %L4
+L4:
+  br label %L5, !llvm.loop !3
+L5:
+  ret void
+}
+attributes #0 = { nounwind }
+!3 = distinct !{!3, !{!"llvm.loop.unroll.disable"}}
+"""
+    split = units.split_c if language == "c" else units.split_llvm
+    source = c if language == "c" else ll
+    other = (
+        source.replace("aj_r_", "aj_other_")
+        .replace("a_3", "a_9")
+        .replace("b_4", "b_1")
+        .replace("i7", "i12")
+        .replace("L4", "L8")
+        .replace("!3", "!0")
+    )
+    one, two = split(source), split(other)
+    assert one.units == two.units
+    assert one.symbols["aj_r_0"] == two.symbols["aj_other_0"]
+    assert "a_3" not in "".join(one.units) and "aj_r_" not in "".join(one.units)
+
+
+def test_repeated_layers_compile_once(backend: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The eight layers' identical functions are one function each in the compiled code (as
+    one unit for C, several for LLVM), and the step computes what numpy computes."""
+    split: list[units.SplitRoutine] = []
+    is_cc = backend.name.endswith("cc")
+    real_split = units.split_c if is_cc else units.split_llvm
+
+    def splitting(source: str) -> units.SplitRoutine:
+        split.append(real_split(source))
+        return split[-1]
+
+    compiler_module = "arrayjit_backend_c.cc.compiler" if is_cc else llvm_compiler.__name__
+    monkeypatch.setattr(f"{compiler_module}.split_{'c' if is_cc else 'llvm'}", splitting)
+    run(backend, ["add"] * LAYERS, "repeated")
+    symbols = split[0].symbols
+    assert len(set(symbols.values())) < len(symbols) / 2
+    text = "".join(split[0].units)
+    for symbol in set(symbols.values()):  # defined once (declarations end in ";")
+        heads = re.findall(rf"^(?:void |define [^@\n]*@){symbol}\(.*$", text, re.MULTILINE)
+        assert len([h for h in heads if not h.endswith(";")]) == 1, symbol
+
+
+def test_corrupt_unit_entries_are_rebuilt(
+    backend: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Every cache entry of a compiled step truncated: compiling the step edited (whose units
+    are mostly the same) finds no entry it can trust, rebuilds every unit with a warning per bad
+    entry, and computes what numpy computes."""
+    monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
+    compiled: list[str] = []
+    is_cc = backend.name.endswith("cc")
+    module: Any = toolchain if is_cc else llvm_compiler
+    real_compile = module.compile_object
+
+    def counting(*args: Any) -> bytes:
+        compiled.append(args[1] if is_cc else args[0])
+        return real_compile(*args)
+
+    monkeypatch.setattr(module, "compile_object", counting)
+    acts = ["add"] * LAYERS
+    run(backend, acts, "step")
+    first = len(compiled)
+    entries = [p for p in tmp_path.rglob("*") if p.is_file() and len(p.name) == 64]
+    assert len(entries) > first  # the units' entries and the routine's
+    for path in entries:
+        path.write_bytes(path.read_bytes()[:100])
+    compiled.clear()
+    acts[5] = "sub"
+    with caplog.at_level(logging.WARNING, logger="arrayjit_backends.impl.compile_cache"):
+        run(backend, acts, "step")
+    assert len(compiled) >= first > 2  # nothing of the truncated entries was used
+    bad = [r for r in caplog.records if "rebuilding it" in r.getMessage()]
+    assert len(bad) >= first - 2  # every unit the edit left as it was, found bad
