@@ -4,10 +4,14 @@
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import replace
 from typing import ClassVar
 
 from arrayjit_backends.codegen import math_lib
+from arrayjit_backends.codegen.c_syntax import Out
+from arrayjit_backends.codegen.kernel_plan import ScalarReduction, has_loops
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import ops
 from arrayjit_tnode import Prec
@@ -72,6 +76,11 @@ _HALF = f"""
 """
 
 
+UNROLL_STEPS = 16
+"""On CPU devices, a work item's reduction of at most this many steps (a pooling window) is
+written out step by step (:meth:`OpenclSyntax.register_reduction`)."""
+
+
 class OpenclSyntax(GpuSyntax):
     """OpenCL C 1.2: C type names through typedefs; double only with ``cl_khr_fp64``; half,
     bfloat16 and fp8 stored as bits and computed in float (half through the core
@@ -100,6 +109,36 @@ class OpenclSyntax(GpuSyntax):
     """A tiled matmul keeps a work item's row of cells in a float4 (double4) and steps it with
     one vector ``fma`` (:mod:`arrayjit_backends.gpu.matmul`): PoCL runs a scalar ``fma`` as a
     library call, 4.5x slower than a multiply and an add."""
+
+    def register_reduction(self, red: ScalarReduction, out: Out, indent: int) -> None:
+        """A work item's reduction into its cell; on a CPU device (one lane per cell) one of at
+        most :data:`UNROLL_STEPS` steps is written out, the loops' indices as constants, in the
+        loops' order (the same steps): PoCL vectorizes a kernel across work items only where
+        its body has no loop (a 2x2 max pooling ran as scalar code)."""
+        steps = math.prod(lp.extent for lp in red.loops)
+        if self.cell_lanes != 1 or not 0 < steps <= UNROLL_STEPS or has_loops(red.term):
+            super().register_reduction(red, out, indent)
+            return
+        tn, idx = red.target.tn, red.target.indices
+        ct = self.compute_type(tn.prec)
+        acc = self.temp("acc")
+        out.add(indent, "{")
+        out.add(indent + 1, f"{ct} {acc} = (({ct}){self.load(tn.prec, self.cell(tn, idx))});")
+        ranges = [range(lp.from_, lp.to_inclusive + 1) for lp in red.loops]
+        saved = {lp.index: self._syms.get(lp.index) for lp in red.loops}
+        for values in itertools.product(*ranges):
+            for lp, v in zip(red.loops, values, strict=True):
+                self._syms[lp.index] = f"({v})"
+            pre: list[str] = []
+            step = self.reduction_step(red, acc, pre, indent + 1)
+            self._emit(out, indent + 1, pre, f"{acc} = {step};")
+        for s, name in saved.items():
+            if name is None:
+                del self._syms[s]
+            else:
+                self._syms[s] = name
+        out.add(indent + 1, self.assign(tn, idx, self.store(tn.prec, acc)))
+        out.add(indent, "}")
 
     def local_array(self, ct: str, name: str, dims: tuple[int, ...]) -> str:
         shape = "".join(f"[{d}]" for d in dims)
