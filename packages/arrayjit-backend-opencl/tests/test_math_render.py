@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from arrayjit_backend_opencl.renderer import OpenclSyntax
+from arrayjit_backend_opencl.renderer import INLINE, OpenclSyntax
 from arrayjit_backends.codegen import math_lib
 from arrayjit_backends.gpu.program import render_program
 from arrayjit_ir import ir, lower, optimize
@@ -33,7 +33,7 @@ def _source(fp64: bool) -> str:
 def test_helpers_rendered_once_each() -> None:
     source = _source(fp64=True)
     for name in math_lib.FUNCTIONS:
-        assert source.count(f"inline float {name}(") == 1, name
+        assert source.count(f"{INLINE} float {name}(") == 1, name
         assert f"= {name}(" in source, name
     assert "union" not in source  # bit casts are as_uint / as_float
 
@@ -41,7 +41,7 @@ def test_helpers_rendered_once_each() -> None:
 def test_without_fp64_the_double_based_ones_are_builtins() -> None:
     source = _source(fp64=False)
     for name in math_lib.FUNCTIONS:
-        defined = f"inline float {name}(" in source
+        defined = f"{INLINE} float {name}(" in source
         assert defined == (name not in math_lib.NEEDS_FP64), name
     assert "sinf(" in source and "powf(" in source  # the builtins, through the prelude's macros
 

@@ -37,6 +37,7 @@ from arrayjit_backends.codegen.kernel_plan import (
     sets_of,
 )
 from arrayjit_backends.codegen.matmul_plan import MatmulPlan, matmul_plan
+from arrayjit_backends.gpu.contraction import ContractionPlan, contraction_plan
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import AxisIndex, Iterator, index_symbols
@@ -315,6 +316,9 @@ class Piece:
     """Statements run row by row as one kernel (set by
     :func:`~arrayjit_backends.gpu.row_chain.fuse_rows`): ``stmt`` is their sequence, ``nest``
     the first one's row loops."""
+    contraction: ContractionPlan | None = None
+    """On CPU devices, a multiply-accumulate nest run as vectors of cells per work item (a
+    kernel of its own: :mod:`arrayjit_backends.gpu.contraction`)."""
 
     @property
     def writes(self) -> set[Tnode]:
@@ -345,11 +349,17 @@ def full_reductions(statements: Iterable[L.Stmt], cell_lanes: int) -> dict[int, 
 
 
 def plan_piece(
-    stmt: L.Stmt, red: ScalarReduction | None, group_size: int, cell_lanes: int
+    stmt: L.Stmt,
+    red: ScalarReduction | None,
+    group_size: int,
+    cell_lanes: int,
+    vector_cells: bool = False,
 ) -> Piece:
     """How one top-level statement runs on a device of work groups of ``group_size`` and
     ``cell_lanes`` lanes per cooperative cell; ``red`` is its grid reduction, if it is one
-    (:func:`full_reductions`)."""
+    (:func:`full_reductions`). ``vector_cells``: a CPU device whose dialect has vector types
+    (a multiply-accumulate nest that is no plain matmul gets vectors of cells per work item:
+    :mod:`arrayjit_backends.gpu.contraction`)."""
     if red is not None:
         return Piece(stmt, 0, (), stmt, red)
     match stmt:
@@ -365,7 +375,21 @@ def plan_piece(
                     if total and tiled is None
                     else None
                 )
-                return Piece(stmt, total, tuple(nest), rest, None, cell, matmul=tiled)
+                contraction = (
+                    contraction_plan(tuple(nest), rest)
+                    if vector_cells and total and tiled is None and cell is None
+                    else None
+                )
+                return Piece(
+                    stmt,
+                    total,
+                    tuple(nest),
+                    rest,
+                    None,
+                    cell,
+                    matmul=tiled,
+                    contraction=contraction,
+                )
     return Piece(stmt, None, (), stmt, None)
 
 
@@ -386,6 +410,8 @@ def group(pieces: Iterable[Piece]) -> list[list[Piece]]:
             and last[0].matmul is None
             and p.chain is None
             and last[0].chain is None
+            and p.contraction is None
+            and last[0].contraction is None
             and p.total == last[0].total
             and len(last) < MAX_FUSED
         ):
@@ -451,6 +477,19 @@ def fold_fills(pieces: Iterable[Piece]) -> list[Piece]:
                 and all(g.tn is not tn for g in (mp.x, mp.w))
             ):
                 result[-1] = replace(p, matmul=replace(mp, init=fill[1]))
+            else:
+                result.append(p)
+            continue
+        if fill is not None and (cp := p.contraction) is not None:
+            # The contraction's cells start from the fill's constant (as a matmul's).
+            tn = cp.red.target.tn
+            if (
+                fill[0] is tn
+                and cp.init is None
+                and p.fill is None
+                and covers(p.nest, tn, cp.red.target.indices)
+            ):
+                result[-1] = replace(p, contraction=replace(cp, init=fill[1]))
             else:
                 result.append(p)
             continue

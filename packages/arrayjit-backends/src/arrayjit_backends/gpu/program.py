@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from arrayjit_backends.codegen.c_syntax import Out
 from arrayjit_backends.codegen.kernel_plan import KernelParams, kernel_params, scalar_reduction
 from arrayjit_backends.gpu.cell_reduction import render_cell_kernel
+from arrayjit_backends.gpu.contraction import render_contraction
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_backends.gpu.full_reduction import MAX_GROUPS, render_full_reduction
 from arrayjit_backends.gpu.matmul import render_matmul_kernel
@@ -114,7 +115,13 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
     out.add(0, f"/* routine {opt.name} */")
     red_index = 0
     pieces = fold_fills(
-        plan_piece(stmt, reductions.get(id(stmt)), syntax.group_size, syntax.cell_lanes)
+        plan_piece(
+            stmt,
+            reductions.get(id(stmt)),
+            syntax.group_size,
+            syntax.cell_lanes,
+            syntax.vector_cells and syntax.cell_lanes == 1,
+        )
         for stmt in statements
     )
     fused = fuse_rows(syntax, pieces)
@@ -156,6 +163,8 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
             local: int | None
             if first.matmul is not None:
                 size, local = render_matmul_kernel(syntax, first.matmul, body)
+            elif first.contraction is not None:
+                size, local = render_contraction(syntax, first.contraction, body), None
             else:
                 size = _kernel_body(syntax, kernel, body)
                 local = None if size > 1 else 1

@@ -1,7 +1,7 @@
 /* launches:
    aj_layer_norm_k0: global 19200, local 64
 */
-inline float aj_rsqrtf(float x) {
+inline __attribute__((always_inline)) float aj_rsqrtf(float x) {
   const int t1 = x < 0x1p-126f;
   const float t2 = x * 0x1p+24f;
   const float t3 = t1 ? t2 : x;

@@ -3,7 +3,7 @@
    aj_layer_norm_k1: global 300, local None
    aj_layer_norm_k2: global 210000, local None
 */
-inline float aj_rsqrtf(float x) {
+inline __attribute__((always_inline)) float aj_rsqrtf(float x) {
   const int t1 = x < 0x1p-126f;
   const float t2 = x * 0x1p+24f;
   const float t3 = t1 ? t2 : x;

@@ -1,7 +1,7 @@
 /* launches:
    aj_softmax_rows_k0: global 32768, local 64
 */
-inline float aj_expf(float x) {
+inline __attribute__((always_inline)) float aj_expf(float x) {
   const int t1 = x != x;
   const int t2 = x > 0x1.64p+6f;
   const float t3 = t2 ? 0x1.64p+6f : x;

@@ -5,7 +5,7 @@
    aj_softmax_rows_k3: global 512, local None
    aj_softmax_rows_k4: global 512000, local None
 */
-inline float aj_expf(float x) {
+inline __attribute__((always_inline)) float aj_expf(float x) {
   const int t1 = x != x;
   const int t2 = x > 0x1.64p+6f;
   const float t3 = t2 ? 0x1.64p+6f : x;
