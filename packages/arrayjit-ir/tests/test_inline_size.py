@@ -86,3 +86,43 @@ def test_a_long_chain_of_single_reads_is_stored_every_few_links(
     vx = np.array([1.0, 0.5, -2.0, 0.0])
     out = ir.interpret(opt, {x: vx, y: np.zeros(4)} | {t: np.zeros(4) for t in stored})
     np.testing.assert_array_equal(out[y], vx * 301)
+
+
+def test_choosing_virtual_nodes_is_linear_in_the_offenders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every link of a ``sin`` chain read twice breaks the work rule, after as many light
+    nodes that stay virtual: the choice judges each node a bounded number of times, not the
+    light ones again after each store (it did: quadratic, 45,000 verdicts for a 64-layer
+    training step), and stores exactly the links."""
+    from arrayjit_ir import virtualize
+
+    links = 120
+    x = Tnode.create((8,), label="x", hosted=True)
+    y = Tnode.create((8,), label="y", hosted=True)
+    ts = [x] + [Tnode.create((8,), label=f"s{k}") for k in range(links)]
+    light = [Tnode.create((8,), label=f"a{k}") for k in range(links)]
+    outs = [Tnode.create((8,), label=f"z{k}", hosted=True) for k in range(links)]
+    stmts = [ir.binop(a, "add", x, x) for a in light]
+    stmts += [ir.binop(z, "mul", a, x) for a, z in zip(light, outs, strict=True)]
+    stmts += [ir.unop(ts[k + 1], "sin", ts[k]) for k in range(links)]
+    stmts += [ir.binop(y, "add", t, t) for t in ts[1:]]  # each link read again, twice
+    verdicts = [0]
+    judge = virtualize._Plan.repeats_work
+
+    def counted(self: virtualize._Plan, tn: Tnode) -> bool:
+        verdicts[0] += 1
+        return judge(self, tn)
+
+    monkeypatch.setattr(virtualize._Plan, "repeats_work", counted)
+    opt = ir.optimize(ir.lower(ir.block(*stmts)), name="sin_chain")
+    assert all(not t.known_virtual() for t in ts[1:]), [t.debug_memory_mode for t in ts[1:]]
+    assert all(a.known_virtual() for a in light), [a.debug_memory_mode for a in light]
+    assert verdicts[0] <= 3 * links, verdicts[0]
+    vx = np.linspace(-1.0, 1.0, 8, dtype=np.float32)
+    zeros = {t: np.zeros(8, np.float32) for t in ts[1:]}
+    zeros |= {z: np.zeros(8, np.float32) for z in outs}
+    out = ir.interpret(opt, {x: vx, y: np.zeros(8, np.float32)} | zeros)
+    s = vx
+    for _ in range(links):
+        s = np.sin(s)
+    np.testing.assert_allclose(out[y], s + s, rtol=1e-5)
+    np.testing.assert_array_equal(out[outs[-1]], (vx + vx) * vx)

@@ -593,6 +593,80 @@ class _Plan:
         )
 
 
+def _work_reason(plan: _Plan, tn: Tnode) -> str:
+    """Why ``tn`` breaks the work rule (:meth:`_Plan.repeats_work`), in words."""
+    sites = plan.cands[tn].sites
+    heavy = plan.heavy(tn)
+    what = "reduction" if heavy == "reduction" else f"costly {heavy}"
+    if plan.depth(tn) > INLINE_DEPTH_LIMIT:
+        return (
+            f"not virtual (work rule): its inlined computation would nest "
+            f"{plan.depth(tn)} deep (at most {INLINE_DEPTH_LIMIT})"
+        )
+    if heavy is None:
+        return (
+            f"not virtual (work rule): its computation of {plan.size(tn)} expression nodes "
+            f"would be copied to {len(sites)} reads (at most {INLINE_SIZE_LIMIT} are)"
+        )
+    if len(sites) > 1:
+        return (
+            f"not virtual (work rule): inlining would run its {what} again at each of "
+            f"{len(sites)} read(s)"
+        )
+    return "not virtual (work rule): its one read visits a cell more than once" + (
+        "" if heavy == "reduction" else f", and would evaluate its {what} again"
+    )
+
+
+def _store_repeated_work(
+    cands: dict[Tnode, _Candidate],
+    virtual: set[Tnode],
+    work: Sequence[int],
+    reasons: dict[Tnode, str],
+) -> None:
+    """Remove from ``virtual`` every node that breaks the work rule, the earliest first, each
+    judged with the earlier offenders already stored.
+
+    One sweep in definition order gives what removing the earliest offender and judging every
+    node again would: storing a node only makes the inlined computations that read it lighter
+    (less heavy, shallower, smaller), so the nodes before it keep their verdicts, and so does
+    every node after a later store (by either rule). Each removal starts a fresh
+    :class:`_Plan`, whose facts about later nodes it changes."""
+    plan = _Plan(cands, virtual, work)
+    for tn in sorted(virtual, key=lambda tn: cands[tn].first):
+        if plan.repeats_work(tn):
+            reasons[tn] = _work_reason(plan, tn)
+            virtual.discard(tn)
+            plan = _Plan(cands, virtual, work)
+
+
+def _store_changed_meaning(
+    cands: dict[Tnode, _Candidate],
+    virtual: set[Tnode],
+    work: Sequence[int],
+    writers: dict[Tnode, list[int]],
+    reasons: dict[Tnode, str],
+) -> None:
+    """Remove from ``virtual`` every node that breaks the meaning rule, the latest first, each
+    judged with the later offenders already stored.
+
+    One sweep in reverse definition order gives what removing the latest offender and judging
+    every node again would: storing a node moves the computations it reads to its own
+    statement, earlier than its reads (so the earlier nodes' spans only shrink), and a node
+    read by a later one is written only by its own definition, before that reader's (so the
+    later nodes keep their verdicts); storing breaks no work rule either (see
+    :func:`_store_repeated_work`)."""
+    plan = _Plan(cands, virtual, work)
+    for tn in sorted(virtual, key=lambda tn: cands[tn].first, reverse=True):
+        if plan.changes_meaning(tn, writers):
+            reasons[tn] = (
+                "not virtual (meaning rule): a node its computation reads is written "
+                "between its definition and a read of it"
+            )
+            virtual.discard(tn)
+            plan = _Plan(cands, virtual, work)
+
+
 def choose_virtual(
     stmts: Sequence[L.Stmt], allowed: set[Tnode], why: dict[Tnode, str] | None = None
 ) -> set[Tnode]:
@@ -601,7 +675,9 @@ def choose_virtual(
     Candidates breaking a rule are materialized one at a time. Work first, the earliest
     first: whether a node is heavy depends on earlier nodes only, so materializing the earliest
     offender can make later ones light. Meaning next, the latest first: where a node's
-    computation runs depends on later (reading) nodes only. Then the work budget: while the
+    computation runs depends on later (reading) nodes only. Each is one sweep over the nodes
+    (:func:`_store_repeated_work`, :func:`_store_changed_meaning`: the same choices as judging
+    every node again after each store, in linear time). Then the work budget: while the
     routine's arithmetic exceeds :data:`INLINE_WORK_FACTOR` times the unoptimized code's, the
     recomputed node whose storing saves the most is stored (the earliest of equals).
 
@@ -624,63 +700,31 @@ def choose_virtual(
     for tn in cands.keys() - virtual:
         reasons[tn] = "not virtual: no other statement reads it"
     while True:
+        _store_repeated_work(cands, virtual, work, reasons)
+        _store_changed_meaning(cands, virtual, work, writers, reasons)
         plan = _Plan(cands, virtual, work)
-        order = sorted(virtual, key=lambda tn: cands[tn].first)
-        offender = next((tn for tn in order if plan.repeats_work(tn)), None)
-        if offender is not None:
-            sites = cands[offender].sites
-            heavy = plan.heavy(offender)
-            what = "reduction" if heavy == "reduction" else f"costly {heavy}"
-            if plan.depth(offender) > INLINE_DEPTH_LIMIT:
-                reasons[offender] = (
-                    f"not virtual (work rule): its inlined computation would nest "
-                    f"{plan.depth(offender)} deep (at most {INLINE_DEPTH_LIMIT})"
-                )
-            elif heavy is None:
-                reasons[offender] = (
-                    f"not virtual (work rule): its computation of {plan.size(offender)} "
-                    f"expression nodes would be copied to {len(sites)} reads (at most "
-                    f"{INLINE_SIZE_LIMIT} are)"
-                )
-            elif len(sites) > 1:
-                reasons[offender] = (
-                    f"not virtual (work rule): inlining would run its {what} again at each "
-                    f"of {len(sites)} read(s)"
-                )
-            else:
-                reasons[offender] = (
-                    "not virtual (work rule): its one read visits a cell more than once"
-                    + ("" if heavy == "reduction" else f", and would evaluate its {what} again")
-                )
-        else:
-            offender = next(
-                (tn for tn in reversed(order) if plan.changes_meaning(tn, writers)), None
-            )
-            if offender is not None:
-                reasons[offender] = (
-                    "not virtual (meaning rule): a node its computation reads is written "
-                    "between its definition and a read of it"
-                )
-        if offender is None and (total := plan.arithmetic()) > budget:
-            # Store the recomputed node whose storing saves the most (the earliest of equals).
-            def saving(tn: Tnode) -> tuple[Fraction, int]:
-                kept = _Plan(cands, virtual - {tn}, work).arithmetic()
-                return total - kept, -cands[tn].first
-
-            offender = max((tn for tn in order if plan.runs(cands[tn].last) > 1), key=saving)
-            per_cell = float(plan.runs(cands[offender].last))
-            reasons[offender] = (
-                f"not virtual (work rule): recomputing it at its reads ({per_cell:g} times per "
-                f"cell) takes the routine's arithmetic past {float(INLINE_WORK_FACTOR):g} times "
-                "the unoptimized code's"
-            )
-        if offender is None:
+        total = plan.arithmetic()
+        if total <= budget:
             for tn in virtual:
                 n = len(cands[tn].sites)
                 reasons[tn] = f"virtual: inlined at its {n} read(s)"
             if why is not None:
                 why.update(reasons)
             return virtual
+
+        # Store the recomputed node whose storing saves the most (the earliest of equals).
+        def saving(tn: Tnode, total: Fraction = total) -> tuple[Fraction, int]:
+            kept = _Plan(cands, virtual - {tn}, work).arithmetic()
+            return total - kept, -cands[tn].first
+
+        recomputed = (tn for tn in virtual if plan.runs(cands[tn].last) > 1)
+        offender = max(recomputed, key=saving)
+        per_cell = float(plan.runs(cands[offender].last))
+        reasons[offender] = (
+            f"not virtual (work rule): recomputing it at its reads ({per_cell:g} times per "
+            f"cell) takes the routine's arithmetic past {float(INLINE_WORK_FACTOR):g} times "
+            "the unoptimized code's"
+        )
         virtual.discard(offender)
 
 
