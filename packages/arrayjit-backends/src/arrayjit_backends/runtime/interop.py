@@ -364,14 +364,14 @@ def layout_mismatch(
     included), C-contiguous, the address a multiple of the element size (where the array has
     elements); None where it can be. The one checker of host arrays, imported host arrays and
     imported device arrays: each caller words its own message."""
-    if dtype is None or dtype != np.dtype(tn.prec.numpy_dtype):
+    if dtype is None or dtype != tn.prec.numpy_dtype:
         return Mismatch.DTYPE
-    if tuple(int(n) for n in shape) != tuple(tn.prec.host_shape(tn.dims)):
+    want = tn.prec.host_shape(tn.dims)
+    if tuple(shape) != tuple(want):
         return Mismatch.SHAPE
-    if not is_c_contiguous(shape, strides, dtype.itemsize):
+    if not is_c_contiguous(want, strides, dtype.itemsize):
         return Mismatch.STRIDES
-    nbytes = math.prod(shape) * dtype.itemsize
-    if address is not None and nbytes and address % max(tn.prec.byte_size, 1):
+    if address is not None and address % max(tn.prec.byte_size, 1) and math.prod(want):
         return Mismatch.ALIGNMENT
     return None
 
@@ -452,7 +452,8 @@ def external_host_array(obj: object, tn: Tnode, what: str, where: str) -> np.nda
             f"__cuda_array_interface__; got {type(obj).__name__} for {label} ({where})"
         )
     address = arr.ctypes.data
-    kind = layout_mismatch(tn, arr.dtype, arr.shape, arr.strides, address)
+    strides = None if arr.flags.c_contiguous else arr.strides  # numpy's flag: the same rule
+    kind = layout_mismatch(tn, arr.dtype, arr.shape, strides, address)
     if kind is not None:
         found = (arr.dtype, tuple(arr.shape), tuple(arr.strides), address)
         raise _import_error(kind, tn, found, what, where, "np.ascontiguousarray")

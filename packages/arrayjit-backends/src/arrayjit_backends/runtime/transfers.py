@@ -155,7 +155,9 @@ def check_host_array(tn: Tnode, what: str, backend: str, *, writable: bool = Fal
             f"{what}: node {tn.debug_label}'s host array is {type(arr).__name__}, not a numpy "
             f"array (backend {backend})"
         )
-    kind = layout_mismatch(tn, arr.dtype, arr.shape, arr.strides, None)
+    # numpy's own flag spares the stride arithmetic on this per-transfer path (the same rule).
+    strides = None if arr.flags.c_contiguous else arr.strides
+    kind = layout_mismatch(tn, arr.dtype, arr.shape, strides, None)
     if kind in (Mismatch.DTYPE, Mismatch.SHAPE):
         shape = tn.prec.host_shape(tn.dims)
         raise UsageError(
