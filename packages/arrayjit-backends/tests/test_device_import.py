@@ -286,6 +286,7 @@ def test_every_refusal_names_node_backend_device_and_stream(as_cuda: Any) -> Non
         (CudaArray(good, mask=object()), r"has a mask"),
         (CudaArray(good, stream=0), r"stream 0;.*never 0"),
         (CudaArray(good, data=None), r"malformed"),
+        (CudaArray(good, strides=(24,)), r"strides \(24,\), not C-contiguous"),
         (DLPackArray(good, device=(2, 1)), r"DLPack device \(2, 1\); the context's.*\(2, 0\)"),
         (DLPackArray(good, tensor_device=(2, 1)), r"device \(2, 1\), though its producer said"),
         (DLPackArray(good, strides=(1, 4)), r"strides \(4, 16\), not C-contiguous"),

@@ -347,6 +347,8 @@ def is_c_contiguous(shape: Sequence[int], strides: Sequence[int] | None, itemsiz
     and an array without elements is contiguous."""
     if strides is None or 0 in shape:
         return True
+    if len(strides) != len(shape):  # a malformed interface: not this layout
+        return False
     want = c_strides(shape, itemsize)
     return all(n == 1 or s == w for n, s, w in zip(shape, strides, want, strict=True))
 
@@ -491,7 +493,9 @@ class ExternalDeviceArray:
             (the CUDA array interface's ``stream``: 1 and 2 the default streams), None for no
             wait (DLPack: the producer ordered the consumer's stream itself).
         protocol: how it was read, for messages.
-        keep: what holds the memory (the object, and a taken DLPack tensor).
+        keep: what holds the memory (the object).
+        taken: the DLPack tensor taken from the producer (None for the CUDA array interface),
+            handed back by :meth:`release`.
     """
 
     address: int
