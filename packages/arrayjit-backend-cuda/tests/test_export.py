@@ -1,9 +1,11 @@
-"""The CUDA device's export hooks (``Context.array``) without a GPU: the device module imported
-over a stand-in ``pycuda.driver``, the driver library's event calls a recorder. It checks the
-DLPack device and address of a buffer, the native stream handle of a queue, and that a
-consumer's stream is made to wait for a writer's stream through an event recorded there, with
-the device's context current, the event released whatever happens, and only for streams of
-this backend."""
+"""The CUDA device's export hooks (``Context.array``) and import hooks (``ctx_arrays`` given
+another library's device array) without a GPU: the device module imported over a stand-in
+``pycuda.driver``, the driver library's event and pointer calls a recorder. It checks the
+DLPack device and address of a buffer, the native stream handle of a queue, that a consumer's
+stream is made to wait for a writer's stream (and our stream for a producer's) through an
+event recorded there, with the device's context current, the event released whatever
+happens, and only for streams of this backend; that an imported address is asked of the
+driver for its device and never freed."""
 
 from __future__ import annotations
 
@@ -69,6 +71,12 @@ class FakeDriverLib:
     def cuEventDestroy_v2(self, event: ctypes.c_void_p) -> int:
         return self._call("destroy", event.value)
 
+    def cuPointerGetAttribute(self, out: Any, attribute: int, address: int) -> int:
+        status = self._call("pointer", attribute, address)
+        if status == 0:  # device 0 owns every address below 0x9000 here, device 1 the rest
+            out._obj.value = 0 if address < 0x9000 else 1
+        return status
+
 
 @pytest.fixture
 def cuda_device(device_module_over: Any) -> Iterator[Any]:
@@ -126,3 +134,45 @@ def test_a_consumer_stream_waits_for_the_writer_through_the_driver(cuda_device: 
     lib.calls.clear()
     cuda_device.contexts = []  # finalized: every stream was drained
     assert cuda_device.stream_wait(0x7000, queue) and lib.calls == []
+
+
+def test_an_imported_address_is_a_buffer_the_driver_places(cuda_device: Any) -> None:
+    lib = cuda_device._driver_lib
+    assert cuda_device.dlpack_device(0) == (2, 0)
+    mem, on = cuda_device.device_buffer(0, 0x2000, 64)
+    assert int(mem) == 0x2000 and on == (2, 0)
+    assert lib.calls == [("pointer", 9, 0x2000, True)]  # CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+    assert cuda_device.device_buffer(0, 0xA000, 64)[1] == (2, 1)  # another GPU's memory
+    lib.fail = "pointer"
+    assert cuda_device.device_buffer(0, 0x2000, 64)[1] is None  # the driver does not know it
+    lib.calls.clear()
+    assert cuda_device.device_buffer(0, 0, 0)[1] is None and lib.calls == []  # no elements
+    # Freeing it (its buffer gone) leaves the producer's memory alone: no driver call at all.
+    pushes = len(cuda_device.log)
+    cuda_device.free(0, mem)
+    assert len(cuda_device.log) == pushes
+    assert cuda_device.device_pointer(0, (mem, 8)) == ((2, 0), 0x2008)  # exported as it is
+
+
+def test_our_stream_waits_for_a_producers_stream(cuda_device: Any) -> None:
+    queue = cuda_device.lib.CudaQueue("cuda:0:1", cuda_device, 0)
+    lib = cuda_device._driver_lib
+    assert cuda_device.queue_wait(queue, 0x7000)
+    # The event recorded on the producer's stream, waited for by ours: the reverse of export.
+    assert lib.calls == [
+        ("create", 0x2, True),
+        ("record", 0xE1, 0x7000, True),
+        ("wait", 0x5000, 0xE1, 0, True),
+        ("destroy", 0xE1, True),
+    ]
+    lib.calls.clear()
+    assert not cuda_device.queue_wait(SyncQueue("cc:0:0"), 0x7000)
+    assert lib.calls == []
+    lib.fail = "record"
+    with pytest.raises(
+        UsageError, match=r"cuda:0:1 wait for the producer's stream 0x7000.*cuEventRecord"
+    ):
+        cuda_device.queue_wait(queue, 0x7000)
+    assert lib.calls[-1] == ("destroy", 0xE2, True)
+    cuda_device.contexts = []  # finalized: nothing to wait on
+    assert not cuda_device.queue_wait(queue, 0x7000)

@@ -4,7 +4,9 @@ On CPU backends (the interpreters included) ``Context.array(node)`` aliases the 
 through DLPack and numpy's array interface, ordered after the buffer's writer; an external
 array given in ``ctx_arrays`` is a node's buffer without a copy, checked against the node.
 On CUDA it exports device memory (DLPack ``kDLCUDA`` and ``__cuda_array_interface__``, ordered
-on the device): the round trips run with CuPy and torch where a GPU and they are present.
+on the device), and imports CuPy's and torch's device arrays as buffers the same two ways (the
+producer's pending work ordered before the first use): the round trips run with CuPy and torch
+where a GPU and they are present.
 Backends whose buffers are device memory no other library reads (OpenCL) refuse both with a
 ``UsageError`` that says what to do instead.
 """
@@ -273,3 +275,112 @@ def test_round_trips_with_torch_on_cuda(backend: Any) -> None:
     )
     with pytest.raises(UsageError, match=r"y_big.*ambiguous"):
         exported.__dlpack__(stream=0)
+
+
+# ---- CUDA import: CuPy and torch arrays as buffers (where a GPU and they are present) ----
+
+
+def device_import(backend: Any) -> bool:
+    """Whether the backend computes on other libraries' device memory (CUDA)."""
+    return backend.runtime.dlpack_device(0) is not None
+
+
+def _cuda_import_or_skip(backend: Any, library: str) -> None:
+    if not device_import(backend):
+        pytest.skip(f"backend {backend.name} imports no device memory (CUDA only)")
+    if importlib.util.find_spec(library) is None:
+        pytest.skip(f"{library} is not installed")
+
+
+class CudaInterfaceOnly:
+    """A device array seen only through its CUDA array interface (no DLPack), so that the
+    import reads the interface and waits for the stream it names."""
+
+    def __init__(self, arr: Any) -> None:
+        self.arr = arr
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        return dict(self.arr.__cuda_array_interface__)
+
+
+def _neg_of(backend: Any, stream: Any, given_a: Any, given_y: Any, n: int, name: str) -> Any:
+    a, y = Tnode.create((n,), label=f"a_{name}"), Tnode.create((n,), label=f"y_{name}")
+    ctx = backend.make_context(stream, ctx_arrays={a: given_a, y: given_y})
+    return backend.link(ctx, backend.compile(ir.unop(y, "neg", a), name=f"neg_{name}")), y
+
+
+def test_import_from_cupy_on_cuda(backend: Any) -> None:
+    _cuda_import_or_skip(backend, "cupy")
+    import cupy
+
+    n = 1 << 24  # long enough on a GPU that a run not ordered after CuPy's would read early
+    values = RNG.uniform(-1, 1, n).astype(np.float32)
+    expected = -np.sin(np.exp(values))
+    stream = backend.new_stream(backend.get_device(0))
+    side = cupy.cuda.Stream(non_blocking=True)
+    with cupy.cuda.Device(0), side:
+        src = cupy.asarray(values)
+        # CUDA array interface: its stream is CuPy's, which ours waits for on the device.
+        slow, out = cupy.sin(cupy.exp(src)), cupy.zeros(n, cupy.float32)
+        r, y = _neg_of(backend, stream, CudaInterfaceOnly(slow), CudaInterfaceOnly(out), n, "cai")
+        # DLPack: CuPy makes our stream wait for its own.
+        slow2, out2 = cupy.sin(cupy.exp(src)), cupy.zeros(n, cupy.float32)
+        r2, y2 = _neg_of(backend, stream, slow2, out2, n, "cupy_dl")
+    r()
+    r2()
+    backend.await_stream(stream)
+    np.testing.assert_allclose(cupy.asnumpy(out), expected, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(cupy.asnumpy(out2), expected, rtol=1e-5, atol=1e-5)
+    assert r.context.array(y).address == out.data.ptr  # the array is the buffer: no copy
+    assert r2.context.array(y2).address == out2.data.ptr
+    # The context keeps CuPy's arrays alive: their memory is not reused while it lives.
+    del slow, out, slow2, out2, src
+    gc.collect()
+    with cupy.cuda.Device(0):
+        cupy.zeros(4 * n, cupy.float32)  # would take freed memory, were it freed
+    r()
+    backend.await_stream(stream)
+    got = r.context.array(y)
+    np.testing.assert_allclose(cupy.asnumpy(cupy.asarray(got)), expected, rtol=1e-5, atol=1e-5)
+    a = Tnode.create((n,), label="a_cupy_checked")
+    with cupy.cuda.Device(0):
+        cases = [
+            (cupy.zeros(2 * n, cupy.float32)[::2], r"a_cupy_checked.*not C-contiguous"),
+            (cupy.zeros(n, cupy.float64), r"a_cupy_checked.*dtype float32.*float64"),
+            (CudaInterfaceOnly(cupy.zeros(n + 1, cupy.float32)), r"\(16777216,\).*16777217"),
+        ]
+    for given, message in cases:
+        with pytest.raises(UsageError, match=message):
+            backend.make_context(stream, ctx_arrays={a: given})
+
+
+def test_import_from_torch_on_cuda(backend: Any) -> None:
+    _cuda_import_or_skip(backend, "torch")
+    torch: Any = importlib.import_module("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    n = 1 << 24
+    values = RNG.uniform(-1, 1, n).astype(np.float32)
+    stream = backend.new_stream(backend.get_device(0))
+    side = torch.cuda.Stream(device="cuda:0")
+    with torch.cuda.stream(side):
+        src = torch.from_numpy(values).to("cuda:0")
+        slow, out = torch.sin(torch.exp(src)), torch.zeros(n, device="cuda:0")
+        # DLPack: torch makes our stream wait for its current one (side).
+        r, y = _neg_of(backend, stream, slow, out, n, "torch")
+    r()
+    backend.await_stream(stream)
+    np.testing.assert_allclose(out.cpu().numpy(), -np.sin(np.exp(values)), rtol=1e-5, atol=1e-5)
+    assert r.context.array(y).address == out.data_ptr()
+    a = Tnode.create((4, 6), label="a_torch_checked")
+    cases = [
+        (torch.zeros(6, 4, device="cuda:0").T, r"a_torch_checked.*not C-contiguous"),
+        (torch.zeros(4, 6, device="cuda:0", dtype=torch.float64), r"dtype float32.*float64"),
+        (torch.zeros(4, 6), r"a_torch_checked.*computes on device memory"),  # host memory
+    ]
+    if torch.cuda.device_count() > 1:
+        cases.append((torch.zeros(4, 6, device="cuda:1"), r"DLPack device \(2, 1\)"))
+    for given, message in cases:
+        with pytest.raises(UsageError, match=message):
+            backend.make_context(stream, ctx_arrays={a: given})

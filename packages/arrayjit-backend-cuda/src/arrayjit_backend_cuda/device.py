@@ -12,6 +12,9 @@
   ordinal)``; a consumer's stream (a raw handle a library gave) waits for the writer's stream
   through an event recorded there and ``cuStreamWaitEvent``, driver calls made through ctypes
   (pycuda wraps only streams it made, and does not give its events' handles).
+- Import (``ctx_arrays``): another library's array is an :class:`ExternalMemory` (its
+  address, never freed here); the driver says which device an address is on
+  (``cuPointerGetAttribute``), and our stream waits for a producer's stream the same way.
 - Code: the recipe of :class:`~arrayjit_backends.gpu.devices.GpuDevices`: CUDA C from
   :class:`~arrayjit_backend_cuda.renderer.CudaSyntax`, compiled by ``nvcc --cubin``
   (:mod:`arrayjit_backend_cuda.compiler`) for every device's architecture at compile, through
@@ -49,6 +52,28 @@ BLOCK = 256
 
 EVENT_FLAGS = 0x2
 """``CU_EVENT_DISABLE_TIMING``: the events an export records only order streams."""
+
+
+POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
+"""``CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL``: the device an address's memory is on."""
+
+
+class ExternalMemory:
+    """Another library's device memory that a buffer is (an array given in ``ctx_arrays``):
+    its address and size, used as a pool is (``int(mem)`` its address); never freed here, its
+    producer owns it (the buffer holds the producer's array)."""
+
+    __slots__ = ("address", "nbytes")
+
+    def __init__(self, address: int, nbytes: int) -> None:
+        self.address = address
+        self.nbytes = nbytes
+
+    def __int__(self) -> int:
+        return self.address
+
+    def __repr__(self) -> str:
+        return f"<ExternalMemory {self.nbytes} bytes at {self.address:#x}>"
 
 
 def probe() -> str | None:
@@ -226,6 +251,8 @@ class CudaDevices(GpuDevices):
         return mem
 
     def free(self, ordinal: int, mem: Any) -> None:
+        if isinstance(mem, ExternalMemory):
+            return  # another library's memory: its producer frees it
         with self.current(ordinal):
             mem.free()
 
@@ -270,30 +297,67 @@ class CudaDevices(GpuDevices):
         if not self.contexts:  # finalized: every stream was drained first
             return True
         # The consumer's stream may be one pycuda did not make (CuPy's, torch's, or a default
-        # stream: handles 1 and 2), so the driver is called directly, with handles as they are:
-        # an event recorded on our stream now (after the writer), the consumer's stream made
-        # to wait for it, the event released (the driver frees it once it has completed).
+        # stream: handles 1 and 2), so the driver is called directly, with handles as they are.
+        action = f"making the consumer's stream {stream:#x} wait for {queue.name}"
+        self._event_wait(queue.ordinal, queue.stream.handle, stream, action)
+        return True
+
+    # ---- import (ctx_arrays given another library's device array) ----
+
+    def dlpack_device(self, ordinal: int) -> tuple[int, int] | None:
+        return (KDL_CUDA, ordinal)
+
+    def device_buffer(
+        self, ordinal: int, address: int, nbytes: int
+    ) -> tuple[Any, tuple[int, int] | None]:
+        on: tuple[int, int] | None = None
+        if nbytes and self.contexts:
+            # The CUDA array interface names no device: the driver knows each address's.
+            lib = self.driver_api()
+            found = ctypes.c_int(-1)
+            with self.current(ordinal):
+                status = lib.cuPointerGetAttribute(
+                    ctypes.byref(found), POINTER_ATTRIBUTE_DEVICE_ORDINAL, address
+                )
+            if status == 0:
+                on = (KDL_CUDA, found.value)
+        return ExternalMemory(address, nbytes), on
+
+    def queue_wait(self, queue: StreamQueue, stream: int) -> bool:
+        if not isinstance(queue, CudaQueue) or queue.devices is not self or not self.contexts:
+            return False
+        action = f"making {queue.name} wait for the producer's stream {stream:#x}"
+        self._event_wait(queue.ordinal, stream, queue.stream.handle, action)
+        return True
+
+    def _event_wait(self, ordinal: int, first: Any, then: Any, action: str) -> None:
+        """Make stream ``then`` wait on the device for the work enqueued so far on stream
+        ``first`` (raw handles, either possibly a stream pycuda did not make): an event
+        recorded on ``first``, waited for by ``then``, released (the driver frees it once it
+        has completed), with device ``ordinal``'s context current.
+
+        Raises:
+            UsageError: a driver call failed (``action`` says what was being done).
+        """
         lib = self.driver_api()
         event = ctypes.c_void_p()
-        with self.current(queue.ordinal):
+        with self.current(ordinal):
             steps = [
                 ("cuEventCreate", lambda: lib.cuEventCreate(ctypes.byref(event), EVENT_FLAGS)),
-                ("cuEventRecord", lambda: lib.cuEventRecord(event, queue.stream.handle)),
-                ("cuStreamWaitEvent", lambda: lib.cuStreamWaitEvent(stream, event, 0)),
+                ("cuEventRecord", lambda: lib.cuEventRecord(event, first)),
+                ("cuStreamWaitEvent", lambda: lib.cuStreamWaitEvent(then, event, 0)),
             ]
             try:
                 for name, call in steps:
                     status = call()
                     if status != 0:
                         raise UsageError(
-                            f"cuda: making the consumer's stream {stream:#x} wait for "
-                            f"{queue.name} failed ({name}: CUresult {status}; a stream of "
-                            f"device {queue.ordinal} was expected)"
+                            f"cuda: {action} failed ({name}: CUresult {status}; a stream of "
+                            f"device {ordinal} was expected)"
                         )
             finally:
                 if event.value:
                     lib.cuEventDestroy_v2(event)
-        return True
 
     def driver_api(self) -> Any:
         """The CUDA driver library through ctypes (loaded once), for the calls pycuda does not
@@ -307,6 +371,7 @@ class CudaDevices(GpuDevices):
                 "cuEventRecord": [handle, handle],
                 "cuStreamWaitEvent": [handle, handle, flags],
                 "cuEventDestroy_v2": [handle],
+                "cuPointerGetAttribute": [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64],
             }
             for name, argtypes in signatures.items():
                 function = getattr(lib, name)
@@ -373,4 +438,4 @@ class CudaDevices(GpuDevices):
         self.contexts = []
 
 
-__all__ = ["CudaDevices", "CudaEvent", "CudaQueue", "probe"]
+__all__ = ["CudaDevices", "CudaEvent", "CudaQueue", "ExternalMemory", "probe"]

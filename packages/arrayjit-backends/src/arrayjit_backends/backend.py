@@ -227,12 +227,16 @@ class Backend:
         array alive. It must be host memory with the node's dtype and host shape,
         C-contiguous, aligned to the element size; routines that write the node write into
         it (give a read-only array, such as a jax array, only for nodes the routines read).
+        On CUDA it may be an array of the stream's GPU (DLPack on ``kDLCUDA``, or
+        ``__cuda_array_interface__``: CuPy, torch), checked the same way and ordered on the
+        device: its producer's work on it comes before the context's first use.
 
         Raises:
             UsageError: ``stream`` is not a stream of this backend, or a given buffer is not a
                 :class:`Buffer` of the stream's device, is smaller than its node, or is not
-                aligned to the node's element size; or a given array is not host memory, the
-                backend computes on device memory, or the array's dtype, shape, strides or
+                aligned to the node's element size; or a given array is not host memory (on
+                CUDA: not memory of the stream's GPU), the backend computes on device memory
+                it cannot import, or the array's dtype, shape, strides or
                 alignment do not fit the node (the message names the node, expected and found).
         """
         checks.check_stream(self, stream, "make_context")

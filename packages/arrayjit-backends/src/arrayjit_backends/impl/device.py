@@ -188,6 +188,33 @@ class DeviceMemory(abc.ABC):
         such streams (the default), and the caller waits on the host instead."""
         return False
 
+    def dlpack_device(self, ordinal: int) -> tuple[int, int] | None:
+        """DLPack's ``(device type, device id)`` of device ``ordinal``'s memory where it can
+        compute on other libraries' device memory (CUDA: ``(2, ordinal)``); ``None`` (the
+        default) where it cannot. A context's ``ctx_arrays`` import device arrays through it,
+        :meth:`device_buffer` and :meth:`queue_wait`."""
+        return None
+
+    def device_buffer(
+        self, ordinal: int, address: int, nbytes: int
+    ) -> tuple[Mem, tuple[int, int] | None]:
+        """A memory handle that *is* another library's ``nbytes`` of device memory at
+        ``address`` (not a copy; :meth:`free` must leave it alone), and the DLPack device the
+        driver says ``address`` belongs to (None: memory the driver does not know). Called only
+        where :meth:`dlpack_device` is not None.
+
+        Raises:
+            NotImplementedError: the backend imports no device memory (the default).
+        """
+        raise NotImplementedError(f"{type(self).__name__} imports no device memory")
+
+    def queue_wait(self, queue: StreamQueue, stream: int) -> bool:
+        """Make ``queue`` wait on the device for the work scheduled so far on the native
+        stream of handle ``stream`` (a producer's: the array protocols' numbering, 1 and 2 the
+        default streams), the reverse of :meth:`stream_wait`; False (nothing done, the
+        default) where the backend has no such streams."""
+        return False
+
     @abc.abstractmethod
     def to_device(self, queue: StreamQueue, dst: Buf, src: np.ndarray) -> None:
         """Copy the C-contiguous host array ``src`` into ``dst``; ``src`` stays valid until the

@@ -1,6 +1,7 @@
 """DLPack, written out: the C structs of the protocol (``dlpack.h``, version 1.0) as ctypes
-structures, the capsule a producer's ``__dlpack__`` returns, and the checks of the protocol's
-``stream`` argument.
+structures, the capsule a producer's ``__dlpack__`` returns (:func:`capsule`), taking the
+tensor out of another producer's capsule (:func:`take`, the device import), and the checks of
+the protocol's ``stream`` argument.
 
 numpy makes the capsule of a host buffer itself (the CPU export,
 :class:`~arrayjit_backends.runtime.interop.ArrayExport`); device memory that numpy cannot
@@ -19,12 +20,14 @@ Imports only numpy and arrayjit_tnode.
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from arrayjit_tnode import UsageError
+from arrayjit_tnode import Prec, UsageError
 
 # Device types (DLDeviceType).
 KDL_CPU = 1
@@ -118,6 +121,18 @@ _capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_
     ("PyCapsule_GetPointer", ctypes.pythonapi)
 )
 
+# The same calls on a live capsule (a Python object), for a capsule another producer made.
+_is_capsule = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi)
+)
+_pointer_of = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi)
+)
+# PyCapsule_SetName keeps the pointer it is given: only the module's constants are passed.
+_set_name = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_SetName", ctypes.pythonapi)
+)
+
 _Destructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
 
 
@@ -150,6 +165,23 @@ def dtype_code(dtype: np.dtype[Any]) -> tuple[int, int]:
         raise UsageError(f"DLPack has no data type for numpy dtype {dtype}")
     kinds = {"i": KDL_INT, "u": KDL_UINT, "f": KDL_FLOAT, "b": KDL_BOOL}
     return kinds[dtype.kind], dtype.itemsize * 8
+
+
+def numpy_dtype(code: int, bits: int, lanes: int) -> np.dtype[Any] | None:
+    """The numpy dtype of DLPack's data type ``(code, bits, lanes)``; None where numpy (with
+    the precisions' bfloat16) has none: vector lanes, complex numbers, odd sizes."""
+    if lanes != 1:
+        return None
+    if code == KDL_BFLOAT and bits == 16:
+        return np.dtype(Prec.bfloat16.numpy_dtype)
+    kinds = {KDL_INT: "i", KDL_UINT: "u", KDL_FLOAT: "f", KDL_BOOL: "b"}
+    if code not in kinds or bits % 8 or (code == KDL_BOOL and bits != 8):
+        return None
+    try:
+        dtype = np.dtype(f"{kinds[code]}{bits // 8}")
+    except TypeError:  # no such size of the kind (f1, i16)
+        return None
+    return dtype if is_standard(dtype) else None
 
 
 def is_standard(dtype: np.dtype[Any]) -> bool:
@@ -209,6 +241,87 @@ def capsule(
     return _capsule_new(pointer, name, ctypes.cast(destroy, ctypes.c_void_p))
 
 
+@dataclass
+class Taken:
+    """A tensor taken out of another producer's DLPack capsule (:func:`take`): where its memory
+    is and how it is laid out. The taker owns it: :meth:`release` (once, idempotent) calls the
+    producer's deleter, which lets the producer free the memory.
+
+    Attributes:
+        address: the first element's address (``data + byte_offset``).
+        device: DLPack's ``(device type, device id)``.
+        code, bits, lanes: DLPack's data type; ``dtype`` its numpy dtype (None: none).
+        shape: the shape.
+        strides: the strides in elements, None where the producer left them out (row-major).
+        read_only: the versioned capsule's read-only flag.
+    """
+
+    address: int
+    device: tuple[int, int]
+    code: int
+    bits: int
+    lanes: int
+    dtype: np.dtype[Any] | None
+    shape: tuple[int, ...]
+    strides: tuple[int, ...] | None
+    read_only: bool
+    _managed: int = 0
+    _deleter: Any = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def release(self) -> None:
+        """Hand the tensor back to its producer (its deleter), once."""
+        with self._lock:
+            managed, deleter = self._managed, self._deleter
+            self._managed, self._deleter = 0, None
+        if managed and deleter:
+            deleter(managed)
+
+
+def take(capsule: object) -> Taken:
+    """The tensor of a DLPack capsule (``dltensor`` or ``dltensor_versioned``), taken as a
+    consumer takes it: the capsule is renamed ``used_*`` (its destructor then leaves the tensor
+    alone) and the caller owns the tensor until :meth:`Taken.release`.
+
+    Raises:
+        UsageError: ``capsule`` is no DLPack capsule, or one already taken.
+    """
+    versioned = bool(_is_capsule(capsule, VERSIONED_NAME))
+    if not versioned and not _is_capsule(capsule, NAME):
+        raise UsageError(
+            f"__dlpack__ returned {type(capsule).__name__}, not an untaken DLPack capsule "
+            f"(named dltensor or dltensor_versioned)"
+        )
+    name, used = (VERSIONED_NAME, USED_VERSIONED_NAME) if versioned else (NAME, USED_NAME)
+    pointer = int(_pointer_of(capsule, name))
+    managed: DLManagedTensor | DLManagedTensorVersioned
+    if versioned:
+        managed = DLManagedTensorVersioned.from_address(pointer)
+        read_only = bool(managed.flags & FLAG_READ_ONLY)
+    else:
+        managed = DLManagedTensor.from_address(pointer)
+        read_only = False
+    _set_name(capsule, used)
+    t = managed.dl_tensor
+    ndim = int(t.ndim)
+    shape = tuple(int(t.shape[k]) for k in range(ndim))
+    strides = tuple(int(t.strides[k]) for k in range(ndim)) if t.strides else None
+    dtype = (int(t.dtype.code), int(t.dtype.bits), int(t.dtype.lanes))
+    return Taken(
+        address=int(t.data or 0) + int(t.byte_offset),
+        device=(int(t.device.device_type), int(t.device.device_id)),
+        code=dtype[0],
+        bits=dtype[1],
+        lanes=dtype[2],
+        dtype=numpy_dtype(*dtype),
+        shape=shape,
+        strides=strides,
+        read_only=read_only,
+        _managed=pointer,
+        _deleter=managed.deleter,
+    )
+
+
 def consumer_stream(stream: object, what: str) -> int | None:
     """The CUDA stream a consumer passed to ``__dlpack__(stream=...)``, as the array API
     defines it: ``None`` is the legacy default stream (handle 1), ``1`` that stream, ``2`` the
@@ -260,8 +373,11 @@ __all__ = [
     "DLPackVersion",
     "DLTensor",
     "Deleter",
+    "Taken",
     "capsule",
     "consumer_stream",
     "dtype_code",
     "is_standard",
+    "numpy_dtype",
+    "take",
 ]

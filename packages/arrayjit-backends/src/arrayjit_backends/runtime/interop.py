@@ -13,7 +13,12 @@
 - Import: :func:`external_host_array`, the checks an external array (anything with
   ``__dlpack__`` or ``__array_interface__``) passes before it becomes a node's buffer in a new
   context (``make_context(stream, ctx_arrays={node: array})``): host memory, the node's dtype
-  and host shape, C-contiguous, aligned to the element size.
+  and host shape, C-contiguous, aligned to the element size (:func:`layout_mismatch`, the one
+  checker of these, which host transfers use too).
+- Device import: :func:`external_device_array`, the same for device memory (DLPack on
+  ``kDLCUDA``, taken with :func:`~arrayjit_backends.runtime.dlpack.take` and ordered on the
+  consumer's stream by the producer, or ``__cuda_array_interface__``, whose ``stream`` the
+  caller makes its stream wait for): the context's device, then the same checks.
 
 Below :mod:`~arrayjit_backends.runtime.values` (which builds exports and buffers from these):
 imports numpy, arrayjit_tnode, :mod:`~arrayjit_backends.runtime.dlpack` and the stream API's
@@ -22,7 +27,10 @@ imports numpy, arrayjit_tnode, :mod:`~arrayjit_backends.runtime.dlpack` and the 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import enum
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
@@ -52,7 +60,14 @@ class SupportsArrayInterface(Protocol):
     def __array_interface__(self) -> dict[str, Any]: ...
 
 
-ExternalArray = SupportsDLPack | SupportsArrayInterface
+class SupportsCudaArrayInterface(Protocol):
+    """An array of CUDA memory exported through the CUDA array interface (CuPy, Numba, torch)."""
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]: ...
+
+
+ExternalArray = SupportsDLPack | SupportsArrayInterface | SupportsCudaArrayInterface
 """What a context takes as a node's buffer besides a
 :class:`~arrayjit_backends.runtime.values.Buffer`."""
 
@@ -307,10 +322,102 @@ class DeviceArrayExport:
         )
 
 
+class Mismatch(enum.Enum):
+    """The first way an array's layout differs from a node's buffer (:func:`layout_mismatch`)."""
+
+    DTYPE = "dtype"
+    SHAPE = "shape"
+    STRIDES = "strides"
+    ALIGNMENT = "alignment"
+
+
+def c_strides(shape: Sequence[int], itemsize: int) -> tuple[int, ...]:
+    """The byte strides of a C-contiguous (row-major) array of ``shape``."""
+    strides: list[int] = []
+    step = itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= int(n)
+    return tuple(reversed(strides))
+
+
+def is_c_contiguous(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> bool:
+    """Whether byte ``strides`` (None: row-major) lay ``shape`` out row-major without gaps,
+    as numpy's ``C_CONTIGUOUS`` flag says: the stride of an axis of length 1 does not matter,
+    and an array without elements is contiguous."""
+    if strides is None or 0 in shape:
+        return True
+    if len(strides) != len(shape):  # a malformed interface: not this layout
+        return False
+    want = c_strides(shape, itemsize)
+    return all(n == 1 or s == w for n, s, w in zip(shape, strides, want, strict=True))
+
+
+def layout_mismatch(
+    tn: Tnode,
+    dtype: np.dtype[Any] | None,
+    shape: Sequence[int],
+    strides: Sequence[int] | None,
+    address: int | None,
+) -> Mismatch | None:
+    """The first way an array (``dtype``, None where it has no numpy dtype; ``shape``; byte
+    ``strides``, None for row-major; ``address``, None to leave it unchecked) cannot be
+    ``tn``'s buffer, checked in this order: the node's numpy dtype, its host shape (padding
+    included), C-contiguous, the address a multiple of the element size (where the array has
+    elements); None where it can be. The one checker of host arrays, imported host arrays and
+    imported device arrays: each caller words its own message."""
+    if dtype is None or dtype != tn.prec.numpy_dtype:
+        return Mismatch.DTYPE
+    want = tn.prec.host_shape(tn.dims)
+    if tuple(shape) != tuple(want):
+        return Mismatch.SHAPE
+    if not is_c_contiguous(want, strides, dtype.itemsize):
+        return Mismatch.STRIDES
+    if address is not None and address % max(tn.prec.byte_size, 1) and math.prod(want):
+        return Mismatch.ALIGNMENT
+    return None
+
+
+def _import_error(
+    kind: Mismatch,
+    tn: Tnode,
+    found: tuple[Any, tuple[int, ...], tuple[int, ...], int],
+    what: str,
+    where: str,
+    copy_hint: str,
+) -> UsageError:
+    """The error of an imported array (``found``: its dtype, shape, byte strides, address)
+    that cannot be ``tn``'s buffer for reason ``kind``."""
+    label = f"node {tn.debug_label}"
+    dtype, shape, strides, address = found
+    want_dtype = np.dtype(tn.prec.numpy_dtype)
+    want_shape = tuple(tn.prec.host_shape(tn.dims))
+    match kind:
+        case Mismatch.DTYPE:
+            text = (
+                f"{label} has precision {tn.prec} (dtype {want_dtype}); the given array has "
+                f"dtype {dtype}"
+            )
+        case Mismatch.SHAPE:
+            text = f"{label} has host shape {want_shape}; the given array has shape {shape}"
+        case Mismatch.STRIDES:
+            text = (
+                f"the array given for {label} has strides {strides}, not C-contiguous "
+                f"(expected {c_strides(want_shape, want_dtype.itemsize)}); pass a C-contiguous "
+                f"copy ({copy_hint})"
+            )
+        case Mismatch.ALIGNMENT:
+            text = (
+                f"the array given for {label} starts at address {address:#x}, not a multiple "
+                f"of its element size {max(tn.prec.byte_size, 1)}"
+            )
+    return UsageError(f"{what}: {text} ({where})")
+
+
 def external_host_array(obj: object, tn: Tnode, what: str, where: str) -> np.ndarray:
     """The host memory of ``obj`` as a numpy array (no copy), checked to be a buffer of
-    ``tn``: its dtype, host shape (padding included), C-contiguous, and its address a multiple
-    of the element size. ``where`` names the stream for messages.
+    ``tn`` (:func:`layout_mismatch`): its dtype, host shape (padding included), C-contiguous,
+    and its address a multiple of the element size. ``where`` names the stream for messages.
 
     Raises:
         UsageError: ``obj`` is neither an array of the protocols nor host memory, or one of
@@ -335,37 +442,203 @@ def external_host_array(obj: object, tn: Tnode, what: str, where: str) -> np.nda
             ) from exc
     elif hasattr(obj, "__array_interface__"):
         arr = np.asarray(obj)
+    elif hasattr(obj, "__cuda_array_interface__"):
+        raise UsageError(
+            f"{what}: the array given for {label} is CUDA memory (__cuda_array_interface__), "
+            f"not in host memory; this backend computes on host memory ({where})"
+        )
     else:
         raise UsageError(
             f"{what}: ctx_arrays must map nodes to Buffers (from alloc_buffer or a context's "
-            f"ctx_arrays) or arrays with __dlpack__ or __array_interface__; got "
-            f"{type(obj).__name__} for {label} ({where})"
+            f"ctx_arrays) or arrays with __dlpack__, __array_interface__ or "
+            f"__cuda_array_interface__; got {type(obj).__name__} for {label} ({where})"
         )
-    want_dtype = np.dtype(tn.prec.numpy_dtype)
-    want_shape = tuple(tn.prec.host_shape(tn.dims))
-    if arr.dtype != want_dtype:
-        raise UsageError(
-            f"{what}: {label} has precision {tn.prec} (dtype {want_dtype}); the given array "
-            f"has dtype {arr.dtype} ({where})"
-        )
-    if tuple(arr.shape) != want_shape:
-        raise UsageError(
-            f"{what}: {label} has host shape {want_shape}; the given array has shape "
-            f"{tuple(arr.shape)} ({where})"
-        )
-    if not arr.flags.c_contiguous:
-        raise UsageError(
-            f"{what}: the array given for {label} has strides {arr.strides}, not C-contiguous "
-            f"(expected {np.empty(want_shape, want_dtype).strides}); pass a C-contiguous copy "
-            f"(np.ascontiguousarray) ({where})"
-        )
-    align = max(tn.prec.byte_size, 1)
-    if arr.nbytes and arr.ctypes.data % align:
-        raise UsageError(
-            f"{what}: the array given for {label} starts at address {arr.ctypes.data:#x}, not "
-            f"a multiple of its element size {align} ({where})"
-        )
+    address = arr.ctypes.data
+    strides = None if arr.flags.c_contiguous else arr.strides  # numpy's flag: the same rule
+    kind = layout_mismatch(tn, arr.dtype, arr.shape, strides, address)
+    if kind is not None:
+        found = (arr.dtype, tuple(arr.shape), tuple(arr.strides), address)
+        raise _import_error(kind, tn, found, what, where, "np.ascontiguousarray")
     return arr
+
+
+# ---- import of device memory (CUDA) ----
+
+
+def is_device_array(obj: object) -> bool:
+    """Whether ``obj`` is an array of device memory by the protocols: DLPack on a device
+    other than host memory (``kDLCPU``, ``kDLCUDAHost``), or the CUDA array interface without
+    a DLPack of host memory. False where its ``__dlpack_device__`` fails: the host import's
+    checks then say what is wrong."""
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        try:
+            kind = int(obj.__dlpack_device__()[0])
+        except Exception:  # a producer's failure: reported where the array is read
+            return False
+        return kind not in (DLPACK_CPU, DLPACK_CUDA_HOST)
+    return hasattr(obj, "__cuda_array_interface__") and not hasattr(obj, "__array_interface__")
+
+
+@dataclass
+class ExternalDeviceArray:
+    """Another library's device array, read and checked to be a node's buffer
+    (:func:`external_device_array`).
+
+    Attributes:
+        address: its first element's device address.
+        nbytes: its size in bytes.
+        device: DLPack's ``(device type, id)`` the producer gave (DLPack), None where it gave
+            none (the CUDA array interface: the driver tells).
+        stream: the producer's stream that the consumer must wait for before its first use
+            (the CUDA array interface's ``stream``: 1 and 2 the default streams), None for no
+            wait (DLPack: the producer ordered the consumer's stream itself).
+        protocol: how it was read, for messages.
+        keep: what holds the memory (the object).
+        taken: the DLPack tensor taken from the producer (None for the CUDA array interface),
+            handed back by :meth:`release`.
+    """
+
+    address: int
+    nbytes: int
+    device: tuple[int, int] | None
+    stream: int | None
+    protocol: str
+    keep: tuple[object, ...]
+    taken: dlpack.Taken | None = None
+
+    def release(self) -> None:
+        """Hand a taken DLPack tensor back to its producer (idempotent; nothing for the CUDA
+        array interface, whose memory the object holds)."""
+        if self.taken is not None:
+            self.taken.release()
+
+
+def external_device_array(
+    obj: object,
+    tn: Tnode,
+    device: tuple[int, int],
+    stream: int,
+    what: str,
+    where: str,
+) -> ExternalDeviceArray:
+    """The device memory of ``obj`` (DLPack, preferred, or ``__cuda_array_interface__``),
+    without a copy, checked to be a buffer of ``tn`` on DLPack device ``device``
+    (:func:`layout_mismatch`: dtype, host shape, C-contiguous, alignment). Through DLPack the
+    producer is asked to order ``stream`` (the consumer's native stream) after its work on the
+    array; the CUDA array interface names the producer's stream in the result instead. The
+    caller owns the result: :meth:`ExternalDeviceArray.release` once the buffer is gone.
+    ``what`` and ``where`` name the call, node, backend and stream for messages.
+
+    Raises:
+        UsageError: the array is on another device, its producer refuses it, or a check fails
+            (the message names the node, what was expected and found).
+    """
+    label = f"node {tn.debug_label}"
+    if hasattr(obj, "__dlpack__") and hasattr(obj, "__dlpack_device__"):
+        given = tuple(int(v) for v in obj.__dlpack_device__())
+        if given != device:
+            raise UsageError(
+                f"{what}: the array given for {label} is on DLPack device {given}; the "
+                f"context's device is {device} ({where})"
+            )
+        capsule = _device_capsule(obj, stream, label, what, where)
+        taken = dlpack.take(capsule)
+        ext = ExternalDeviceArray(
+            taken.address,
+            math.prod(taken.shape) * (taken.bits * taken.lanes // 8),
+            taken.device,
+            None,
+            "DLPack",
+            (obj,),
+            taken,
+        )
+        try:
+            if taken.device != device:
+                raise UsageError(
+                    f"{what}: the DLPack tensor given for {label} is on device {taken.device}, "
+                    f"though its producer said {given} ({where})"
+                )
+            itemsize = max(taken.bits * taken.lanes // 8, 1)
+            strides = None if taken.strides is None else tuple(s * itemsize for s in taken.strides)
+            _check_device_layout(tn, taken.dtype, taken.shape, strides, ext, what, where)
+        except BaseException:
+            ext.release()
+            raise
+        return ext
+    cai = getattr(obj, "__cuda_array_interface__", None)
+    if not isinstance(cai, dict):
+        raise UsageError(
+            f"{what}: the array given for {label} has neither DLPack nor a CUDA array "
+            f"interface dict ({where})"
+        )
+    try:
+        shape = tuple(int(n) for n in cai["shape"])
+        dtype = np.dtype(cai["typestr"])
+        address = int(cai["data"][0] or 0)
+        strides = None if cai.get("strides") is None else tuple(int(s) for s in cai["strides"])
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        raise UsageError(
+            f"{what}: the CUDA array interface given for {label} is malformed "
+            f"({type(exc).__name__}: {exc}; {where})"
+        ) from exc
+    if cai.get("mask") is not None:
+        raise UsageError(
+            f"{what}: the CUDA array interface given for {label} has a mask; a node's buffer "
+            f"has none ({where})"
+        )
+    producer = cai.get("stream") if int(cai.get("version", 0)) >= 3 else None
+    if producer is not None and (
+        isinstance(producer, bool) or not isinstance(producer, int) or producer <= 0
+    ):
+        raise UsageError(
+            f"{what}: the CUDA array interface given for {label} has stream {producer!r}; "
+            f"the interface allows None, 1 (legacy default), 2 (per-thread default) or a "
+            f"stream handle, never 0 ({where})"
+        )
+    ext = ExternalDeviceArray(
+        address, math.prod(shape) * dtype.itemsize, None, producer, "CUDA array interface", (obj,)
+    )
+    _check_device_layout(tn, dtype, shape, strides, ext, what, where)
+    return ext
+
+
+def _device_capsule(obj: Any, stream: int, label: str, what: str, where: str) -> object:
+    """``obj.__dlpack__`` asked for a versioned capsule ordered on the consumer's ``stream``
+    (a producer older than DLPack 1.0 is asked again without ``max_version``)."""
+    try:
+        try:
+            return obj.__dlpack__(stream=stream, max_version=dlpack.VERSION)
+        except TypeError:
+            return obj.__dlpack__(stream=stream)
+    except Exception as exc:
+        raise UsageError(
+            f"{what}: the producer of the array given for {label} refused __dlpack__(stream="
+            f"{stream:#x}) ({type(exc).__name__}: {exc}; {where})"
+        ) from exc
+
+
+def _check_device_layout(
+    tn: Tnode,
+    dtype: np.dtype[Any] | None,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None,
+    ext: ExternalDeviceArray,
+    what: str,
+    where: str,
+) -> None:
+    """Raise the import error of the first mismatch of a device array with ``tn``."""
+    kind = layout_mismatch(tn, dtype, shape, strides, ext.address)
+    if kind is not None:
+        itemsize = 0 if dtype is None else dtype.itemsize
+        found_strides = strides if strides is not None else c_strides(shape, itemsize)
+        found = (
+            dtype if dtype is not None else "of no numpy type",
+            shape,
+            found_strides,
+            ext.address,
+        )
+        hint = "cupy.ascontiguousarray, torch's .contiguous()"
+        raise _import_error(kind, tn, found, what, f"{ext.protocol}; {where}", hint)
 
 
 __all__ = [
@@ -375,7 +648,15 @@ __all__ = [
     "DeviceExporter",
     "ExportError",
     "ExternalArray",
+    "ExternalDeviceArray",
+    "Mismatch",
     "SupportsArrayInterface",
+    "SupportsCudaArrayInterface",
     "SupportsDLPack",
+    "c_strides",
+    "external_device_array",
     "external_host_array",
+    "is_c_contiguous",
+    "is_device_array",
+    "layout_mismatch",
 ]

@@ -222,8 +222,9 @@ def given_buffers(
 ) -> tuple[dict[Tnode, BufferLoc], list[Buffer]]:
     """The buffers ``ctx_arrays`` gives a new context on ``stream``: where each node's buffer
     is, and the :class:`Buffer` values (kept alive by the context). An array of another
-    library (``__dlpack__`` or ``__array_interface__``) becomes a buffer that is its memory
-    (:func:`~arrayjit_backends.runtime.values.external_buffer`, CPU backends only).
+    library (``__dlpack__``, ``__array_interface__``, ``__cuda_array_interface__``) becomes a
+    buffer that is its memory (:func:`~arrayjit_backends.runtime.values.external_buffer`: host
+    memory on CPU backends, device memory on CUDA).
 
     Raises:
         UsageError: ``ctx_arrays`` is not a mapping of nodes to :class:`Buffer` values or
@@ -240,14 +241,17 @@ def given_buffers(
     bufs: list[Buffer] = []
     for tn, given in ctx_arrays.items():
         buf = given
-        external = hasattr(given, "__dlpack__") or hasattr(given, "__array_interface__")
+        external = any(
+            hasattr(given, name)
+            for name in ("__dlpack__", "__array_interface__", "__cuda_array_interface__")
+        )
         if isinstance(tn, Tnode) and not isinstance(given, Buffer) and external:
-            buf = external_buffer(stream.device, tn, given, what, stream.name)
+            buf = external_buffer(stream, tn, given, what)
         if not isinstance(tn, Tnode) or not isinstance(buf, Buffer):
             raise UsageError(
                 f"{what}: ctx_arrays must map Tnodes to Buffers (from alloc_buffer or a "
-                f"context's ctx_arrays) or arrays (__dlpack__, __array_interface__), got "
-                f"{tn!r}: {given!r}"
+                f"context's ctx_arrays) or arrays (__dlpack__, __array_interface__) or CUDA "
+                f"arrays (__cuda_array_interface__), got {tn!r}: {given!r}"
             )
         if buf.device is not stream.device:
             raise UsageError(

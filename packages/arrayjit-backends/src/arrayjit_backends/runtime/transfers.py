@@ -28,6 +28,7 @@ import numpy as np
 from arrayjit_backends.impl.stream_queue import Event
 from arrayjit_backends.runtime import hazards, trace
 from arrayjit_backends.runtime.hazards import Key
+from arrayjit_backends.runtime.interop import Mismatch, layout_mismatch
 from arrayjit_backends.runtime.slab import BufferLoc
 from arrayjit_tnode import Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
@@ -154,14 +155,17 @@ def check_host_array(tn: Tnode, what: str, backend: str, *, writable: bool = Fal
             f"{what}: node {tn.debug_label}'s host array is {type(arr).__name__}, not a numpy "
             f"array (backend {backend})"
         )
-    shape = tn.prec.host_shape(tn.dims)
-    if arr.shape != shape or arr.dtype != tn.prec.numpy_dtype:
+    # numpy's own flag spares the stride arithmetic on this per-transfer path (the same rule).
+    strides = None if arr.flags.c_contiguous else arr.strides
+    kind = layout_mismatch(tn, arr.dtype, arr.shape, strides, None)
+    if kind in (Mismatch.DTYPE, Mismatch.SHAPE):
+        shape = tn.prec.host_shape(tn.dims)
         raise UsageError(
             f"{what}: node {tn.debug_label} has a host array of shape {list(arr.shape)} and "
             f"dtype {arr.dtype}, expected shape {list(shape)} and dtype {tn.prec.numpy_dtype}"
             f" (backend {backend})"
         )
-    if not arr.flags.c_contiguous:
+    if kind is Mismatch.STRIDES:
         raise UsageError(
             f"{what}: node {tn.debug_label}'s host array is not C-contiguous (backend {backend})"
         )

@@ -6,7 +6,8 @@
 - :class:`Context`: maps nodes to buffers on one stream; persistent (linking twice from one
   parent gives two independent children).
 - :class:`Buffer`: device memory held by the user, given to contexts as ``ctx_arrays``
-  (:func:`external_buffer`: an array of another library, on CPU backends).
+  (:func:`external_buffer`: an array of another library, host memory on CPU backends, device
+  memory on CUDA).
 - :class:`Code`: compiled code; linked into a context it is a
   :class:`~arrayjit_backends.runtime.routine.Routine`.
 
@@ -24,7 +25,7 @@ import itertools
 import math
 import threading
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,13 @@ from arrayjit_backends.impl.device import Buf, DeviceInfo
 from arrayjit_backends.impl.stream_queue import Event, StreamQueue
 from arrayjit_backends.runtime import hazards
 from arrayjit_backends.runtime.hazards import BufferHazards
-from arrayjit_backends.runtime.interop import ArrayExport, DeviceArrayExport, external_host_array
+from arrayjit_backends.runtime.interop import (
+    ArrayExport,
+    DeviceArrayExport,
+    external_device_array,
+    external_host_array,
+    is_device_array,
+)
 from arrayjit_backends.runtime.slab import DEFAULT_POOL_CAP, BufferLoc, Slab, plan_pool_segments
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode, UsageError
@@ -313,17 +320,24 @@ class Context:
         return f"<Context on {self.stream.name}, {len(self.buffers)} nodes>"
 
 
-def external_buffer(device: Device, tn: Tnode, obj: object, what: str, where: str) -> Buffer:
-    """An array of another library (``__dlpack__`` or ``__array_interface__``) as a
-    :class:`Buffer` of ``tn`` on ``device``, without a copy: the buffer is the array's memory,
-    and keeps the array alive (:func:`~arrayjit_backends.runtime.interop.external_host_array`
-    checks it). For a hosted node the array's value counts as defined now: a run uploads the
-    host array over it only after a later host write (``set_values``).
+def external_buffer(stream: Stream, tn: Tnode, obj: object, what: str) -> Buffer:
+    """An array of another library as a :class:`Buffer` of ``tn`` on ``stream``'s device,
+    without a copy: the buffer is the array's memory, and keeps the array alive. Host memory
+    (``__dlpack__`` or ``__array_interface__``, CPU backends:
+    :func:`~arrayjit_backends.runtime.interop.external_host_array` checks it) or device memory
+    (DLPack on the device, ``__cuda_array_interface__``, backends whose runtime has a
+    ``dlpack_device``: :func:`external_device_buffer`). For a hosted node the array's value
+    counts as defined now: a run uploads the host array over it only after a later host write
+    (``set_values``).
 
     Raises:
         UsageError: the device's memory is not host memory, or the array does not fit the
             node (device, dtype, shape, strides, alignment).
     """
+    device = stream.device
+    if is_device_array(obj) and device.backend.runtime.dlpack_device(device.ordinal):
+        return external_device_buffer(stream, tn, obj, what)
+    where = stream.name
     arr = external_host_array(obj, tn, what, where)
     mem = device.backend.runtime.host_buffer(device.ordinal, arr)
     if mem is None:
@@ -332,16 +346,95 @@ def external_buffer(device: Device, tn: Tnode, obj: object, what: str, where: st
             f"an external array as the buffer of node {tn.debug_label} ({where}); pass a "
             f"Buffer, or set the node's values (set_values) and upload them (from_host)"
         )
+    return _adopted(device, tn, mem, arr.nbytes, (obj, arr), None)
+
+
+def external_device_buffer(stream: Stream, tn: Tnode, obj: object, what: str) -> Buffer:
+    """Another library's device array as a :class:`Buffer` of ``tn`` on ``stream``'s device,
+    without a copy (:func:`~arrayjit_backends.runtime.interop.external_device_array` reads
+    and checks it). Ordered before the buffer's first use: through DLPack the producer makes
+    ``stream``'s native stream wait for its work on the array; the CUDA array interface's
+    ``stream`` is waited for by ``stream`` on the device. The buffer's writer is then
+    ``stream`` (its work so far), so contexts on other streams given the buffer wait too.
+    The buffer holds the array (and a DLPack tensor, handed back once the buffer is gone).
+
+    Raises:
+        UsageError: the array is on another device (by the producer or the driver), does not
+            fit the node, or its producer's stream cannot be waited for; the message names the
+            node, backend, device and stream.
+    """
+    device, queue = stream.device, stream.queue
+    runtime = device.backend.runtime
+    where = f"backend {device.backend.name}, device {device.ordinal}, {stream.name}"
+    ours = runtime.dlpack_device(device.ordinal)
+    handle = runtime.native_stream(queue)
+    if ours is None or handle is None:
+        raise UsageError(
+            f"{what}: backend {device.backend.name} cannot compute on another library's "
+            f"device memory as the buffer of node {tn.debug_label} ({where})"
+        )
+    ext = external_device_array(obj, tn, ours, handle, what, where)
+    try:
+        mem, on = runtime.device_buffer(device.ordinal, ext.address, ext.nbytes)
+        if ext.nbytes and on != ours:
+            found = "memory its driver does not know" if on is None else f"DLPack device {on}"
+            raise UsageError(
+                f"{what}: the array given for node {tn.debug_label} ({ext.protocol}) is at "
+                f"address {ext.address:#x}, which is {found}; the context's device is {ours} "
+                f"({where})"
+            )
+        # The producer's pending work on the array comes before our first use of it.
+        if ext.stream is not None and ext.stream != handle:
+            producer = f"the producer's stream {ext.stream:#x} of the array given for node"
+            try:
+                waited = runtime.queue_wait(queue, ext.stream)
+            except UsageError as exc:
+                raise UsageError(
+                    f"{what}: {producer} {tn.debug_label} cannot be waited for: {exc} ({where})"
+                ) from exc
+            if not waited:
+                raise UsageError(
+                    f"{what}: {producer} {tn.debug_label} cannot be waited for on the device "
+                    f"({where})"
+                )
+    except BaseException:
+        ext.release()
+        raise
+    return _adopted(device, tn, mem, ext.nbytes, (obj, ext), (stream, ext.release))
+
+
+def _adopted(
+    device: Device,
+    tn: Tnode,
+    mem: Any,
+    nbytes: int,
+    keep: object,
+    ordered: tuple[Stream, Callable[[], None]] | None,
+) -> Buffer:
+    """A :class:`Buffer` of ``tn`` that is memory ``mem`` the user owns (``keep`` holds it).
+    ``ordered``: the stream the memory's producer was ordered before (recorded as the buffer's
+    writer) and what hands the memory back once the buffer is gone."""
     with device.lock:
         pool = device.slab.adopt_pool(mem)
     loc = BufferLoc(pool, 0)
+    if ordered is not None:
+        stream = ordered[0]
+        device.hazards.record(stream, stream.queue.all_work(), writes=[(tn.id, loc)])
     if tn.is_hosted():
         # The array defines the node's value here: a run must not upload the host array over
         # it (it lags no host write made so far), though it is not the host array's value.
         hazards.mark_stale(tn, device.id, loc)
-    buf = Buffer(device, loc, arr.nbytes, (obj, arr))
-    weakref.finalize(buf, free_pools, device, frozenset([pool]))
+    buf = Buffer(device, loc, nbytes, keep)
+    release = None if ordered is None else ordered[1]
+    weakref.finalize(buf, _free_adopted, device, pool, release)
     return buf
+
+
+def _free_adopted(device: Device, pool: int, release: Callable[[], None] | None) -> None:
+    # The pool first (the runtime leaves adopted memory alone), then the producer's tensor.
+    free_pools(device, frozenset([pool]))
+    if release is not None:
+        release()
 
 
 def free_pools(device: Device, pools: frozenset[int]) -> None:
@@ -369,4 +462,13 @@ class Code:
         return f"<Code {self.name} ({self.kind or 'any kind'}), {nodes} context nodes>"
 
 
-__all__ = ["Buffer", "Code", "Context", "Device", "Stream", "external_buffer", "free_pools"]
+__all__ = [
+    "Buffer",
+    "Code",
+    "Context",
+    "Device",
+    "Stream",
+    "external_buffer",
+    "external_device_buffer",
+    "free_pools",
+]
