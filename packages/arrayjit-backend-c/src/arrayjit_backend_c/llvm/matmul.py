@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from arrayjit_backend_c.cpu import matmul as cm
 from arrayjit_backend_c.llvm.scalar import Fn
+from arrayjit_backends.codegen.conv_plan import Walk
 from arrayjit_tnode import Prec, Tnode
 
 
@@ -88,7 +89,7 @@ class _Ir:
 def _types(mm: cm.CpuMatmul) -> tuple[str, int, str, str]:
     """The scalar type, the lanes of a vector, the vector type, the fma intrinsic's name."""
     t = "float" if mm.prec is Prec.single else "double"
-    vl = mm.nr // 2
+    vl = mm.nr  # one vector per tile row: LLVM splits it where registers are narrower
     return t, vl, f"<{vl} x {t}>", f"llvm.fma.v{vl}{'f32' if t == 'float' else 'f64'}"
 
 
@@ -96,7 +97,7 @@ def _micro(mm: cm.CpuMatmul) -> str:
     """``@aj_mm_micro_<suffix>(kc, a, b, c, ldc)``: the tile at ``c`` (rows ``ldc`` apart)
     after ``kc >= 1`` steps from the packed panels ``a`` and ``b``."""
     t, vl, vt, fma = _types(mm)
-    nv, mr, nr = 2, cm.MR, mm.nr
+    nv, mr, nr = mm.nr // vl, cm.MR, mm.nr
     ln = [
         f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
         "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
@@ -148,9 +149,34 @@ _BLOCK_PARAMS = (
 )
 
 
+_GEMM_PARAMS = (
+    "i64 %r0, i64 %r1, i64 %c0, i64 %c1, ptr %A, ptr %B, ptr %C, ptr noalias %pa, ptr noalias %pb"
+)
+
+
+def _walk_fn(name: str, w: Walk) -> str:
+    """``@<name>(i64 %t)``: the offset of point ``%t`` of the walk ``w``."""
+    ln = [f"define internal i64 @{name}(i64 %t) #0 {{", "entry:"]
+    acc = "0"
+    for d, (inner, e, st) in enumerate(w.terms()):
+        ln.append(f"  %q{d} = udiv i64 %t, {inner}")
+        digit = f"%q{d}"
+        if d:
+            ln.append(f"  %r{d} = urem i64 %q{d}, {e}")
+            digit = f"%r{d}"
+        ln.append(f"  %o{d} = mul nsw i64 {digit}, {st}")
+        ln.append(f"  %s{d} = add nsw i64 {acc}, %o{d}")
+        acc = f"%s{d}"
+    ln += [f"  ret i64 {acc}", "}"]
+    return "\n".join(ln)
+
+
 def _block(mm: cm.CpuMatmul) -> str:
     """``@aj_mm_block_<suffix>``: ``C[r0:r1, c0:c1]`` after every ``k`` step, serially (the
-    loops of ``aj_mm_block_*`` in :func:`~arrayjit_backend_c.cpu.matmul.c_helpers`)."""
+    loops of ``aj_mm_block_*`` in :func:`~arrayjit_backend_c.cpu.matmul.c_helpers`); for an
+    implicit GEMM (``mm.walks``), with its shape and strides built in and its operands packed
+    through offset tables of the block's steps and the panel's lanes (as
+    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers` does)."""
     t = _types(mm)[0]
     f = Fn()
     b = _Ir(f, t)
@@ -159,30 +185,107 @@ def _block(mm: cm.CpuMatmul) -> str:
     f.allocas.append(f"  %tile = alloca [{mr * nr} x {t}], align 64")
     zero = "0.0"
     micro = f"@aj_mm_micro_{mm.suffix}"
+    gemm = mm.walks is not None
+    k_, rsc, csc = (str(mm.k), str(mm.c.rs), str(mm.c.cs)) if gemm else ("%k", "%rsc", "%csc")
+    if gemm:
+        for name, size in (("sa", kc_max), ("sb", kc_max), ("la", mr), ("lb", nr)):
+            f.allocas.append(f"  %{name} = alloca [{size} x i64], align 64")
+
+    def walk(name: str, at: str) -> str:
+        return b.v(f"call i64 @aj_gemm_walk_{mm.suffix}_{name}(i64 {at})")
+
+    def table(name: str, at: str) -> str:
+        return b.v(f"getelementptr inbounds i64, ptr %{name}, i64 {at}")
+
+    def pack_tables(
+        src: str, lanes_t: str, steps_t: str, dst: str, lanes: int, valid: str, kc: str
+    ) -> None:
+        """``dst[p * lanes + e] = src[steps_t[p] + lanes_t[e]]`` for ``e < valid``, else 0; a
+        full panel with its lanes' offsets in registers and its lanes unrolled."""
+
+        def full() -> None:
+            los = [b.v(f"load i64, ptr {table(lanes_t, str(e))}") for e in range(lanes)]
+
+            def step(p: str) -> None:
+                row = b.mul(p, lanes)
+                so = b.v(f"load i64, ptr {table(steps_t, p)}")
+                for e, lo in enumerate(los):
+                    b.store(b.load(b.at(src, b.add(so, lo))), b.at(dst, b.add(row, e)))
+
+            b.loop(0, kc, 1, step)
+
+        def partial() -> None:
+            def step(p: str) -> None:
+                row = b.mul(p, lanes)
+                so = b.v(f"load i64, ptr {table(steps_t, p)}")
+
+                def cell(e: str) -> None:
+                    lo = b.v(f"load i64, ptr {table(lanes_t, e)}")
+                    b.store(b.load(b.at(src, b.add(so, lo))), b.at(dst, b.add(row, e)))
+
+                b.loop(0, valid, 1, cell)
+                b.loop(valid, lanes, 1, lambda e: b.store(zero, b.at(dst, b.add(row, e))))
+
+            b.loop(0, kc, 1, step)
+
+        b.branch(b.v(f"icmp eq i64 {valid}, {lanes}"), full, partial)
+
+    def fill(name: str, walk_name: str, first: str, count: str) -> None:
+        """``%name[l] = walk(first + l)`` for ``l < count``."""
+        b.loop(
+            0,
+            count,
+            1,
+            lambda e: f.do(f"store i64 {walk(walk_name, b.add(first, e))}, ptr {table(name, e)}"),
+        )
 
     def pack(src: str, s_outer: str, s_k: str, dst: str, lanes: int, valid: str, kc: str) -> None:
-        """``dst[p * lanes + e] = src[e * s_outer + p * s_k]`` for ``e < valid``, else 0."""
+        """``dst[p * lanes + e] = src[e * s_outer + p * s_k]`` for ``e < valid``, else 0; a
+        full panel with its lanes unrolled (a loop of ``lanes`` short trips per step cost more
+        than the copy: the llvm matmul took twice cc's time at 32768 x 576 x 64)."""
 
-        def step(p: str) -> None:
-            row = b.mul(p, lanes)
-            b.loop(
-                0,
-                valid,
-                1,
-                lambda e: b.store(b.load(b.at2(src, e, s_outer, p, s_k)), b.at(dst, b.add(row, e))),
-            )
-            b.loop(valid, lanes, 1, lambda e: b.store(zero, b.at(dst, b.add(row, e))))
+        def full() -> None:
+            outs = [b.mul(e, s_outer) for e in range(lanes)]
 
-        b.loop(0, kc, 1, step)
+            def step(p: str) -> None:
+                row, at = b.mul(p, lanes), b.mul(p, s_k)
+                for e, o in enumerate(outs):
+                    b.store(b.load(b.at(src, b.add(at, o))), b.at(dst, b.add(row, e)))
+
+            b.loop(0, kc, 1, step)
+
+        def partial() -> None:
+            def step(p: str) -> None:
+                row = b.mul(p, lanes)
+                b.loop(
+                    0,
+                    valid,
+                    1,
+                    lambda e: b.store(
+                        b.load(b.at2(src, e, s_outer, p, s_k)), b.at(dst, b.add(row, e))
+                    ),
+                )
+                b.loop(valid, lanes, 1, lambda e: b.store(zero, b.at(dst, b.add(row, e))))
+
+            b.loop(0, kc, 1, step)
+
+        b.branch(b.v(f"icmp eq i64 {valid}, {lanes}"), full, partial)
 
     def columns(jc: str) -> None:
         nc = b.min(b.v(f"sub nsw i64 %c1, {jc}"), nc_max)
 
         def kblock(pc: str) -> None:
-            kc = b.min(b.v(f"sub nsw i64 %k, {pc}"), kc_max)
+            kc = b.min(b.v(f"sub nsw i64 {k_}, {pc}"), kc_max)
+            if gemm:
+                fill("sa", "ak", pc, kc)
+                fill("sb", "bk", pc, kc)
 
             def pack_b(jr: str) -> None:
                 valid = b.min(b.v(f"sub nsw i64 {nc}, {jr}"), nr)
+                if gemm:
+                    fill("lb", "bc", b.add(jc, jr), valid)
+                    pack_tables("%B", "lb", "sb", b.at("%pb", b.mul(jr, kc)), nr, valid, kc)
+                    return
                 src = b.at2("%B", pc, "%rsb", b.add(jc, jr), "%csb")
                 pack(src, "%csb", "%rsb", b.at("%pb", b.mul(jr, kc)), nr, valid, kc)
 
@@ -193,6 +296,11 @@ def _block(mm: cm.CpuMatmul) -> str:
 
                 def pack_a(ir: str) -> None:
                     valid = b.min(b.v(f"sub nsw i64 {mc}, {ir}"), mr)
+                    if gemm:
+                        fill("la", "ar", b.add(ic, ir), valid)
+                        dst = b.at("%pa", b.mul(ir, kc))
+                        pack_tables("%A", "la", "sa", dst, mr, valid, kc)
+                        return
                     src = b.at2("%A", b.add(ic, ir), "%rsa", pc, "%csa")
                     pack(src, "%rsa", "%csa", b.at("%pa", b.mul(ir, kc)), mr, valid, kc)
 
@@ -200,19 +308,19 @@ def _block(mm: cm.CpuMatmul) -> str:
 
                 def tiles(jr: str) -> None:
                     def one(ir: str) -> None:
-                        c = b.at2("%C", b.add(ic, ir), "%rsc", b.add(jc, jr), "%csc")
+                        c = b.at2("%C", b.add(ic, ir), rsc, b.add(jc, jr), csc)
                         rows_ = b.min(b.v(f"sub nsw i64 {mc}, {ir}"), mr)
                         cols = b.min(b.v(f"sub nsw i64 {nc}, {jr}"), nr)
                         pa, pb = b.at("%pa", b.mul(ir, kc)), b.at("%pb", b.mul(jr, kc))
                         full_r = b.v(f"icmp eq i64 {rows_}, {mr}")
                         full_c = b.v(f"icmp eq i64 {cols}, {nr}")
-                        unit = b.v("icmp eq i64 %csc, 1")
+                        unit = b.v(f"icmp eq i64 {csc}, 1")
                         full = b.v(f"and i1 {b.v(f'and i1 {full_r}, {full_c}')}, {unit}")
 
                         def direct() -> None:
                             f.do(
                                 f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, ptr {c}, "
-                                "i64 %rsc)"
+                                f"i64 {rsc})"
                             )
 
                         def via_tile() -> None:
@@ -224,7 +332,7 @@ def _block(mm: cm.CpuMatmul) -> str:
                             def copy(into_tile: bool) -> None:
                                 def row(r: str) -> None:
                                     def cell(j: str) -> None:
-                                        there = b.at2(c, r, "%rsc", j, "%csc")
+                                        there = b.at2(c, r, rsc, j, csc)
                                         here = b.at(tile, b.add(b.mul(r, nr), j))
                                         src, dst = (there, here) if into_tile else (here, there)
                                         b.store(b.load(src), dst)
@@ -248,12 +356,13 @@ def _block(mm: cm.CpuMatmul) -> str:
 
             b.loop("%r0", "%r1", mc_max, rows)
 
-        b.loop(0, "%k", kc_max, kblock)
+        b.loop(0, k_, kc_max, kblock)
 
     b.loop("%c0", "%c1", nc_max, columns)
     f.do("ret void")
+    params = _GEMM_PARAMS if gemm else _BLOCK_PARAMS
     return (
-        f"define internal void @aj_mm_block_{mm.suffix}({_BLOCK_PARAMS}) #0 {{\nentry:\n"
+        f"define internal void @aj_mm_block_{mm.suffix}({params}) #0 {{\nentry:\n"
         + "\n".join(f.allocas + f.lines)
         + "\n}"
     )
@@ -267,7 +376,14 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
         f"declare {vt} @{fma}({vt}, {vt}, {vt})",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
     ]
-    return _micro(mm) + "\n" + _block(mm), decls
+    walks = ""
+    if mm.walks is not None:
+        names = ("ar", "ak", "bk", "bc")
+        walks = "".join(
+            _walk_fn(f"aj_gemm_walk_{mm.suffix}_{n}", w) + "\n"
+            for n, w in zip(names, mm.walks, strict=True)
+        )
+    return walks + _micro(mm) + "\n" + _block(mm), decls
 
 
 def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
@@ -281,6 +397,12 @@ def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
     r0, r1, c0, c1 = (lo, hi, 0, mm.n) if mm.split_rows else (0, mm.m, lo, hi)
     pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {cm.buffer_bytes(mm)[0]}")
     a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
+    if mm.walks is not None:
+        f.do(
+            f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
+            f"ptr {a_}, ptr {b_}, ptr {c_}, ptr %mmbuf, ptr {pb})"
+        )
+        return
     f.do(
         f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
         f"i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, i64 {mm.b.rs}, "
