@@ -119,6 +119,13 @@ class GemmPlan:
     c_rs: int
     c_cs: int
     x_is_a: bool
+    rows: tuple[L.For_loop, ...] = ()
+    """The loops of the rows, outermost digit first (row ``r`` is their mixed-radix point)."""
+    cols: tuple[L.For_loop, ...] = ()
+    """The loops of the columns, likewise."""
+    steps: tuple[L.For_loop, ...] = ()
+    """The reduction loops, in the serial code's order (step ``p`` is their mixed-radix
+    point: the order each cell takes its ``fma`` steps in)."""
 
 
 def _strides(g_tn: Tnode, indices: tuple[AxisIndex, ...]) -> tuple[int, dict[Symbol, int]] | None:
@@ -225,7 +232,21 @@ def gemm_plan(nest: list[L.For_loop], rest: L.Stmt) -> GemmPlan | None:
         _walk(steps, b_per),
     )
     c_base = c_off + _base(rows, c_per) + _base(cols, c_per)
-    return GemmPlan(m, n, k, a, b, target.tn, c_base, c_rows.stride, c_cols.stride, x_is_a)
+    return GemmPlan(
+        m,
+        n,
+        k,
+        a,
+        b,
+        target.tn,
+        c_base,
+        c_rows.stride,
+        c_cols.stride,
+        x_is_a,
+        tuple(rows),
+        tuple(cols),
+        tuple(steps),
+    )
 
 
 __all__ = ["GemmOperand", "GemmPlan", "Walk", "gemm_plan"]
