@@ -52,8 +52,26 @@ from arrayjit_tnode import Prec, Tnode
 
 MR = 6
 """Rows of a micro-kernel's tile."""
-VECTOR_BYTES = 32
-"""Bytes of one vector register the tile's rows are made of (AVX2; narrower targets split it)."""
+
+
+def _has_avx512() -> bool:
+    """Whether the CPU has AVX-512 (Linux: its flags in ``/proc/cpuinfo``; else False)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(
+                line.startswith("flags") and " avx512f" in line for line in f.read().splitlines()
+            )
+    except OSError:
+        return False
+
+
+VECTOR_BYTES = 64 if _has_avx512() else 32
+"""Bytes of the vectors a tile's rows are made of, two per row: AVX2's 32, or AVX-512's 64
+(12 accumulators of its 32 registers; with 32-byte vectors the 6 x 16 float32 tile is 6
+512-bit accumulators, too few to hide the fma latency: the conv2d benchmark's forward ran at
+0.8x the time of 64-byte tiles, one process, cc and llvm alike). Narrower targets split
+them. Both compilers target the host (``-march=native``, the host's features), where the
+flag is read."""
 KC = 256
 """Steps of ``k`` per packed block: a panel of ``B`` (``KC x NR``) stays in the L1 cache."""
 MC = 96
