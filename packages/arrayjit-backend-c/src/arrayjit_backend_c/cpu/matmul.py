@@ -329,9 +329,15 @@ def _c_walk(w: Walk, t: str) -> str:
 def c_gemm_helpers(mm: CpuMatmul) -> str:
     """C functions computing an implicit GEMM (``mm.walks``): ``aj_mm_block_<suffix>(r0, r1, c0,
     c1, A, B, C, pa, pb)``, the block ``C[r0:r1, c0:c1]`` with its shape, strides and walks
-    built in, packing ``A`` and ``B`` through the walks (offset tables of the block's steps and
-    of the panel's lanes, computed per block: a division per lane or step, against ``MR`` or
-    ``NR`` copies per step), then the same micro-kernel and tiles as the plain matmul."""
+    built in. ``B`` is packed through its walks (offset tables of the block's steps and of the
+    panel's columns, computed per block: a division per column or step, against ``NR`` copies
+    per step); ``A`` is not packed: the micro-kernel ``aj_gemm_micro_<suffix>`` broadcasts
+    ``A[rows[r] + so[p]]`` from the tile's ``MR`` rows (a table of the block's row offsets)
+    and the block's step offsets, which costs it one load per step more than a packed panel,
+    where packing cost a load and a store per element of ``A`` (``M x K``, the whole im2col
+    matrix of a convolution; each element is read ``n / NR`` times). A tile past the last
+    row repeats the block's first row (its cells are never stored). The tiles are the plain
+    matmul's."""
     assert mm.walks is not None
     t = _c_type(mm)
     sx, nr = mm.suffix, mm.nr
@@ -341,8 +347,37 @@ def c_gemm_helpers(mm: CpuMatmul) -> str:
         f"{{ return {_c_walk(w, 't')}; }}\n"
         for name, w in (("ar", a_rows), ("ak", a_steps), ("bk", b_steps), ("bc", b_cols))
     )
+    f = "f" if mm.prec is Prec.single else ""
+
+    def fma(a: str, b: str, acc: str) -> str:
+        x, w = (a, b) if mm.x_is_a else (b, a)
+        return f"fma{f}({x}, {w}, {acc})"
+
     return (
-        _c_micro(mm)
+        f"""
+/* The implicit GEMM's micro-kernel: the tile at c after kc steps, A's rows at A + rows[r],
+   step p of every row at offset so[p] from it, B packed. */
+static void aj_gemm_micro_{sx}(int64_t kc, const {t} *A, const int64_t *restrict rows,
+    const int64_t *restrict so, const {t} *restrict b, {t} *restrict c, int64_t ldc) {{
+  enum {{ MR = {MR}, NR = {nr} }};
+  const {t} *ar[MR];
+  {t} acc[MR][NR];
+  for (int r = 0; r < MR; ++r) ar[r] = A + rows[r];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+  for (int64_t p = 0; p < kc; ++p) {{
+    const int64_t o = so[p];
+#pragma GCC unroll {MR}
+    for (int r = 0; r < MR; ++r) {{
+      const {t} av = ar[r][o];
+#pragma GCC unroll {nr}
+      for (int j = 0; j < NR; ++j) acc[r][j] = {fma("av", "b[p * NR + j]", "acc[r][j]")};
+    }}
+  }}
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+}}
+"""
         + f"""/* Walks of the implicit GEMM (arrayjit_backends.codegen.conv_plan). */
 {walks}/* One packed panel through offset tables: lane l of step p read at src[so[p] + lo[l]]. */
 static inline __attribute__((always_inline)) void aj_gemm_pack_{sx}({t} *restrict dst,
@@ -361,7 +396,7 @@ static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1,
   enum {{ MR = {MR}, NR = {nr}, KC = {KC}, MC = {MC}, NC = {NC} }};
   const int64_t k = {mm.k}, rsc = {mm.c.rs}, csc = {mm.c.cs};
   {t} tile[MR * NR];
-  int64_t sa[KC], sb[KC], la[MR], lb[NR];
+  int64_t sa[KC], sb[KC], la[MC + MR], lb[NR];
   for (int64_t jc = c0; jc < c1; jc += NC) {{
     const int64_t nc = c1 - jc < NC ? c1 - jc : NC;
     for (int64_t pc = 0; pc < k; pc += KC) {{
@@ -377,23 +412,20 @@ static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1,
       }}
       for (int64_t ic = r0; ic < r1; ic += MC) {{
         const int64_t mc = r1 - ic < MC ? r1 - ic : MC;
-        for (int64_t ir = 0; ir < mc; ir += MR) {{
-          const int64_t valid = mc - ir < MR ? mc - ir : MR;
-          for (int64_t l = 0; l < valid; ++l) la[l] = aj_gemm_walk_{sx}_ar(ic + ir + l);
-          aj_gemm_pack_{sx}(pa + ir * kc, A, kc, MR, valid, sa, la);
-        }}
+        for (int64_t l = 0; l < mc; ++l) la[l] = aj_gemm_walk_{sx}_ar(ic + l);
+        for (int64_t l = mc; l < MC + MR; ++l) la[l] = la[0];
         for (int64_t jr = 0; jr < nc; jr += NR) {{
           for (int64_t ir = 0; ir < mc; ir += MR) {{
             {t} *c = C + (ic + ir) * rsc + (jc + jr) * csc;
             const int64_t mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
             if (mr == MR && nr == NR && csc == 1) {{
-              aj_mm_micro_{sx}(kc, pa + ir * kc, pb + jr * kc, c, rsc);
+              aj_gemm_micro_{sx}(kc, A, la + ir, sa, pb + jr * kc, c, rsc);
               continue;
             }}
             for (int64_t r = 0; r < MR; ++r)
               for (int64_t j = 0; j < NR; ++j)
                 tile[r * NR + j] = r < mr && j < nr ? c[r * rsc + j * csc] : 0;
-            aj_mm_micro_{sx}(kc, pa + ir * kc, pb + jr * kc, tile, NR);
+            aj_gemm_micro_{sx}(kc, A, la + ir, sa, pb + jr * kc, tile, NR);
             for (int64_t r = 0; r < mr; ++r)
               for (int64_t j = 0; j < nr; ++j) c[r * rsc + j * csc] = tile[r * NR + j];
           }}

@@ -93,16 +93,30 @@ def _types(mm: cm.CpuMatmul) -> tuple[str, int, str, str]:
     return t, vl, f"<{vl} x {t}>", f"llvm.fma.v{vl}{'f32' if t == 'float' else 'f64'}"
 
 
-def _micro(mm: cm.CpuMatmul) -> str:
+def _micro(mm: cm.CpuMatmul, direct: bool = False) -> str:
     """``@aj_mm_micro_<suffix>(kc, a, b, c, ldc)``: the tile at ``c`` (rows ``ldc`` apart)
-    after ``kc >= 1`` steps from the packed panels ``a`` and ``b``."""
+    after ``kc >= 1`` steps from the packed panels ``a`` and ``b``; with ``direct``, the
+    implicit GEMM's ``@aj_gemm_micro_<suffix>(kc, A, rows, so, b, c, ldc)``, which reads
+    ``A`` unpacked, step ``p`` of row ``r`` at ``A[rows[r] + so[p]]`` (see
+    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers`)."""
     t, vl, vt, fma = _types(mm)
     nv, mr, nr = mm.nr // vl, cm.MR, mm.nr
-    ln = [
-        f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
-        "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
-        "entry:",
-    ]
+    if direct:
+        ln = [
+            f"define internal void @aj_gemm_micro_{mm.suffix}(i64 %kc, ptr %A, "
+            "ptr noalias %rows, ptr noalias %so, ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
+            "entry:",
+        ]
+        for r in range(mr):
+            ln.append(f"  %rp{r} = getelementptr inbounds i64, ptr %rows, i64 {r}")
+            ln.append(f"  %ro{r} = load i64, ptr %rp{r}")
+            ln.append(f"  %ar{r} = getelementptr inbounds {t}, ptr %A, i64 %ro{r}")
+    else:
+        ln = [
+            f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
+            "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
+            "entry:",
+        ]
     for r in range(mr):
         ln.append(f"  %co{r} = mul nsw i64 %ldc, {r}")
         for v in range(nv):
@@ -118,10 +132,17 @@ def _micro(mm: cm.CpuMatmul) -> str:
         ln.append(f"  %bo{v} = add nsw i64 %bo, {v * vl}")
         ln.append(f"  %bp{v} = getelementptr inbounds {t}, ptr %b, i64 %bo{v}")
         ln.append(f"  %b{v} = load {vt}, ptr %bp{v}, align {mm.prec.byte_size}")
-    ln.append(f"  %ao = mul nsw i64 %p, {mr}")
+    if direct:
+        ln.append("  %sop = getelementptr inbounds i64, ptr %so, i64 %p")
+        ln.append("  %o = load i64, ptr %sop")
+    else:
+        ln.append(f"  %ao = mul nsw i64 %p, {mr}")
     for r in range(mr):
-        ln.append(f"  %ao{r} = add nsw i64 %ao, {r}")
-        ln.append(f"  %ap{r} = getelementptr inbounds {t}, ptr %a, i64 %ao{r}")
+        if direct:
+            ln.append(f"  %ap{r} = getelementptr inbounds {t}, ptr %ar{r}, i64 %o")
+        else:
+            ln.append(f"  %ao{r} = add nsw i64 %ao, {r}")
+            ln.append(f"  %ap{r} = getelementptr inbounds {t}, ptr %a, i64 %ao{r}")
         ln.append(f"  %a{r}.s = load {t}, ptr %ap{r}")
         ln.append(f"  %a{r}.i = insertelement {vt} poison, {t} %a{r}.s, i64 0")
         ln.append(
@@ -188,7 +209,7 @@ def _block(mm: cm.CpuMatmul) -> str:
     gemm = mm.walks is not None
     k_, rsc, csc = (str(mm.k), str(mm.c.rs), str(mm.c.cs)) if gemm else ("%k", "%rsc", "%csc")
     if gemm:
-        for name, size in (("sa", kc_max), ("sb", kc_max), ("la", mr), ("lb", nr)):
+        for name, size in (("sa", kc_max), ("sb", kc_max), ("la", mc_max + mr), ("lb", nr)):
             f.allocas.append(f"  %{name} = alloca [{size} x i64], align 64")
 
     def walk(name: str, at: str) -> str:
@@ -296,15 +317,20 @@ def _block(mm: cm.CpuMatmul) -> str:
 
                 def pack_a(ir: str) -> None:
                     valid = b.min(b.v(f"sub nsw i64 {mc}, {ir}"), mr)
-                    if gemm:
-                        fill("la", "ar", b.add(ic, ir), valid)
-                        dst = b.at("%pa", b.mul(ir, kc))
-                        pack_tables("%A", "la", "sa", dst, mr, valid, kc)
-                        return
                     src = b.at2("%A", b.add(ic, ir), "%rsa", pc, "%csa")
                     pack(src, "%rsa", "%csa", b.at("%pa", b.mul(ir, kc)), mr, valid, kc)
 
-                b.loop(0, mc, mr, pack_a)
+                if gemm:  # A unpacked: the offsets of the block's rows, then its first's
+                    fill("la", "ar", ic, mc)
+                    first = b.v(f"load i64, ptr {table('la', '0')}")
+                    b.loop(
+                        mc,
+                        mc_max + mr,
+                        1,
+                        lambda e: f.do(f"store i64 {first}, ptr {table('la', e)}"),
+                    )
+                else:
+                    b.loop(0, mc, mr, pack_a)
 
                 def tiles(jr: str) -> None:
                     def one(ir: str) -> None:
@@ -317,11 +343,21 @@ def _block(mm: cm.CpuMatmul) -> str:
                         unit = b.v(f"icmp eq i64 {csc}, 1")
                         full = b.v(f"and i1 {b.v(f'and i1 {full_r}, {full_c}')}, {unit}")
 
+                        def call_micro(tile_at: str, ld: str) -> None:
+                            if gemm:
+                                rows_at = table("la", ir)
+                                f.do(
+                                    f"call void @aj_gemm_micro_{mm.suffix}(i64 {kc}, ptr %A, "
+                                    f"ptr {rows_at}, ptr %sa, ptr {pb}, ptr {tile_at}, i64 {ld})"
+                                )
+                            else:
+                                f.do(
+                                    f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, "
+                                    f"ptr {tile_at}, i64 {ld})"
+                                )
+
                         def direct() -> None:
-                            f.do(
-                                f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, ptr {c}, "
-                                f"i64 {rsc})"
-                            )
+                            call_micro(c, rsc)
 
                         def via_tile() -> None:
                             size = mr * nr * mm.prec.byte_size
@@ -342,10 +378,7 @@ def _block(mm: cm.CpuMatmul) -> str:
                                 b.loop(0, rows_, 1, row)
 
                             copy(True)
-                            f.do(
-                                f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, ptr {tile}, "
-                                f"i64 {nr})"
-                            )
+                            call_micro(tile, str(nr))
                             copy(False)
 
                         b.branch(full, direct, via_tile)
@@ -383,6 +416,7 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
             _walk_fn(f"aj_gemm_walk_{mm.suffix}_{n}", w) + "\n"
             for n, w in zip(names, mm.walks, strict=True)
         )
+        walks += _micro(mm, direct=True) + "\n"
     return walks + _micro(mm) + "\n" + _block(mm), decls
 
 
