@@ -26,8 +26,10 @@ MARKER = "aj_gemm_walk_"
 
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``k`` blocks of 8, row blocks of 12, column blocks of 40, and no size threshold."""
+    """``k`` blocks of 8 (one block up to 20 steps), row blocks of 12, column blocks of 40,
+    and no size threshold."""
     monkeypatch.setattr(cpu_matmul, "KC", 8)
+    monkeypatch.setattr(cpu_matmul, "KC_WHOLE", 20)
     monkeypatch.setattr(cpu_matmul, "MC", 12)
     monkeypatch.setattr(cpu_matmul, "NC", 40)
     monkeypatch.setattr(cpu_matmul, "MATMUL_MIN_WORK", 1)

@@ -201,7 +201,7 @@ def _block(mm: cm.CpuMatmul) -> str:
     t = _types(mm)[0]
     f = Fn()
     b = _Ir(f, t)
-    mr, nr, kc_max, mc_max, nc_max = cm.MR, mm.nr, cm.KC, cm.MC, cm.NC
+    mr, nr, kc_max, mc_max, nc_max = cm.MR, mm.nr, cm.kc_of(mm), cm.MC, cm.NC
     tile = "%tile"
     f.allocas.append(f"  %tile = alloca [{mr * nr} x {t}], align 64")
     zero = "0.0"
