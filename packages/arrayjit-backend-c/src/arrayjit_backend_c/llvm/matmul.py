@@ -225,7 +225,13 @@ def _block(mm: cm.CpuMatmul) -> str:
         full panel with its lanes' offsets in registers and its lanes unrolled."""
 
         def full() -> None:
-            los = [b.v(f"load i64, ptr {table(lanes_t, str(e))}") for e in range(lanes)]
+            lane = mm.walks[3].stride if mm.walks is not None and lanes_t == "lb" else None
+            los = [
+                str(e * lane)
+                if lane is not None
+                else b.v(f"load i64, ptr {table(lanes_t, str(e))}")
+                for e in range(lanes)
+            ]
 
             def step(p: str) -> None:
                 row = b.mul(p, lanes)
