@@ -15,7 +15,7 @@ from arrayjit_conformance.convolution import ConvShape
 from arrayjit_conformance.harness import hosted, run_against_interpreter
 from arrayjit_conformance.tests.test_convolution import random_shape
 from arrayjit_ir import ir
-from arrayjit_tnode import Padding
+from arrayjit_tnode import Padding, Prec
 
 BACKENDS = ["sync_cc", "multicore_cc", "sync_llvm", "multicore_llvm"]
 """The backends every test taking the ``backend`` fixture runs on (see conftest.py)."""
@@ -26,12 +26,12 @@ MARKER = "aj_gemm_walk_"
 
 @pytest.fixture(autouse=True)
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``k`` blocks of 8 (one block up to 20 steps), row blocks of 12, column blocks of 40,
-    and no size threshold."""
+    """``k`` blocks of 8 (one block up to 20 steps), row blocks of 12, column blocks of
+    ``2 * NR + 8`` (two full column panels, then a partial one), and no size threshold."""
     monkeypatch.setattr(cpu_matmul, "KC", 8)
     monkeypatch.setattr(cpu_matmul, "KC_WHOLE", 20)
     monkeypatch.setattr(cpu_matmul, "MC", 12)
-    monkeypatch.setattr(cpu_matmul, "NC", 40)
+    monkeypatch.setattr(cpu_matmul, "NC", 2 * cpu_matmul.nr_of(Prec.single) + 8)
     monkeypatch.setattr(cpu_matmul, "MATMUL_MIN_WORK", 1)
 
 
@@ -91,9 +91,10 @@ def test_random_convolutions_bit_exact(backend: Any, seed: int, which: str) -> N
 @pytest.mark.parametrize("prec", ["single", "double"])
 @pytest.mark.parametrize("which", ["forward", "input_grad", "weight_grad"])
 def test_same_convolutions_bit_exact(backend: Any, which: str, prec: str) -> None:
-    """3x3 "same" over 2 x 7 x 5 images, 3 -> 17 channels: 70 rows (tiles of 6 cut), 27 or 70
-    steps (blocks of 8 cut), 17 columns (tiles of 16 or 8 cut)."""
-    shape = ConvShape(2, (7, 5), 3, 17, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
+    """3x3 "same" over 2 x 7 x 5 images, 3 -> 83 channels: 70 rows (tiles of 6 cut), 27 or 70
+    steps (blocks of 8 cut), 83 columns (full panels after the first of a column block, a
+    partial one, then a second column block)."""
+    shape = ConvShape(2, (7, 5), 3, 83, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
     if which == "input_grad":
-        shape = ConvShape(2, (7, 5), 17, 3, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
+        shape = ConvShape(2, (7, 5), 83, 3, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
     assert MARKER in _run(backend, shape, which, prec, 36)

@@ -359,7 +359,7 @@ def c_gemm_helpers(mm: CpuMatmul) -> str:
         for name, w in (("ar", a_rows), ("ak", a_steps), ("bk", b_steps), ("bc", b_cols))
     )
     f = "f" if mm.prec is Prec.single else ""
-    full_lane = "lo[l]" if b_cols.stride is None else f"l * {b_cols.stride}"
+    full_lane = "lo[l]" if b_cols.stride is None else f"lo[0] + l * {b_cols.stride}"
 
     def fma(a: str, b: str, acc: str) -> str:
         x, w = (a, b) if mm.x_is_a else (b, a)
@@ -392,7 +392,7 @@ static void aj_gemm_micro_{sx}(int64_t kc, const {t} *A, const int64_t *restrict
 """
         + f"""/* Walks of the implicit GEMM (arrayjit_backends.codegen.conv_plan). */
 {walks}/* One packed panel through offset tables: lane l of step p read at src[so[p] + lo[l]]
-   (lo[l] = l * stride where the columns walk with one: a plain copy per step). */
+   (lo[0] + l * stride where the columns walk with one: a plain copy per step). */
 static inline __attribute__((always_inline)) void aj_gemm_pack_{sx}({t} *restrict dst,
     const {t} *src, int64_t kc, int w, int64_t lanes, const int64_t *restrict so,
     const int64_t *restrict lo) {{

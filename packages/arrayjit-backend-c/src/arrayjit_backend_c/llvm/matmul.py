@@ -226,12 +226,11 @@ def _block(mm: cm.CpuMatmul) -> str:
 
         def full() -> None:
             lane = mm.walks[3].stride if mm.walks is not None and lanes_t == "lb" else None
-            los = [
-                str(e * lane)
-                if lane is not None
-                else b.v(f"load i64, ptr {table(lanes_t, str(e))}")
-                for e in range(lanes)
-            ]
+            if lane is not None:  # the panel's first column's offset, then one stride apart
+                lo0 = b.v(f"load i64, ptr {table(lanes_t, '0')}")
+                los = [b.add(lo0, e * lane) for e in range(lanes)]
+            else:
+                los = [b.v(f"load i64, ptr {table(lanes_t, str(e))}") for e in range(lanes)]
 
             def step(p: str) -> None:
                 row = b.mul(p, lanes)
