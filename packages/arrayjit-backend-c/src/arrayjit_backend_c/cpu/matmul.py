@@ -35,7 +35,12 @@ Which loops: a top-level loop nest that
 :func:`~arrayjit_backends.codegen.matmul_plan.matmul_plan` recognizes (the detector the GPU
 planner uses too, used as is: plain ``fma`` steps over one ``k`` loop, operands indexed by
 ``{i, k}`` and ``{k, j}`` in either order), in float32 or float64, with no batch axes and at
-least :data:`MATMUL_MIN_WORK` multiply-adds. Everything else keeps the loop nest.
+least :data:`MATMUL_MIN_WORK` multiply-adds; or an implicit GEMM that
+:func:`~arrayjit_backends.codegen.conv_plan.gemm_plan` recognizes (convolutions and their
+gradients: operands read through affine axes, several reduction loops), run as a plain matmul
+where every walk has one stride, else by :func:`c_gemm_helpers` (``A`` read unpacked through
+offset tables, ``B`` packed through them; same tiles, same exactness: the steps in the serial
+code's order). Everything else keeps the loop nest.
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """The packed matmul of :mod:`arrayjit_backend_c.cpu.matmul` as LLVM IR, for the ``llvm``
 backend: the same packing, blocking, micro-kernel and exactness (each cell's ``llvm.fma`` steps in
-``k`` order from its stored value), with the tile's rows as ``<VL x float>`` or ``<VL x double>``
-vectors and ``llvm.fma.v*`` steps.
+``k`` order from its stored value), with the tile's rows as ``<NR x float>`` or ``<NR x double>``
+vectors and ``llvm.fma.v*`` steps; and the implicit GEMM of
+:func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers` (``A`` unpacked, ``B`` packed through
+offset tables, the walks as functions of their own).
 
 The routine's segment for the matmul takes ``(start, stop, buffer)``: a range of
 :attr:`~arrayjit_backend_c.cpu.matmul.CpuMatmul.units` (row panels or column panels), so the
