@@ -98,3 +98,21 @@ def test_same_convolutions_bit_exact(backend: Any, which: str, prec: str) -> Non
     if which == "input_grad":
         shape = ConvShape(2, (7, 5), 83, 3, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
     assert MARKER in _run(backend, shape, which, prec, 36)
+
+
+@pytest.mark.parametrize("prec", ["single", "double"])
+def test_one_stride_walks_run_as_the_plain_matmul(backend: Any, prec: str) -> None:
+    """A 1x1 convolution, ``"bhwc,cd->bhwd"``: its rows ``b, h, w`` walk with one stride in
+    both ``x`` and ``y``, so the plain matmul runs it (no walks), bit-exact; before implicit
+    GEMMs its batch loops kept the loop nest."""
+    rng = np.random.default_rng(7)
+    x, w = hosted((2, 5, 7, 19), "x", prec), hosted((19, 70), "w", prec)
+    y = hosted((2, 5, 7, 70), "y", prec)
+    comp = ir.accum(y, "add", x, w, op="mul", spec="bhwc,cd->bhwd")
+    inputs = {t: rng.standard_normal(t.dims) for t in (x, w)}
+    [(got, ref)] = run_against_interpreter(backend, comp, inputs, [y])
+    dtype, bits = (np.float32, np.uint32) if prec == "single" else (np.float64, np.uint64)
+    got, ref = np.asarray(got, dtype), np.asarray(ref, dtype)
+    assert np.array_equal(got.view(bits), ref.view(bits))
+    source = backend.compile(comp, name="plain_source").native.source
+    assert "aj_mm_block_" in source and MARKER not in source

@@ -226,7 +226,8 @@ def buffer_bytes(mm: CpuMatmul) -> tuple[int, int]:
     multiple of 64)."""
     width = min(mm.n, NC)
     kc = kc_of(mm)
-    pa = mm.prec.byte_size * kc * (MC + MR)
+    # An implicit GEMM reads A unpacked (c_gemm_helpers): no A block.
+    pa = 0 if mm.walks is not None else mm.prec.byte_size * kc * (MC + MR)
     pb = mm.prec.byte_size * kc * (-(-width // mm.nr) * mm.nr)
     return -(-pa // 64) * 64, -(-pb // 64) * 64
 
