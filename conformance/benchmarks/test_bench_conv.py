@@ -7,7 +7,8 @@ where jax is installed, ``jax.lax.conv_general_dilated`` (and its gradients,
 Run: ``pytest conformance/benchmarks/test_bench_conv.py --benchmark-only [--arrayjit-backend
 NAME]`` (``tox -e bench`` runs it with the others). Each group's rows count the same FLOPs
 (``extra_info["flops"]``: two per multiply-add of the direct convolution), so the table shows
-GFLOP/s.
+GFLOP/s; ``test_blas`` times numpy's matmul of each group's GEMM shape with the im2col matrix
+already built (the machine's BLAS at the same FLOPs).
 """
 
 from __future__ import annotations
@@ -154,6 +155,28 @@ def test_numpy(benchmark: Any, what: str) -> None:
         benchmark.extra_info["flops"] = FLOPS
     nbytes = X.nbytes * 5 // 4 if what == "pool" else 0
     measure(benchmark, NUMPY[what], "numpy (im2col + matmul)", ROUNDS, nbytes)
+
+
+# ---- the machine's BLAS at the same FLOPs: the GEMM of each group, operands given ----
+
+GEMMS = {
+    # (rows, steps, columns) of the implicit GEMM each group is
+    "forward": (SHAPE.batch * 32 * 32, 9 * SHAPE.channels, SHAPE.out_channels),
+    "input_grad": (SHAPE.batch * 32 * 32, 9 * SHAPE.out_channels, SHAPE.channels),
+    "weight_grad": (9 * SHAPE.channels, SHAPE.batch * 32 * 32, SHAPE.out_channels),
+}
+
+
+@pytest.mark.parametrize("what", list(GEMMS))
+def test_blas(benchmark: Any, what: str) -> None:
+    """numpy's matmul (its BLAS) of the group's GEMM shape, the im2col matrix already built:
+    the rate the issue's ">= 50% of BLAS GFLOP/s at the same FLOPs" compares with."""
+    benchmark.group = GROUPS[what]
+    benchmark.extra_info["flops"] = FLOPS
+    m, k, n = GEMMS[what]
+    a = RNG.standard_normal((m, k)).astype(np.float32)
+    b = RNG.standard_normal((k, n)).astype(np.float32)
+    measure(benchmark, lambda: a @ b, "numpy BLAS matmul, same FLOPs", ROUNDS)
 
 
 # ---- jax.lax under jax.jit, on the CPU ----

@@ -11,7 +11,7 @@ import pytest
 from arrayjit_backend_c.cpu import matmul as cpu_matmul
 from arrayjit_conformance.harness import hosted, run_against_interpreter, run_once
 from arrayjit_ir import ir
-from arrayjit_tnode import Tnode
+from arrayjit_tnode import Prec, Tnode
 
 BACKENDS = ["sync_cc", "multicore_cc", "sync_llvm", "multicore_llvm"]
 """The backends every test taking the ``backend`` fixture runs on (see conftest.py)."""
@@ -102,11 +102,12 @@ def test_odd_shapes_bit_exact(backend: Any, m: int, k: int, n: int) -> None:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     """Blocks small enough that a shape the interpreter runs quickly crosses every block edge
-    (``k`` blocks of 8, row blocks of 12, column blocks of 40: not a multiple of a tile's 16
-    or 8 columns), and no size threshold."""
+    (``k`` blocks of 8, row blocks of 12, column blocks of ``2 * NR + 8`` for float32, 40 or
+    72: two full column panels, then a partial one, and not a multiple of a tile's columns in
+    either precision), and no size threshold."""
     monkeypatch.setattr(cpu_matmul, "KC", 8)
     monkeypatch.setattr(cpu_matmul, "MC", 12)
-    monkeypatch.setattr(cpu_matmul, "NC", 40)
+    monkeypatch.setattr(cpu_matmul, "NC", 2 * cpu_matmul.nr_of(Prec.single) + 8)
     monkeypatch.setattr(cpu_matmul, "MATMUL_MIN_WORK", 1)
 
 
@@ -114,6 +115,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
     ("spec", "prec", "m", "k", "n"),
     [
         ("ik,kj", "single", 23, 19, 45),
+        ("ik,kj", "single", 23, 19, 90),  # full column panels past a block's first
         ("ik,kj", "double", 23, 19, 45),
         ("ik,kj", "single", 1, 17, 50),
         ("ik,kj", "double", 25, 9, 1),

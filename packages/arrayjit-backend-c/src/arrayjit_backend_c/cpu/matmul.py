@@ -35,13 +35,20 @@ Which loops: a top-level loop nest that
 :func:`~arrayjit_backends.codegen.matmul_plan.matmul_plan` recognizes (the detector the GPU
 planner uses too, used as is: plain ``fma`` steps over one ``k`` loop, operands indexed by
 ``{i, k}`` and ``{k, j}`` in either order), in float32 or float64, with no batch axes and at
-least :data:`MATMUL_MIN_WORK` multiply-adds. Everything else keeps the loop nest.
+least :data:`MATMUL_MIN_WORK` multiply-adds; or an implicit GEMM that
+:func:`~arrayjit_backends.codegen.conv_plan.gemm_plan` recognizes (convolutions and their
+gradients: operands read through affine axes, several reduction loops), run as a plain matmul
+where every walk has one stride, else by :func:`c_gemm_helpers` (``A`` read unpacked through
+offset tables, ``B`` packed through them; same tiles, same exactness: the steps in the serial
+code's order). Everything else keeps the loop nest.
 """
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
+from arrayjit_backends.codegen.conv_plan import GemmPlan, Walk, gemm_plan
 from arrayjit_backends.codegen.kernel_plan import loop_work, parallel_order
 from arrayjit_backends.codegen.matmul_plan import MatmulPlan, matmul_plan
 from arrayjit_ir import low_level as L
@@ -50,14 +57,36 @@ from arrayjit_tnode import Prec, Tnode
 
 MR = 6
 """Rows of a micro-kernel's tile."""
-VECTOR_BYTES = 32
-"""Bytes of one vector register the tile's rows are made of (AVX2; narrower targets split it)."""
+
+
+def _has_avx512() -> bool:
+    """Whether the CPU has AVX-512 (Linux: its flags in ``/proc/cpuinfo``; else False)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return any(
+                line.startswith("flags") and " avx512f" in line for line in f.read().splitlines()
+            )
+    except OSError:
+        return False
+
+
+VECTOR_BYTES = 64 if _has_avx512() else 32
+"""Bytes of the vectors a tile's rows are made of, two per row: AVX2's 32, or AVX-512's 64
+(12 accumulators of its 32 registers; with 32-byte vectors the 6 x 16 float32 tile is 6
+512-bit accumulators, too few to hide the fma latency: the conv2d benchmark's forward ran at
+0.8x the time of 64-byte tiles, one process, cc and llvm alike). Narrower targets split
+them. Both compilers target the host (``-march=native``, the host's features), where the
+flag is read."""
 KC = 256
 """Steps of ``k`` per packed block: a panel of ``B`` (``KC x NR``) stays in the L1 cache."""
 MC = 96
 """Rows of ``A`` per packed block (``MC x KC``, 96-192 KiB: the L2 cache)."""
 NC = 2048
 """Columns of ``B`` per packed block (``KC x NC``, 2-4 MiB: the L3 cache)."""
+KC_WHOLE = 1024
+"""An implicit GEMM of at most this many steps takes them in one block (:func:`kc_of`): each
+tile of ``C`` is then loaded and stored once, not once per block (the conv2d benchmark's
+forward, 576 steps, took 0.8x the time of blocks of :data:`KC` in one process)."""
 MATMUL_MIN_WORK = 1 << 15
 """Smaller matmuls keep the loop nest (packing would not pay)."""
 
@@ -90,6 +119,11 @@ class CpuMatmul:
     b: Operand
     c: Operand
     x_is_a: bool
+    walks: tuple[Walk, Walk, Walk, Walk] | None = None
+    """For an implicit GEMM (:func:`~arrayjit_backends.codegen.conv_plan.gemm_plan`) whose
+    operands do not walk with one stride: the offsets of ``A``'s rows, ``A``'s steps, ``B``'s
+    steps and ``B``'s columns (then ``a`` and ``b`` give only their node and offset, and the
+    kernel packs through these walks, :func:`c_gemm_helpers`)."""
 
     @property
     def prec(self) -> Prec:
@@ -111,8 +145,13 @@ class CpuMatmul:
 
     @property
     def suffix(self) -> str:
-        """Names the helper functions of this precision and operand order."""
-        return f"{'f32' if self.prec is Prec.single else 'f64'}_{'xa' if self.x_is_a else 'xb'}"
+        """Names the helper functions of this precision and operand order (and, for an
+        implicit GEMM, of its walks and shape, which its helpers have built in)."""
+        base = f"{'f32' if self.prec is Prec.single else 'f64'}_{'xa' if self.x_is_a else 'xb'}"
+        if self.walks is None:
+            return base
+        key = repr((self.walks, self.k, self.c.rs, self.c.cs)).encode()
+        return f"{base}_g{hashlib.sha1(key).hexdigest()[:10]}"
 
 
 def _operand(g: L.Get, rows: L.For_loop | None, cols: L.For_loop | None) -> Operand:
@@ -145,7 +184,8 @@ def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
     nest, rest = parallel_order(stmt)
     plan: MatmulPlan | None = matmul_plan(nest, rest)
     if plan is None or plan.batch:
-        return None
+        gemm = gemm_plan(nest, rest)
+        return None if gemm is None else _implicit(gemm)
     m, n, k = plan.extents
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
     target = L.Get(plan.target.tn, plan.target.indices)
@@ -160,12 +200,35 @@ def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
     )
 
 
+def _implicit(g: GemmPlan) -> CpuMatmul:
+    """The :class:`CpuMatmul` of an implicit GEMM: a plain strided one where every walk has
+    one stride (a 1x1 convolution, a matmul over several row or step loops), else one that
+    packs through its walks."""
+    c = Operand(g.target, g.c_offset, g.c_rs, g.c_cs)
+    walks = (g.a.lanes, g.a.steps, g.b.steps, g.b.lanes)
+    strides = [w.stride for w in walks]
+    if all(s is not None for s in strides):
+        ar, ak, bk, bc = (int(s or 0) for s in strides)
+        a, b = Operand(g.a.tn, g.a.offset, ar, ak), Operand(g.b.tn, g.b.offset, bk, bc)
+        return CpuMatmul(g.m, g.n, g.k, a, b, c, g.x_is_a)
+    a, b = Operand(g.a.tn, g.a.offset, 0, 0), Operand(g.b.tn, g.b.offset, 0, 0)
+    return CpuMatmul(g.m, g.n, g.k, a, b, c, g.x_is_a, walks)
+
+
+def kc_of(mm: CpuMatmul) -> int:
+    """Steps of ``k`` per block of ``mm``: :data:`KC`, or all of them for an implicit GEMM of
+    at most :data:`KC_WHOLE`."""
+    return mm.k if mm.walks is not None and mm.k <= KC_WHOLE else KC
+
+
 def buffer_bytes(mm: CpuMatmul) -> tuple[int, int]:
     """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
     multiple of 64)."""
     width = min(mm.n, NC)
-    pa = mm.prec.byte_size * KC * (MC + MR)
-    pb = mm.prec.byte_size * KC * (-(-width // mm.nr) * mm.nr)
+    kc = kc_of(mm)
+    # An implicit GEMM reads A unpacked (c_gemm_helpers): no A block.
+    pa = 0 if mm.walks is not None else mm.prec.byte_size * kc * (MC + MR)
+    pb = mm.prec.byte_size * kc * (-(-width // mm.nr) * mm.nr)
     return -(-pa // 64) * 64, -(-pb // 64) * 64
 
 
@@ -173,9 +236,9 @@ def _c_type(mm: CpuMatmul) -> str:
     return "float" if mm.prec is Prec.single else "double"
 
 
-def c_helpers(mm: CpuMatmul) -> str:
-    """C functions computing the matmuls of ``mm``'s precision and operand order:
-    ``aj_mm_block_<suffix>``, a block of ``C`` (see :func:`c_part`)."""
+def _c_micro(mm: CpuMatmul) -> str:
+    """``aj_mm_micro_<suffix>``: the ``MR x NR`` tile at ``c`` after ``kc`` steps from packed
+    panels."""
     t = _c_type(mm)
     f = "f" if mm.prec is Prec.single else ""
     sx, nr = mm.suffix, mm.nr
@@ -203,9 +266,23 @@ static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restr
   for (int r = 0; r < MR; ++r)
     for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
 }}
-/* One packed panel: kc steps of w lanes (rows of A, or columns of B) stored step by step,
-   lane l of step p read at src[p * step + l * lane]; zeros past the last of the `lanes` that
-   exist. Inlined with w constant, the full-panel loop is a plain copy. */
+"""
+
+
+def c_helpers(mm: CpuMatmul) -> str:
+    """C functions computing the matmuls of ``mm``'s precision and operand order:
+    ``aj_mm_block_<suffix>``, a block of ``C`` (see :func:`c_part`); for an implicit GEMM
+    (``mm.walks``), :func:`c_gemm_helpers`."""
+    if mm.walks is not None:
+        return c_gemm_helpers(mm)
+    t = _c_type(mm)
+    sx, nr = mm.suffix, mm.nr
+    return (
+        _c_micro(mm)
+        + f"""/* One packed panel: kc steps of w lanes (rows of A, or columns of B)
+   stored step by step, lane l of step p read at src[p * step + l * lane]; zeros past the
+   last of the `lanes` that exist. Inlined with w constant, the full-panel loop is a plain
+   copy. */
 static inline __attribute__((always_inline)) void aj_mm_pack_{sx}({t} *restrict dst,
     const {t} *src, int64_t kc, int w, int64_t lanes, int64_t step, int64_t lane) {{
   if (lanes >= w) {{
@@ -253,6 +330,131 @@ static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1, int
   }}
 }}
 """
+    )
+
+
+def _c_walk(w: Walk, t: str) -> str:
+    """The C expression of a walk's offset of point ``t`` (an ``int64_t``)."""
+    terms = [
+        f"{t} / {inner}" if k == 0 else f"{t} / {inner} % {e}"
+        for k, (inner, e, _) in enumerate(w.terms())
+    ]
+    parts = [f"({x}) * {s}" for x, (_, _, s) in zip(terms, w.terms(), strict=True)]
+    return " + ".join(parts) if parts else "0"
+
+
+def c_gemm_helpers(mm: CpuMatmul) -> str:
+    """C functions computing an implicit GEMM (``mm.walks``): ``aj_mm_block_<suffix>(r0, r1, c0,
+    c1, A, B, C, pa, pb)``, the block ``C[r0:r1, c0:c1]`` with its shape, strides and walks
+    built in. ``B`` is packed through its walks (offset tables of the block's steps and of the
+    panel's columns, computed per block: a division per column or step, against ``NR`` copies
+    per step); ``A`` is not packed: the micro-kernel ``aj_gemm_micro_<suffix>`` broadcasts
+    ``A[rows[r] + so[p]]`` from the tile's ``MR`` rows (a table of the block's row offsets)
+    and the block's step offsets, which costs it one load per step more than a packed panel,
+    where packing cost a load and a store per element of ``A`` (``M x K``, the whole im2col
+    matrix of a convolution; each element is read ``n / NR`` times). A tile past the last
+    row repeats the block's first row (its cells are never stored). The tiles are the plain
+    matmul's."""
+    assert mm.walks is not None
+    t = _c_type(mm)
+    sx, nr = mm.suffix, mm.nr
+    a_rows, a_steps, b_steps, b_cols = mm.walks
+    walks = "".join(
+        f"static inline int64_t aj_gemm_walk_{sx}_{name}(int64_t t) "
+        f"{{ return {_c_walk(w, 't')}; }}\n"
+        for name, w in (("ar", a_rows), ("ak", a_steps), ("bk", b_steps), ("bc", b_cols))
+    )
+    f = "f" if mm.prec is Prec.single else ""
+    full_lane = "lo[l]" if b_cols.stride is None else f"lo[0] + l * {b_cols.stride}"
+
+    def fma(a: str, b: str, acc: str) -> str:
+        x, w = (a, b) if mm.x_is_a else (b, a)
+        return f"fma{f}({x}, {w}, {acc})"
+
+    return (
+        f"""
+/* The implicit GEMM's micro-kernel: the tile at c after kc steps, A's rows at A + rows[r],
+   step p of every row at offset so[p] from it, B packed. */
+static void aj_gemm_micro_{sx}(int64_t kc, const {t} *A, const int64_t *restrict rows,
+    const int64_t *restrict so, const {t} *restrict b, {t} *restrict c, int64_t ldc) {{
+  enum {{ MR = {MR}, NR = {nr} }};
+  const {t} *ar[MR];
+  {t} acc[MR][NR];
+  for (int r = 0; r < MR; ++r) ar[r] = A + rows[r];
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+  for (int64_t p = 0; p < kc; ++p) {{
+    const int64_t o = so[p];
+#pragma GCC unroll {MR}
+    for (int r = 0; r < MR; ++r) {{
+      const {t} av = ar[r][o];
+#pragma GCC unroll {nr}
+      for (int j = 0; j < NR; ++j) acc[r][j] = {fma("av", "b[p * NR + j]", "acc[r][j]")};
+    }}
+  }}
+  for (int r = 0; r < MR; ++r)
+    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+}}
+"""
+        + f"""/* Walks of the implicit GEMM (arrayjit_backends.codegen.conv_plan). */
+{walks}/* One packed panel through offset tables: lane l of step p read at src[so[p] + lo[l]]
+   (lo[0] + l * stride where the columns walk with one: a plain copy per step). */
+static inline __attribute__((always_inline)) void aj_gemm_pack_{sx}({t} *restrict dst,
+    const {t} *src, int64_t kc, int w, int64_t lanes, const int64_t *restrict so,
+    const int64_t *restrict lo) {{
+  if (lanes >= w) {{
+    for (int64_t p = 0; p < kc; ++p)
+      for (int l = 0; l < w; ++l) dst[p * w + l] = src[so[p] + {full_lane}];
+  }} else {{
+    for (int64_t p = 0; p < kc; ++p)
+      for (int l = 0; l < w; ++l) dst[p * w + l] = l < lanes ? src[so[p] + lo[l]] : 0;
+  }}
+}}
+static void aj_mm_block_{sx}(int64_t r0, int64_t r1, int64_t c0, int64_t c1,
+    const {t} *A, const {t} *B, {t} *C, {t} *restrict pa, {t} *restrict pb) {{
+  enum {{ MR = {MR}, NR = {nr}, KC = {kc_of(mm)}, MC = {MC}, NC = {NC} }};
+  const int64_t k = {mm.k}, rsc = {mm.c.rs}, csc = {mm.c.cs};
+  {t} tile[MR * NR];
+  int64_t sa[KC], sb[KC], la[MC + MR], lb[NR];
+  for (int64_t jc = c0; jc < c1; jc += NC) {{
+    const int64_t nc = c1 - jc < NC ? c1 - jc : NC;
+    for (int64_t pc = 0; pc < k; pc += KC) {{
+      const int64_t kc = k - pc < KC ? k - pc : KC;
+      for (int64_t p = 0; p < kc; ++p) {{
+        sa[p] = aj_gemm_walk_{sx}_ak(pc + p);
+        sb[p] = aj_gemm_walk_{sx}_bk(pc + p);
+      }}
+      for (int64_t jr = 0; jr < nc; jr += NR) {{
+        const int64_t valid = nc - jr < NR ? nc - jr : NR;
+        for (int64_t l = 0; l < valid; ++l) lb[l] = aj_gemm_walk_{sx}_bc(jc + jr + l);
+        aj_gemm_pack_{sx}(pb + jr * kc, B, kc, NR, valid, sb, lb);
+      }}
+      for (int64_t ic = r0; ic < r1; ic += MC) {{
+        const int64_t mc = r1 - ic < MC ? r1 - ic : MC;
+        for (int64_t l = 0; l < mc; ++l) la[l] = aj_gemm_walk_{sx}_ar(ic + l);
+        for (int64_t l = mc; l < MC + MR; ++l) la[l] = la[0];
+        for (int64_t jr = 0; jr < nc; jr += NR) {{
+          for (int64_t ir = 0; ir < mc; ir += MR) {{
+            {t} *c = C + (ic + ir) * rsc + (jc + jr) * csc;
+            const int64_t mr = mc - ir < MR ? mc - ir : MR, nr = nc - jr < NR ? nc - jr : NR;
+            if (mr == MR && nr == NR && csc == 1) {{
+              aj_gemm_micro_{sx}(kc, A, la + ir, sa, pb + jr * kc, c, rsc);
+              continue;
+            }}
+            for (int64_t r = 0; r < MR; ++r)
+              for (int64_t j = 0; j < NR; ++j)
+                tile[r * NR + j] = r < mr && j < nr ? c[r * rsc + j * csc] : 0;
+            aj_gemm_micro_{sx}(kc, A, la + ir, sa, pb + jr * kc, tile, NR);
+            for (int64_t r = 0; r < mr; ++r)
+              for (int64_t j = 0; j < nr; ++j) c[r * rsc + j * csc] = tile[r * NR + j];
+          }}
+        }}
+      }}
+    }}
+  }}
+}}
+"""
+    )
 
 
 def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
@@ -263,8 +465,15 @@ def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
     size, extent = (MR, mm.m) if mm.split_rows else (mm.nr, mm.n)
     lo, hi = f"start * {size}", f"(stop * {size} < {extent} ? stop * {size} : {extent})"
     r0, r1, c0, c1 = (lo, hi, "0", str(mm.n)) if mm.split_rows else ("0", str(mm.m), lo, hi)
+    buffers = f"{t} *pa = ({t} *)mmbuf, *pb = ({t} *)((char *)mmbuf + {buffer_bytes(mm)[0]});"
+    if mm.walks is not None:
+        return [
+            buffers,
+            f"aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {names[a.tn]} + {a.offset}, "
+            f"{names[b.tn]} + {b.offset}, {names[c.tn]} + {c.offset}, pa, pb);",
+        ]
     return [
-        f"{t} *pa = ({t} *)mmbuf, *pb = ({t} *)((char *)mmbuf + {buffer_bytes(mm)[0]});",
+        buffers,
         f"aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {mm.k}, "
         f"{names[a.tn]} + {a.offset}, {a.rs}, {a.cs}, {names[b.tn]} + {b.offset}, {b.rs}, "
         f"{b.cs}, {names[c.tn]} + {c.offset}, {c.rs}, {c.cs}, pa, pb);",

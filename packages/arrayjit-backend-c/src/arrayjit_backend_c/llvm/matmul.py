@@ -1,7 +1,9 @@
 """The packed matmul of :mod:`arrayjit_backend_c.cpu.matmul` as LLVM IR, for the ``llvm``
 backend: the same packing, blocking, micro-kernel and exactness (each cell's ``llvm.fma`` steps in
-``k`` order from its stored value), with the tile's rows as ``<VL x float>`` or ``<VL x double>``
-vectors and ``llvm.fma.v*`` steps.
+``k`` order from its stored value), with the tile's rows as ``<NR x float>`` or ``<NR x double>``
+vectors and ``llvm.fma.v*`` steps; and the implicit GEMM of
+:func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers` (``A`` unpacked, ``B`` packed through
+offset tables, the walks as functions of their own).
 
 The routine's segment for the matmul takes ``(start, stop, buffer)``: a range of
 :attr:`~arrayjit_backend_c.cpu.matmul.CpuMatmul.units` (row panels or column panels), so the
@@ -16,6 +18,7 @@ from collections.abc import Callable
 
 from arrayjit_backend_c.cpu import matmul as cm
 from arrayjit_backend_c.llvm.scalar import Fn
+from arrayjit_backends.codegen.conv_plan import Walk
 from arrayjit_tnode import Prec, Tnode
 
 
@@ -88,20 +91,34 @@ class _Ir:
 def _types(mm: cm.CpuMatmul) -> tuple[str, int, str, str]:
     """The scalar type, the lanes of a vector, the vector type, the fma intrinsic's name."""
     t = "float" if mm.prec is Prec.single else "double"
-    vl = mm.nr // 2
+    vl = mm.nr  # one vector per tile row: LLVM splits it where registers are narrower
     return t, vl, f"<{vl} x {t}>", f"llvm.fma.v{vl}{'f32' if t == 'float' else 'f64'}"
 
 
-def _micro(mm: cm.CpuMatmul) -> str:
+def _micro(mm: cm.CpuMatmul, direct: bool = False) -> str:
     """``@aj_mm_micro_<suffix>(kc, a, b, c, ldc)``: the tile at ``c`` (rows ``ldc`` apart)
-    after ``kc >= 1`` steps from the packed panels ``a`` and ``b``."""
+    after ``kc >= 1`` steps from the packed panels ``a`` and ``b``; with ``direct``, the
+    implicit GEMM's ``@aj_gemm_micro_<suffix>(kc, A, rows, so, b, c, ldc)``, which reads
+    ``A`` unpacked, step ``p`` of row ``r`` at ``A[rows[r] + so[p]]`` (see
+    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers`)."""
     t, vl, vt, fma = _types(mm)
-    nv, mr, nr = 2, cm.MR, mm.nr
-    ln = [
-        f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
-        "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
-        "entry:",
-    ]
+    nv, mr, nr = mm.nr // vl, cm.MR, mm.nr
+    if direct:
+        ln = [
+            f"define internal void @aj_gemm_micro_{mm.suffix}(i64 %kc, ptr %A, "
+            "ptr noalias %rows, ptr noalias %so, ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
+            "entry:",
+        ]
+        for r in range(mr):
+            ln.append(f"  %rp{r} = getelementptr inbounds i64, ptr %rows, i64 {r}")
+            ln.append(f"  %ro{r} = load i64, ptr %rp{r}")
+            ln.append(f"  %ar{r} = getelementptr inbounds {t}, ptr %A, i64 %ro{r}")
+    else:
+        ln = [
+            f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
+            "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
+            "entry:",
+        ]
     for r in range(mr):
         ln.append(f"  %co{r} = mul nsw i64 %ldc, {r}")
         for v in range(nv):
@@ -117,10 +134,17 @@ def _micro(mm: cm.CpuMatmul) -> str:
         ln.append(f"  %bo{v} = add nsw i64 %bo, {v * vl}")
         ln.append(f"  %bp{v} = getelementptr inbounds {t}, ptr %b, i64 %bo{v}")
         ln.append(f"  %b{v} = load {vt}, ptr %bp{v}, align {mm.prec.byte_size}")
-    ln.append(f"  %ao = mul nsw i64 %p, {mr}")
+    if direct:
+        ln.append("  %sop = getelementptr inbounds i64, ptr %so, i64 %p")
+        ln.append("  %o = load i64, ptr %sop")
+    else:
+        ln.append(f"  %ao = mul nsw i64 %p, {mr}")
     for r in range(mr):
-        ln.append(f"  %ao{r} = add nsw i64 %ao, {r}")
-        ln.append(f"  %ap{r} = getelementptr inbounds {t}, ptr %a, i64 %ao{r}")
+        if direct:
+            ln.append(f"  %ap{r} = getelementptr inbounds {t}, ptr %ar{r}, i64 %o")
+        else:
+            ln.append(f"  %ao{r} = add nsw i64 %ao, {r}")
+            ln.append(f"  %ap{r} = getelementptr inbounds {t}, ptr %a, i64 %ao{r}")
         ln.append(f"  %a{r}.s = load {t}, ptr %ap{r}")
         ln.append(f"  %a{r}.i = insertelement {vt} poison, {t} %a{r}.s, i64 0")
         ln.append(
@@ -148,41 +172,148 @@ _BLOCK_PARAMS = (
 )
 
 
+_GEMM_PARAMS = (
+    "i64 %r0, i64 %r1, i64 %c0, i64 %c1, ptr %A, ptr %B, ptr %C, ptr noalias %pa, ptr noalias %pb"
+)
+
+
+def _walk_fn(name: str, w: Walk) -> str:
+    """``@<name>(i64 %t)``: the offset of point ``%t`` of the walk ``w``."""
+    ln = [f"define internal i64 @{name}(i64 %t) #0 {{", "entry:"]
+    acc = "0"
+    for d, (inner, e, st) in enumerate(w.terms()):
+        ln.append(f"  %q{d} = udiv i64 %t, {inner}")
+        digit = f"%q{d}"
+        if d:
+            ln.append(f"  %r{d} = urem i64 %q{d}, {e}")
+            digit = f"%r{d}"
+        ln.append(f"  %o{d} = mul nsw i64 {digit}, {st}")
+        ln.append(f"  %s{d} = add nsw i64 {acc}, %o{d}")
+        acc = f"%s{d}"
+    ln += [f"  ret i64 {acc}", "}"]
+    return "\n".join(ln)
+
+
 def _block(mm: cm.CpuMatmul) -> str:
     """``@aj_mm_block_<suffix>``: ``C[r0:r1, c0:c1]`` after every ``k`` step, serially (the
-    loops of ``aj_mm_block_*`` in :func:`~arrayjit_backend_c.cpu.matmul.c_helpers`)."""
+    loops of ``aj_mm_block_*`` in :func:`~arrayjit_backend_c.cpu.matmul.c_helpers`); for an
+    implicit GEMM (``mm.walks``), with its shape and strides built in and its operands packed
+    through offset tables of the block's steps and the panel's lanes (as
+    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers` does)."""
     t = _types(mm)[0]
     f = Fn()
     b = _Ir(f, t)
-    mr, nr, kc_max, mc_max, nc_max = cm.MR, mm.nr, cm.KC, cm.MC, cm.NC
+    mr, nr, kc_max, mc_max, nc_max = cm.MR, mm.nr, cm.kc_of(mm), cm.MC, cm.NC
     tile = "%tile"
     f.allocas.append(f"  %tile = alloca [{mr * nr} x {t}], align 64")
     zero = "0.0"
     micro = f"@aj_mm_micro_{mm.suffix}"
+    gemm = mm.walks is not None
+    k_, rsc, csc = (str(mm.k), str(mm.c.rs), str(mm.c.cs)) if gemm else ("%k", "%rsc", "%csc")
+    if gemm:
+        for name, size in (("sa", kc_max), ("sb", kc_max), ("la", mc_max + mr), ("lb", nr)):
+            f.allocas.append(f"  %{name} = alloca [{size} x i64], align 64")
+
+    def walk(name: str, at: str) -> str:
+        return b.v(f"call i64 @aj_gemm_walk_{mm.suffix}_{name}(i64 {at})")
+
+    def table(name: str, at: str) -> str:
+        return b.v(f"getelementptr inbounds i64, ptr %{name}, i64 {at}")
+
+    def pack_tables(
+        src: str, lanes_t: str, steps_t: str, dst: str, lanes: int, valid: str, kc: str
+    ) -> None:
+        """``dst[p * lanes + e] = src[steps_t[p] + lanes_t[e]]`` for ``e < valid``, else 0; a
+        full panel with its lanes' offsets in registers and its lanes unrolled."""
+
+        def full() -> None:
+            lane = mm.walks[3].stride if mm.walks is not None and lanes_t == "lb" else None
+            if lane is not None:  # the panel's first column's offset, then one stride apart
+                lo0 = b.v(f"load i64, ptr {table(lanes_t, '0')}")
+                los = [b.add(lo0, e * lane) for e in range(lanes)]
+            else:
+                los = [b.v(f"load i64, ptr {table(lanes_t, str(e))}") for e in range(lanes)]
+
+            def step(p: str) -> None:
+                row = b.mul(p, lanes)
+                so = b.v(f"load i64, ptr {table(steps_t, p)}")
+                for e, lo in enumerate(los):
+                    b.store(b.load(b.at(src, b.add(so, lo))), b.at(dst, b.add(row, e)))
+
+            b.loop(0, kc, 1, step)
+
+        def partial() -> None:
+            def step(p: str) -> None:
+                row = b.mul(p, lanes)
+                so = b.v(f"load i64, ptr {table(steps_t, p)}")
+
+                def cell(e: str) -> None:
+                    lo = b.v(f"load i64, ptr {table(lanes_t, e)}")
+                    b.store(b.load(b.at(src, b.add(so, lo))), b.at(dst, b.add(row, e)))
+
+                b.loop(0, valid, 1, cell)
+                b.loop(valid, lanes, 1, lambda e: b.store(zero, b.at(dst, b.add(row, e))))
+
+            b.loop(0, kc, 1, step)
+
+        b.branch(b.v(f"icmp eq i64 {valid}, {lanes}"), full, partial)
+
+    def fill(name: str, walk_name: str, first: str, count: str) -> None:
+        """``%name[l] = walk(first + l)`` for ``l < count``."""
+        b.loop(
+            0,
+            count,
+            1,
+            lambda e: f.do(f"store i64 {walk(walk_name, b.add(first, e))}, ptr {table(name, e)}"),
+        )
 
     def pack(src: str, s_outer: str, s_k: str, dst: str, lanes: int, valid: str, kc: str) -> None:
-        """``dst[p * lanes + e] = src[e * s_outer + p * s_k]`` for ``e < valid``, else 0."""
+        """``dst[p * lanes + e] = src[e * s_outer + p * s_k]`` for ``e < valid``, else 0; a
+        full panel with its lanes unrolled (a loop of ``lanes`` short trips per step cost more
+        than the copy: the llvm matmul took twice cc's time at 32768 x 576 x 64)."""
 
-        def step(p: str) -> None:
-            row = b.mul(p, lanes)
-            b.loop(
-                0,
-                valid,
-                1,
-                lambda e: b.store(b.load(b.at2(src, e, s_outer, p, s_k)), b.at(dst, b.add(row, e))),
-            )
-            b.loop(valid, lanes, 1, lambda e: b.store(zero, b.at(dst, b.add(row, e))))
+        def full() -> None:
+            outs = [b.mul(e, s_outer) for e in range(lanes)]
 
-        b.loop(0, kc, 1, step)
+            def step(p: str) -> None:
+                row, at = b.mul(p, lanes), b.mul(p, s_k)
+                for e, o in enumerate(outs):
+                    b.store(b.load(b.at(src, b.add(at, o))), b.at(dst, b.add(row, e)))
+
+            b.loop(0, kc, 1, step)
+
+        def partial() -> None:
+            def step(p: str) -> None:
+                row = b.mul(p, lanes)
+                b.loop(
+                    0,
+                    valid,
+                    1,
+                    lambda e: b.store(
+                        b.load(b.at2(src, e, s_outer, p, s_k)), b.at(dst, b.add(row, e))
+                    ),
+                )
+                b.loop(valid, lanes, 1, lambda e: b.store(zero, b.at(dst, b.add(row, e))))
+
+            b.loop(0, kc, 1, step)
+
+        b.branch(b.v(f"icmp eq i64 {valid}, {lanes}"), full, partial)
 
     def columns(jc: str) -> None:
         nc = b.min(b.v(f"sub nsw i64 %c1, {jc}"), nc_max)
 
         def kblock(pc: str) -> None:
-            kc = b.min(b.v(f"sub nsw i64 %k, {pc}"), kc_max)
+            kc = b.min(b.v(f"sub nsw i64 {k_}, {pc}"), kc_max)
+            if gemm:
+                fill("sa", "ak", pc, kc)
+                fill("sb", "bk", pc, kc)
 
             def pack_b(jr: str) -> None:
                 valid = b.min(b.v(f"sub nsw i64 {nc}, {jr}"), nr)
+                if gemm:
+                    fill("lb", "bc", b.add(jc, jr), valid)
+                    pack_tables("%B", "lb", "sb", b.at("%pb", b.mul(jr, kc)), nr, valid, kc)
+                    return
                 src = b.at2("%B", pc, "%rsb", b.add(jc, jr), "%csb")
                 pack(src, "%csb", "%rsb", b.at("%pb", b.mul(jr, kc)), nr, valid, kc)
 
@@ -196,24 +327,44 @@ def _block(mm: cm.CpuMatmul) -> str:
                     src = b.at2("%A", b.add(ic, ir), "%rsa", pc, "%csa")
                     pack(src, "%rsa", "%csa", b.at("%pa", b.mul(ir, kc)), mr, valid, kc)
 
-                b.loop(0, mc, mr, pack_a)
+                if gemm:  # A unpacked: the offsets of the block's rows, then its first's
+                    fill("la", "ar", ic, mc)
+                    first = b.v(f"load i64, ptr {table('la', '0')}")
+                    b.loop(
+                        mc,
+                        mc_max + mr,
+                        1,
+                        lambda e: f.do(f"store i64 {first}, ptr {table('la', e)}"),
+                    )
+                else:
+                    b.loop(0, mc, mr, pack_a)
 
                 def tiles(jr: str) -> None:
                     def one(ir: str) -> None:
-                        c = b.at2("%C", b.add(ic, ir), "%rsc", b.add(jc, jr), "%csc")
+                        c = b.at2("%C", b.add(ic, ir), rsc, b.add(jc, jr), csc)
                         rows_ = b.min(b.v(f"sub nsw i64 {mc}, {ir}"), mr)
                         cols = b.min(b.v(f"sub nsw i64 {nc}, {jr}"), nr)
                         pa, pb = b.at("%pa", b.mul(ir, kc)), b.at("%pb", b.mul(jr, kc))
                         full_r = b.v(f"icmp eq i64 {rows_}, {mr}")
                         full_c = b.v(f"icmp eq i64 {cols}, {nr}")
-                        unit = b.v("icmp eq i64 %csc, 1")
+                        unit = b.v(f"icmp eq i64 {csc}, 1")
                         full = b.v(f"and i1 {b.v(f'and i1 {full_r}, {full_c}')}, {unit}")
 
+                        def call_micro(tile_at: str, ld: str) -> None:
+                            if gemm:
+                                rows_at = table("la", ir)
+                                f.do(
+                                    f"call void @aj_gemm_micro_{mm.suffix}(i64 {kc}, ptr %A, "
+                                    f"ptr {rows_at}, ptr %sa, ptr {pb}, ptr {tile_at}, i64 {ld})"
+                                )
+                            else:
+                                f.do(
+                                    f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, "
+                                    f"ptr {tile_at}, i64 {ld})"
+                                )
+
                         def direct() -> None:
-                            f.do(
-                                f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, ptr {c}, "
-                                "i64 %rsc)"
-                            )
+                            call_micro(c, rsc)
 
                         def via_tile() -> None:
                             size = mr * nr * mm.prec.byte_size
@@ -224,7 +375,7 @@ def _block(mm: cm.CpuMatmul) -> str:
                             def copy(into_tile: bool) -> None:
                                 def row(r: str) -> None:
                                     def cell(j: str) -> None:
-                                        there = b.at2(c, r, "%rsc", j, "%csc")
+                                        there = b.at2(c, r, rsc, j, csc)
                                         here = b.at(tile, b.add(b.mul(r, nr), j))
                                         src, dst = (there, here) if into_tile else (here, there)
                                         b.store(b.load(src), dst)
@@ -234,10 +385,7 @@ def _block(mm: cm.CpuMatmul) -> str:
                                 b.loop(0, rows_, 1, row)
 
                             copy(True)
-                            f.do(
-                                f"call void {micro}(i64 {kc}, ptr {pa}, ptr {pb}, ptr {tile}, "
-                                f"i64 {nr})"
-                            )
+                            call_micro(tile, str(nr))
                             copy(False)
 
                         b.branch(full, direct, via_tile)
@@ -248,12 +396,13 @@ def _block(mm: cm.CpuMatmul) -> str:
 
             b.loop("%r0", "%r1", mc_max, rows)
 
-        b.loop(0, "%k", kc_max, kblock)
+        b.loop(0, k_, kc_max, kblock)
 
     b.loop("%c0", "%c1", nc_max, columns)
     f.do("ret void")
+    params = _GEMM_PARAMS if gemm else _BLOCK_PARAMS
     return (
-        f"define internal void @aj_mm_block_{mm.suffix}({_BLOCK_PARAMS}) #0 {{\nentry:\n"
+        f"define internal void @aj_mm_block_{mm.suffix}({params}) #0 {{\nentry:\n"
         + "\n".join(f.allocas + f.lines)
         + "\n}"
     )
@@ -267,7 +416,15 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
         f"declare {vt} @{fma}({vt}, {vt}, {vt})",
         "declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)",
     ]
-    return _micro(mm) + "\n" + _block(mm), decls
+    walks = ""
+    if mm.walks is not None:
+        names = ("ar", "ak", "bk", "bc")
+        walks = "".join(
+            _walk_fn(f"aj_gemm_walk_{mm.suffix}_{n}", w) + "\n"
+            for n, w in zip(names, mm.walks, strict=True)
+        )
+        walks += _micro(mm, direct=True) + "\n"
+    return walks + _micro(mm) + "\n" + _block(mm), decls
 
 
 def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
@@ -281,6 +438,12 @@ def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
     r0, r1, c0, c1 = (lo, hi, 0, mm.n) if mm.split_rows else (0, mm.m, lo, hi)
     pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {cm.buffer_bytes(mm)[0]}")
     a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
+    if mm.walks is not None:
+        f.do(
+            f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
+            f"ptr {a_}, ptr {b_}, ptr {c_}, ptr %mmbuf, ptr {pb})"
+        )
+        return
     f.do(
         f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
         f"i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, i64 {mm.b.rs}, "
