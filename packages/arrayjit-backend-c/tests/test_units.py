@@ -123,8 +123,13 @@ def test_editing_one_layer_compiles_only_its_units(
 ) -> None:
     """Editing one layer of eight (its bias subtracted, not added) compiles exactly the units
     whose source is new (counted at the compiler), fewer than half; both steps compute what
-    numpy computes. (Eight layers of C would be one unit: split as a larger program is.)"""
+    numpy computes. (Eight layers of C would be one unit: split as a larger program is, in
+    smaller units (half the usual minimum, a quarter of the maximum), six to eight of them: with
+    four, a moved boundary reaches the neighbouring units before the grouping falls back into
+    step, as it does within a unit or two in a larger program.)"""
     monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
+    monkeypatch.setattr(units, "MIN_UNIT_BYTES", units.MIN_UNIT_BYTES // 2)
+    monkeypatch.setattr(units, "MAX_UNIT_BYTES", units.MAX_UNIT_BYTES // 4)
     compiled: list[str] = []
     split: list[tuple[str, ...]] = []
     is_cc = backend.name.endswith("cc")
