@@ -362,3 +362,65 @@ def test_row_loop_holds_local_rows(cache_dir: Path, compiler: str, rows: int) ->
     for workers in (1, 3):
         got, _ = run_direct(COMPILERS[compiler](workers=workers), comp, {x: vx}, y, False)
         np.testing.assert_allclose(got, _softmax_np(vx.astype(np.float64)), rtol=1e-5, atol=1e-7)
+
+
+def _attention(nq: int, nk: int, d: int) -> tuple[Any, dict[str, Tnode]]:
+    """One head as users write it: ``s = (q k^T) * scale`` (``q k^T`` a temporary the optimizer
+    inlines into ``s``: per cell a ``d``-term dot product), softmax over ``s``'s rows into
+    ``p``, ``o = p v``. ``s`` and ``o`` hosted, so both can be read back."""
+    t = {
+        "q": Tnode.create((nq, d), label="q", hosted=True),
+        "k": Tnode.create((nk, d), label="k", hosted=True),
+        "v": Tnode.create((nk, d), label="v", hosted=True),
+        "scale": Tnode.create((), label="scale", hosted=True),
+        "s0": Tnode.create((nq, nk), label="s0"),
+        "s": Tnode.create((nq, nk), label="s", hosted=True),
+        "m": Tnode.create((nq,), label="m"),
+        "e": Tnode.create((nq, nk), label="e"),
+        "se": Tnode.create((nq,), label="se"),
+        "p": Tnode.create((nq, nk), label="p"),
+        "o": Tnode.create((nq, d), label="o", hosted=True),
+    }
+    comp = ir.block(
+        ir.accum(t["s0"], "add", t["q"], t["k"], op="mul", spec="qd,kd->qk"),
+        ir.binop(t["s"], "mul", t["s0"], t["scale"]),
+        ir.accum(t["m"], "max", t["s"], spec="rc->r"),
+        ir.binop(t["e"], "sub", t["s"], t["m"], spec="rc,r->rc"),
+        ir.unop(t["e"], "exp", t["e"]),
+        ir.accum(t["se"], "add", t["e"], spec="rc->r"),
+        ir.binop(t["p"], "div", t["e"], t["se"], spec="rc,r->rc"),
+        ir.accum(t["o"], "add", t["p"], t["v"], op="mul", spec="qk,kd->qd"),
+    )
+    return comp, t
+
+
+@pytest.mark.parametrize(
+    ("nq", "nk", "d", "packed"), [(64, 96, 32, True), (37, 70, 24, True), (8, 8, 4, False)]
+)
+def test_attention_scores_run_on_the_packed_matmul(
+    cache_dir: Path, compiler: str, nq: int, nk: int, d: int, packed: bool
+) -> None:
+    """Attention's scores, per cell an inlined dot product times the scale, run as the packed
+    matmul into ``s`` (codegen.row_plan.packed_dots), the scale then in the softmax's row loop:
+    two matmul segments (scores and ``p v``). Packed, ``s`` has the interpreter's bits (each
+    cell the same fma steps from the same start, in order); ``o`` is numpy's within float32
+    rounding; on shapes that do not fill the matmul's tiles, on several threads, and for a head
+    too small for the packed matmul (its loops kept)."""
+    comp, t = _attention(nq, nk, d)
+    kernel = generate(compiler, optimize(lower(comp), name="att"))
+    targets = [seg.matmul.c.tn for seg in kernel.segments if seg.matmul is not None]
+    assert targets == ([t["s"], t["o"]] if packed else [])
+    vq, vk, vv = (RNG.uniform(-1, 1, (n, d)).astype(np.float32) for n in (nq, nk, nk))
+    scale = np.float32(1 / np.sqrt(d))
+    inputs = {t["q"]: vq, t["k"]: vk, t["v"]: vv, t["scale"]: scale}
+    sd = vq.astype(np.float64) @ vk.T.astype(np.float64) * float(scale)
+    want = _softmax_np(sd) @ vv.astype(np.float64)
+    for workers in (1, 3):
+        lb = COMPILERS[compiler](workers=workers)
+        got_s, ref_s = run_direct(lb, comp, inputs, t["s"])
+        if packed:
+            np.testing.assert_array_equal(got_s, ref_s)
+        else:  # the inlined dot products are reassociated for vector lanes
+            np.testing.assert_allclose(got_s, ref_s, rtol=1e-5, atol=1e-6)
+        got_o, _ = run_direct(lb, comp, inputs, t["o"], False)
+        np.testing.assert_allclose(got_o, want, rtol=1e-5, atol=1e-6)

@@ -51,7 +51,7 @@ from arrayjit_backends.codegen.kernel_plan import (
     scalar_reduction,
     worth_threads,
 )
-from arrayjit_backends.codegen.row_plan import fuse_row_loops, resident_rows
+from arrayjit_backends.codegen.row_plan import fuse_row_loops, packed_dots, resident_rows
 from arrayjit_backends.impl.cpu_compiler import (
     CpuCompiler,
     GetMergeView,
@@ -166,12 +166,17 @@ def split_segments(code: L.Stmt) -> list[Group]:
     are a :class:`~arrayjit_backends.codegen.kernel_plan.ScalarReduction` (as is the store of a
     float32 accumulator into a small-float cell, a ``Set``), and packed matmuls
     (:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`). A loop worth one thread stays in its
-    serial run: one native call for the run instead of a call per loop. Consecutive loops over
-    the same rows run as one loop first (:func:`~arrayjit_backends.codegen.row_plan.
-    fuse_row_loops`; packed matmuls stay apart)."""
-    stmts = fuse_row_loops(
+    serial run: one native call for the run instead of a call per loop. A loop storing cells
+    from inlined dot products that the packed matmul can compute is split first
+    (:func:`~arrayjit_backends.codegen.row_plan.packed_dots`: a fill, the matmul, the rest of
+    each cell's value); then consecutive loops over the same rows run as one loop
+    (:func:`~arrayjit_backends.codegen.row_plan.fuse_row_loops`; packed matmuls stay apart)."""
+    packed = packed_dots(
         list(code.stmts) if isinstance(code, L.Seq) else [code],
-        apart=lambda s: isinstance(s, L.For_loop) and cpu_matmul(s) is not None,
+        takes=lambda s: cpu_matmul(s) is not None,
+    )
+    stmts = fuse_row_loops(
+        packed, apart=lambda s: isinstance(s, L.For_loop) and cpu_matmul(s) is not None
     )
     groups: list[Group] = []
     for s in stmts:

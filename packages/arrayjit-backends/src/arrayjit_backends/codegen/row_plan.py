@@ -18,10 +18,11 @@ What this module decides is shape-agnostic: it imports only ``arrayjit_ir`` and
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from arrayjit_backends.codegen.kernel_plan import gets_of, is_parallel_loop, sets_of
 from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Iterator, Symbol, fresh_symbol
 from arrayjit_tnode import Prec, Tnode
 
@@ -111,14 +112,22 @@ def _row_loop(s: L.Stmt, rows: tuple[int, int] | None) -> L.For_loop | None:
 
 def _rename(loop: L.For_loop, row: Symbol) -> L.Stmt:
     """``loop``'s body with its symbol replaced by ``row``."""
-    old = loop.index
+    return _renamed(loop.body, {loop.index: row})
+
+
+def _renamed(s: L.Stmt, names: Mapping[Symbol, Symbol]) -> L.Stmt:
+    """``s`` with the loop symbols of ``names`` replaced by their values in every index (the
+    loops' own symbols are not renamed: ``names`` holds symbols of loops around ``s``)."""
 
     def index(i: AxisIndex) -> AxisIndex:
         match i:
-            case Iterator(symbol=s) if s == old:
-                return Iterator(row)
+            case Iterator(symbol=x) if isinstance(x, Symbol) and x in names:
+                return Iterator(names[x])
             case Affine(terms=terms, offset=off):
-                return Affine(tuple((c, row if s == old else s) for c, s in terms), off)
+                return Affine(
+                    tuple((c, names.get(x, x) if isinstance(x, Symbol) else x) for c, x in terms),
+                    off,
+                )
         return i
 
     def expr(e: L.Expr) -> L.Expr:
@@ -145,7 +154,7 @@ def _rename(loop: L.For_loop, row: Symbol) -> L.Stmt:
                 return L.Set_local(sc, expr(v))
         return s
 
-    return stmt(loop.body)
+    return stmt(s)
 
 
 def row_bytes(loops: Sequence[L.For_loop]) -> int:
@@ -242,6 +251,87 @@ def fuse_row_loops(
     return result
 
 
+def _nest(loops: Sequence[L.For_loop], body: L.Stmt, names: Mapping[Symbol, Symbol]) -> L.For_loop:
+    """``body`` inside copies of the perfect nest ``loops``, every symbol renamed by ``names``
+    (a fresh nest: no two top-level loops share a symbol)."""
+    out = _renamed(body, names)
+    for lp in reversed(loops):
+        out = L.For_loop(names.get(lp.index, lp.index), lp.from_, lp.to_inclusive, out, lp.trace_it)
+    assert isinstance(out, L.For_loop)
+    return out
+
+
+def _dot_cells(s: L.Stmt, takes: Callable[[L.For_loop], bool]) -> list[L.Stmt] | None:
+    """``s`` as three loop nests if it stores each cell of a node from one inlined dot product
+    (``c[i, j] := f(v; v := c0; for k: v := fma(x, w, v))``, the value reading nothing else of
+    ``c``'s node, the local of ``c``'s precision) and ``takes`` the accumulating nest: ``c0``
+    stored in every cell, ``c[i, j] := fma(x, w, c[i, j])`` over ``k``, then ``c[i, j] :=
+    f(c[i, j])`` (left out when ``f`` is the local itself). Each cell takes the same steps from
+    the same start in the same order, in the same precision: the same bits. None otherwise."""
+    if not isinstance(s, L.For_loop):
+        return None
+    nest: list[L.For_loop] = [s]
+    while isinstance(nest[-1].body, L.For_loop):
+        nest.append(nest[-1].body)
+    body = nest[-1].body
+    if not isinstance(body, L.Set) or len(nest) < 2:
+        return None
+    scopes = [x for x in L.sub_exprs(body.value) if isinstance(x, L.Local_scope)]
+    if len(scopes) != 1 or any(g.tn is body.tn for g in L.reads(body)):
+        return None
+    dot = scopes[0]
+    match dot.body:
+        case L.Seq(
+            stmts=(
+                L.Set_local(scope=a, value=L.Constant() as start),
+                L.For_loop(
+                    body=L.Set_local(
+                        scope=b, value=L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=L.Get_local(scope=c))
+                    )
+                ) as k,
+            )
+        ) if a == b == c == dot.scope:
+            pass
+        case _:
+            return None
+    if dot.scope.prec is not body.tn.prec:
+        return None
+    cell = L.Get(body.tn, body.indices)
+    step = L.Set(body.tn, body.indices, L.Ternop(ops.Ternop.fma, x, w, cell))
+    acc = _nest(
+        nest,
+        L.For_loop(k.index, k.from_, k.to_inclusive, step, k.trace_it),
+        {lp.index: fresh_symbol() for lp in nest},
+    )
+    if not takes(acc):
+        return None
+    fill = _nest(
+        nest, L.Set(body.tn, body.indices, start), {lp.index: fresh_symbol() for lp in nest}
+    )
+
+    def rest(e: L.Expr) -> L.Expr:
+        return cell if e is dot else L.map_children(e, rest)
+
+    value = rest(body.value)
+    if value == cell:
+        return [fill, acc]
+    return [fill, acc, _nest(nest, L.Set(body.tn, body.indices, value), {})]
+
+
+def packed_dots(stmts: Sequence[L.Stmt], takes: Callable[[L.For_loop], bool]) -> list[L.Stmt]:
+    """``stmts`` (top-level statements) with each loop nest storing every cell from one
+    inlined dot product, whose accumulating nest ``takes`` accepts (the CPU packed matmul),
+    split into a fill, the accumulating nest and the cells' remaining computation (see
+    :func:`_dot_cells`). Attention's scores ``s = (q k^T) * scale``: the inlined form runs
+    each of its 262144 cells as a 64-term dot product with a horizontal sum; the packed matmul
+    runs the cells side by side, and ``s := s * scale`` then joins the softmax's row loop."""
+    out: list[L.Stmt] = []
+    for s in stmts:
+        split = _dot_cells(s, takes)
+        out.extend([s] if split is None else split)
+    return out
+
+
 def _writes_row_first(s: L.Stmt, tn: Tnode, row: Symbol) -> bool:
     """Whether ``s`` (a statement of a row loop's body) stores every cell of ``tn``'s row
     ``row`` before reading it: a nest of loops, each over a whole axis of ``tn``, around
@@ -306,6 +396,7 @@ __all__ = [
     "ROW_BYTES_LIMIT",
     "fuse_row_loops",
     "independent",
+    "packed_dots",
     "resident_rows",
     "row_bytes",
     "zeroes",
