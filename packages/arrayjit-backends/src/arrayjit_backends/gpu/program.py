@@ -58,6 +58,7 @@ from arrayjit_backends.gpu.planner import (
     top_statements,
 )
 from arrayjit_backends.gpu.row_chain import fuse_rows, render_row_kernel, row_resident
+from arrayjit_backends.gpu.row_lanes import render_row_lanes, row_lanes_on
 from arrayjit_ir import low_level as L
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode
@@ -121,6 +122,7 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
             syntax.group_size,
             syntax.cell_lanes,
             syntax.vector_cells and syntax.cell_lanes == 1,
+            row_lanes=syntax.vector_cells and syntax.cell_lanes == 1 and row_lanes_on(),
         )
         for stmt in statements
     )
@@ -165,6 +167,9 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
                 size, local = render_matmul_kernel(syntax, first.matmul, body)
             elif first.contraction is not None:
                 size, local = render_contraction(syntax, first.contraction, body), None
+            elif first.row_lanes is not None:
+                size = render_row_lanes(syntax, first.row_lanes, first.fill, body)
+                local = None
             else:
                 size = _kernel_body(syntax, kernel, body)
                 local = None if size > 1 else 1
