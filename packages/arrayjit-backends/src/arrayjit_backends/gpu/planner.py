@@ -539,11 +539,10 @@ def fold_fills(pieces: Iterable[Piece]) -> list[Piece]:
 def _own_cell(p: Piece, tn: Tnode) -> tuple[AxisIndex, ...] | None:
     """The indices of the one cell of ``tn`` that each work item of ``p`` writes and reads,
     when the work items' cells are every cell of ``tn``, each once (so filling its own cell
-    first is filling the node first). Only for rows (:func:`reads_across`): a matmul-shaped
-    nest may be rendered by a path of its own (a tiled matmul folds the fill as its cells'
-    start instead)."""
-    if reads_across(p.nest, p.rest):
-        return None
+    first is filling the node first). Any such nest, rows or not (a max pooling's window,
+    whose reads follow the cells' axis): the shapes that render no ``Piece.fill`` (a tiled
+    matmul, a contraction, a cooperative cell) fold the fill themselves or keep it, before
+    this is asked (:func:`fold_fills`)."""
     sets = [st for st in sets_of(p.rest) if st.tn is tn]
     if not sets or len({st.indices for st in sets}) != 1:
         return None
