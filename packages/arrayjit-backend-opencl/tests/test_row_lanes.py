@@ -56,24 +56,30 @@ def _case(kind: str, prec: str) -> tuple[Any, dict[Tnode, np.ndarray], list[Tnod
             c: np.array(0.5, dtype),
         }
         return ir.block(*stmts), inputs, [y]
-    assert kind == "scaled_scores"  # attention's scores: lanes along the keys (19: partial)
-    q, k = node((5, 16), "q", prec), node((19, 16), "k", prec)
-    scale, s = node((), "scale", prec), node((5, 19), "s", prec)
-    raw = Tnode.create((5, 19), prec=prec, label="raw")
+    # Attention's scores: rows along the queries (5: a partial block of rows), lanes along the
+    # keys (19: a partial vector); with heads, an outer axis decoded from the work item.
+    assert kind in ("scaled_scores", "scaled_scores_heads")
+    h = (3,) if kind == "scaled_scores_heads" else ()
+    hs = "h" if h else ""
+    q, k = node((*h, 5, 16), "q", prec), node((*h, 19, 16), "k", prec)
+    scale, s = node((), "scale", prec), node((*h, 5, 19), "s", prec)
+    raw = Tnode.create((*h, 5, 19), prec=prec, label="raw")
     stmts = [
-        ir.accum(raw, "add", q, k, op="mul", spec="id,jd->ij"),
+        ir.accum(raw, "add", q, k, op="mul", spec=f"{hs}id,{hs}jd->{hs}ij"),
         ir.binop(s, "mul", raw, scale),
     ]
     inputs = {
-        q: RNG.uniform(-1, 1, (5, 16)).astype(dtype),
-        k: RNG.uniform(-1, 1, (19, 16)).astype(dtype),
+        q: RNG.uniform(-1, 1, (*h, 5, 16)).astype(dtype),
+        k: RNG.uniform(-1, 1, (*h, 19, 16)).astype(dtype),
         scale: np.array(0.25, dtype),
     }
     return ir.block(*stmts), inputs, [s]
 
 
 @pytest.mark.parametrize("prec", ["single", "double"])
-@pytest.mark.parametrize("kind", ["layer_norm_rows", "batched_dots", "scaled_scores"])
+@pytest.mark.parametrize(
+    "kind", ["layer_norm_rows", "batched_dots", "scaled_scores", "scaled_scores_heads"]
+)
 def test_row_lanes_give_the_one_cell_per_work_item_bits(
     backend: Any, kind: str, prec: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

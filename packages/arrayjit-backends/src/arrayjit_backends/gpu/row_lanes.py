@@ -7,11 +7,14 @@ One work item per cell runs such a nest badly on a CPU OpenCL runtime (PoCL): it
 kernel across the work items of a group only where the body has no loop, so each cell's
 reduction is a scalar dependent chain, and PoCL's scalar ``fma`` is a library call (4.5x a
 multiply and an add, see the OpenCL README). Here each work item takes ``lanes`` neighbouring
-values of the nest's innermost parallel loop (8 floats, 4 doubles: one 32-byte vector), the
-other parallel loops decoded from its index, and runs the reduction loops once for all of
-them with each local a vector: each step's term is computed as a vector (a read that depends
-on the lanes' index is a gather of the lanes' cells, read once a step however often the term
-reads it, other reads a broadcast), then one vector ``fma`` or op. What the statement does with
+values of the nest's innermost parallel loop (8 floats, 4 doubles: one 32-byte vector) and,
+where the nest has two loops or more, :data:`ROWS` values of the next one out (as the
+register matmul and :mod:`~arrayjit_backends.gpu.contraction` do), the other parallel loops
+decoded from its index, and runs the reduction loops once for all of them with each local a
+vector per row: each step's term is computed as a vector (a read that depends on the lanes'
+index is a gather of the lanes' cells, other reads a broadcast; each read once a step
+however often the term reads it, and once for every row where it does not depend on the
+rows' index), then one vector ``fma`` or op per row. What the statement does with
 the reductions' values (``* inv_n``, ``rsqrt``, the store) runs per lane afterwards, as the
 scalar code in a scope where the lane's index is the loop's index (math-library calls keep
 their scalar helpers, hence their bits).
@@ -48,6 +51,12 @@ from arrayjit_tnode import Prec
 VECTOR_BYTES = 32
 """Bytes of a work item's vector of lanes: 8 floats, 4 doubles (an AVX2 register)."""
 
+ROWS = 8
+"""Rows of lanes a work item takes where the nest has two loops or more: a read that does not
+depend on the lanes' loop (``q[i, d]`` of attention's scores, lanes along the keys) is one
+broadcast per row, and a gather that does not depend on the rows' loop (``k[j, d]``) serves
+every row."""
+
 
 def row_lanes_on() -> bool:
     """Whether CPU devices get row lanes: yes unless ``ARRAYJIT_GPU_ROW_LANES=0`` (read at each
@@ -74,6 +83,12 @@ class RowLanes:
     def lanes(self) -> int:
         """Cells of the innermost parallel loop a work item takes."""
         return VECTOR_BYTES // self.prec.byte_size
+
+    @property
+    def rows(self) -> int:
+        """Values of the next parallel loop out a work item takes (``ROWS``, or 1 where the
+        nest has one loop)."""
+        return ROWS if len(self.nest) > 1 else 1
 
 
 def _top_scopes(e: L.Expr) -> Iterator[L.Local_scope]:
@@ -155,83 +170,103 @@ def row_lanes_plan(nest: tuple[L.For_loop, ...], rest: L.Stmt) -> RowLanes | Non
 
 
 class _Vectors:
-    """Renders expressions of a plan as vectors of its lanes (see the module docstring)."""
+    """Renders expressions of a plan as vectors of its lanes, one set per row of the work item
+    (see the module docstring)."""
 
     def __init__(self, syntax: GpuSyntax, plan: RowLanes) -> None:
         self.syn = syntax
         self.plan = plan
         self.ct = syntax.compute_type(plan.prec)
         self.vt = f"{self.ct}{plan.lanes}"
-        self.row = plan.nest[-1].index
-        self.names: dict[L.ScopeId, str] = {}
+        self.lane = plan.nest[-1].index
+        self.row = plan.nest[-2].index if plan.rows > 1 else None
+        self.names: dict[tuple[L.ScopeId, int], str] = {}
         self.count = 0
-        self.gathers: dict[tuple[int, L.Expr], str] = {}
-        self.kept: list[list[str]] = []  # the statement lists ``gathers`` is keyed by
+        self.reads: dict[tuple[int, L.Expr, int], str] = {}
+        self.kept: list[list[str]] = []  # the statement lists ``reads`` is keyed by
 
     def fresh(self, base: str) -> str:
         self.count += 1
         return f"aj_{base}{self.count}"
 
-    def bound(self, lane: int, text: str) -> str:
-        """``text`` in a scope where the lanes' loop index is lane ``lane``'s."""
+    def bound(self, lane: int | None, row: int | None, text: str) -> str:
+        """``text`` in a scope where the lanes' loop index is lane ``lane``'s and the rows'
+        loop index row ``row``'s (None: not bound)."""
         it = self.syn.index_type
-        return f"{{ const {it} {self.syn.sym(self.row)} = aj_r{lane}; {text} }}"
+        decls = ""
+        if row is not None and self.row is not None:
+            decls += f"const {it} {self.syn.sym(self.row)} = aj_i{row}; "
+        if lane is not None:
+            decls += f"const {it} {self.syn.sym(self.lane)} = aj_r{lane}; "
+        return f"{{ {decls}{text} }}"
 
-    def name(self, sc: L.ScopeId) -> str:
-        if sc not in self.names:
-            self.names[sc] = self.fresh("v")
-        return self.names[sc]
+    def name(self, sc: L.ScopeId, row: int) -> str:
+        if (sc, row) not in self.names:
+            self.names[sc, row] = self.fresh("v")
+        return self.names[sc, row]
 
     def hoist(self, text: str, pre: list[str]) -> str:
         name = self.fresh("t")
         pre.append(f"const {self.vt} {name} = {text};")
         return name
 
-    def expr(self, e: L.Expr, pre: list[str]) -> str:
-        """``e`` as a vector of the lanes' values; statements it needs go to ``pre``."""
-        syn, prec, vt = self.syn, self.plan.prec, self.vt
+    def read(self, e: L.Get, pre: list[str], row: int) -> str:
+        """The lanes' values of the read ``e`` for row ``row``: a gather where it depends on
+        the lanes' index, else a broadcast; read once per statement however often used."""
+        syms = {s for i in e.indices for s in index_symbols(i)}
+        by_row = self.row in syms
+        key = (id(pre), e, row if by_row else -1)
+        if key in self.reads:  # read twice in one step (``d * d``) or by several rows
+            return self.reads[key]
+        value = self.syn.expr(e, self.plan.prec, [], 0)
+        if self.lane not in syms and not by_row:
+            return f"(({self.vt})({value}))"
+        name = self.fresh("g")
+        self.reads[key] = name
+        self.kept.append(pre)
+        pre.append(f"{self.vt} {name};")
+        r = row if by_row else None
+        if self.lane not in syms:
+            pre.append(self.bound(None, r, f"{name} = ({self.vt})({value});"))
+            return name
+        for lane in range(self.plan.lanes):
+            pre.append(self.bound(lane, r, f"{name}.s{lane:x} = {value};"))
+        return name
+
+    def expr(self, e: L.Expr, pre: list[str], row: int) -> str:
+        """``e`` as a vector of the lanes' values of row ``row``; statements it needs go to
+        ``pre``."""
+        syn, vt = self.syn, self.vt
         match e:
-            case L.Get(indices=idx) if any(self.row in index_symbols(i) for i in idx):
-                if (id(pre), e) in self.gathers:  # read twice in one step (``d * d``)
-                    return self.gathers[id(pre), e]
-                name = self.fresh("g")
-                self.gathers[id(pre), e] = name
-                self.kept.append(pre)
-                pre.append(f"{vt} {name};")
-                for lane in range(self.plan.lanes):
-                    scalar: list[str] = []
-                    value = syn.expr(e, prec, scalar, 0)
-                    assert not scalar
-                    pre.append(self.bound(lane, f"{name}.s{lane:x} = {value};"))
-                return name
             case L.Get():
-                scalar = []
-                value = syn.expr(e, prec, scalar, 0)
-                assert not scalar
-                return f"(({vt})({value}))"
+                return self.read(e, pre, row)
             case L.Constant(value=v):
                 return f"(({vt}){syn.const(v, self.ct)})"
             case L.Get_local(scope=sc):
-                return self.name(sc)
+                return self.name(sc, row)
             case L.Binop(op=op, a=a, b=b) if op in _ARITH:
-                x, y = self.expr(a, pre), self.expr(b, pre)
+                x, y = self.expr(a, pre, row), self.expr(b, pre, row)
                 return ops.C_BINOP[op].format(x, y)
             case L.Binop(op=op, a=a, b=b):
-                x, y = self.hoist(self.expr(a, pre), pre), self.hoist(self.expr(b, pre), pre)
+                x = self.hoist(self.expr(a, pre, row), pre)
+                y = self.hoist(self.expr(b, pre, row), pre)
                 return self.minmax(op, x, y)
             case L.Unop(op=ops.Unop.neg, a=a):
-                return f"(-{self.expr(a, pre)})"
+                return f"(-{self.expr(a, pre, row)})"
             case L.Unop(a=a):
-                return self.expr(a, pre)
+                return self.expr(a, pre, row)
             case L.Ternop(a=a, b=b, c=c):
-                x, y, z = (self.expr(t, pre) for t in (a, b, c))
+                x, y, z = (self.expr(t, pre, row) for t in (a, b, c))
                 return f"fma({x}, {y}, {z})"
             case L.Local_scope(scope=sc, body=body):
-                pre.append(f"{vt} {self.name(sc)} = (({vt}){syn.const(-0.0, self.ct)});")
-                out = Out()
-                self.stmt(body, out, 0)
-                pre.extend(out.lines)
-                return self.name(sc)
+                if (sc, row) not in self.names:  # every row's, sharing the scope's loops
+                    for r in range(self.plan.rows):
+                        start = syn.const(-0.0, self.ct)
+                        pre.append(f"{vt} {self.name(sc, r)} = (({vt}){start});")
+                    out = Out()
+                    self.stmt(body, out, 0)
+                    pre.extend(out.lines)
+                return self.name(sc, row)
         raise AssertionError(f"row lanes cannot render {type(e).__name__}")
 
     def minmax(self, op: ops.Binop, a: str, b: str) -> str:
@@ -261,17 +296,18 @@ class _Vectors:
                 out.add(indent, "}")
             case L.Set_local(scope=sc, value=v):
                 pre: list[str] = []
-                value = self.expr(v, pre)
-                self.emit(out, indent, pre, f"{self.name(sc)} = {value};")
+                values = [self.expr(v, pre, r) for r in range(self.plan.rows)]
+                lines = [f"{self.name(sc, r)} = {x};" for r, x in enumerate(values)]
+                self.emit(out, indent, pre, lines)
 
-    def emit(self, out: Out, indent: int, pre: list[str], line: str) -> None:
+    def emit(self, out: Out, indent: int, pre: list[str], lines: list[str]) -> None:
         if not pre:
-            out.add(indent, line)
+            for line in lines:
+                out.add(indent, line)
             return
         out.add(indent, "{")
-        for p in pre:
+        for p in pre + lines:
             out.add(indent + 1, p)
-        out.add(indent + 1, line)
         out.add(indent, "}")
 
 
@@ -286,52 +322,61 @@ def _swap_scopes(e: L.Expr, tops: tuple[L.Local_scope, ...]) -> L.Expr:
 def render_row_lanes(syntax: GpuSyntax, plan: RowLanes, fill: L.Set | None, out: Out) -> int:
     """The body of the kernel running ``plan`` (after the kernel's prologue; ``fill``: a store
     of a constant into the work item's own cell first, the fill folded in), one work item per
-    vector of lanes; returns the global size (launched with no group size)."""
+    block of rows x vectors of lanes; returns the global size (launched with no group size)."""
     vec = _Vectors(syntax, plan)
     it = syntax.index_type
-    lanes = plan.lanes
-    row = plan.nest[-1]
-    n = row.extent
-    blocks = -(-n // lanes)
-    outer = plan.nest[:-1]
+    lanes, rows = plan.lanes, plan.rows
+    jl = plan.nest[-1]
+    il = plan.nest[-2] if rows > 1 else None
+    n, m = jl.extent, il.extent if il is not None else 1
+    blocks_n, blocks_m = -(-n // lanes), -(-m // rows)
+    per_block = blocks_n * blocks_m
+    outer = plan.nest[: len(plan.nest) - (2 if il is not None else 1)]
     out.add(1, f"const {it} aj_gid = ({it}){syntax.global_id};")
-    out.add(1, f"const {it} aj_b = (aj_gid % {blocks}) * {lanes};")
+    out.add(1, f"const {it} aj_blk = aj_gid % {per_block};")
     if outer:
-        out.add(1, f"{it} aj_q = aj_gid / {blocks};")
+        out.add(1, f"{it} aj_q = aj_gid / {per_block};")
     for lp in reversed(outer):
         out.add(1, f"const {it} {syntax.sym(lp.index)} = {lp.from_} + aj_q % {lp.extent};")
         out.add(1, f"aj_q /= {lp.extent};")
-    for lane in range(lanes):  # clamped: a lane past the nest computes a row never stored
-        out.add(1, f"const {it} aj_r{lane} = {row.from_} + min(aj_b + {lane}, ({it}){n - 1});")
+    out.add(1, f"const {it} aj_b = (aj_blk % {blocks_n}) * {lanes};")
+    for lane in range(lanes):  # clamped: a lane past the nest computes a cell never stored
+        out.add(1, f"const {it} aj_r{lane} = {jl.from_} + min(aj_b + {lane}, ({it}){n - 1});")
+    if il is not None:
+        out.add(1, f"const {it} aj_bi = (aj_blk / {blocks_n}) * {rows};")
+        for r in range(rows):
+            out.add(1, f"const {it} aj_i{r} = {il.from_} + min(aj_bi + {r}, ({it}){m - 1});")
 
-    def stored(lane: int, text: str) -> None:
-        """``text`` run for lane ``lane`` where it is a cell of the nest (lanes past the nest
-        store nothing)."""
-        out.add(1, f"if (aj_b + {lane} < {n}) " + vec.bound(lane, text))
+    def stored(row: int, lane: int, text: str) -> None:
+        """``text`` run for row ``row``'s lane ``lane`` where it is a cell of the nest (cells
+        past the nest store nothing)."""
+        keep = f"aj_b + {lane} < {n}" + (f" && aj_bi + {row} < {m}" if il is not None else "")
+        out.add(1, f"if ({keep}) " + vec.bound(lane, row, text))
 
     if fill is not None:
         fill_out = Out()
         syntax.stmt(fill, fill_out, 0)
-        for lane in range(lanes):
-            stored(lane, " ".join(fill_out.lines))
-    values: list[str] = []
+        for r in range(rows):
+            for lane in range(lanes):
+                stored(r, lane, " ".join(fill_out.lines))
+    values: list[list[str]] = []
     for top in plan.scopes:
         pre: list[str] = []
-        value = vec.expr(top, pre)
+        values.append([vec.expr(top, pre, r) for r in range(rows)])
         for line in pre:
             out.add(1, line)
-        values.append(value)
     stmt = plan.rest
     swapped = L.Set(stmt.tn, stmt.indices, _swap_scopes(stmt.value, plan.scopes))
-    for lane in range(lanes):
-        lane_out = Out()
-        for top, value in zip(plan.scopes, values, strict=True):
-            sc = top.scope
-            ct = syntax.compute_type(sc.prec)
-            lane_out.add(0, f"{ct} {syntax.local(sc)} = {value}.s{lane:x};")
-        syntax.stmt(swapped, lane_out, 0)
-        stored(lane, " ".join(lane_out.lines))
-    return blocks * math.prod(lp.extent for lp in outer)
+    for r in range(rows):
+        for lane in range(lanes):
+            lane_out = Out()
+            for top, value in zip(plan.scopes, values, strict=True):
+                sc = top.scope
+                ct = syntax.compute_type(sc.prec)
+                lane_out.add(0, f"{ct} {syntax.local(sc)} = {value[r]}.s{lane:x};")
+            syntax.stmt(swapped, lane_out, 0)
+            stored(r, lane, " ".join(lane_out.lines))
+    return per_block * math.prod(lp.extent for lp in outer)
 
 
-__all__ = ["VECTOR_BYTES", "RowLanes", "render_row_lanes", "row_lanes_on", "row_lanes_plan"]
+__all__ = ["ROWS", "VECTOR_BYTES", "RowLanes", "render_row_lanes", "row_lanes_on", "row_lanes_plan"]

@@ -81,7 +81,8 @@ __kernel void aj_layer_norm_k1(__global unsigned char* p_eps_1, const unsigned l
   __global float* restrict mean_6 = (__global float*)(p_mean_6 + o_mean_6);
   __global float* restrict rstd_7 = (__global float*)(p_rstd_7 + o_rstd_7);
   const long aj_gid = (long)get_global_id(0);
-  const long aj_b = (aj_gid % 38) * 8;
+  const long aj_blk = aj_gid % 38;
+  const long aj_b = (aj_blk % 38) * 8;
   const long aj_r0 = 0 + min(aj_b + 0, (long)299);
   const long aj_r1 = 0 + min(aj_b + 1, (long)299);
   const long aj_r2 = 0 + min(aj_b + 2, (long)299);
