@@ -146,9 +146,12 @@ def test_link_passes_scratch_merge_and_static_indices(cuda_device: Any) -> None:
     assert [c[0] for c in cuda_device.recorded.calls] == [k.name for k in rendered.kernels]
     scratch = [0x10000 * (k + 1) for k in range(len(rendered.scratch))]
     pointers = {a: 0x1000 + 8, tot: 0x1000 + 4808}
-    fixed = [pointers[tn] for tn in rendered.params.buffers] + scratch
+    every = [pointers[tn] for tn in rendered.params.buffers] + scratch
     merge = [0] if rendered.params.merge_node is not None else []
     for (_, args, block, grid, _), k in zip(cuda_device.recorded.calls, rendered.kernels):
+        # Each kernel takes the buffers its body names (the partials: both kernels).
+        assert k.buffers is not None and len(every) - 1 in k.buffers
+        fixed = [every[b] for b in k.buffers]
         assert list(args) == [*fixed, *merge, *[3] * len(rendered.params.static_symbols)]
         assert block == (k.local_size or 256, 1, 1)
         assert grid == (max(1, -(-k.global_size // block[0])), 1)

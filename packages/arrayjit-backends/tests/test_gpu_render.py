@@ -105,6 +105,13 @@ def _matvec() -> ir.Block:
     return ir.block(ir.accum(y, "add", v, w, op="mul", spec="ik,kj->ij"))
 
 
+def _max_pool() -> ir.Block:
+    """2x2 max pooling with stride 2 over 4 x 10 x 10 x 8: the ``-inf`` fill of each cell is
+    stored by the work item that reduces its window (one kernel, no fill launch)."""
+    x, p = _node((4, 10, 10, 8), "x", hosted=True), _node((4, 5, 5, 8), "p", hosted=True)
+    return ir.block(ir.accum(p, "max", x, spec="b(2*o+k)(2*p+l)c->bopc", sizes={"k": 2, "l": 2}))
+
+
 def _full_sum() -> ir.Block:
     """A full sum of 2^16 values: a grid reduction (GPU) or ranges (CPU), two kernels."""
     x, s = _node((1 << 16,), "x", hosted=True), _node((), "s", hosted=True)
@@ -118,6 +125,7 @@ CASES: dict[str, Callable[[], ir.Block]] = {
     "row_sums": _row_sums,
     "matmul_relu": _matmul,
     "matvec": _matvec,
+    "max_pool": _max_pool,
     "full_sum": _full_sum,
 }
 

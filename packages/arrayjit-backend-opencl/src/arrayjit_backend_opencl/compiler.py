@@ -21,9 +21,9 @@ BUILD_OPTIONS = "-cl-std=CL1.2"
 """The options of every build, from source or from a binary (and part of each cache key)."""
 
 
-def build_binary(context: Any, device: Any, source: str, name: str, failed_dir: Path) -> bytes:
-    """Build ``source`` for ``device`` (in ``context``, a context of that device alone) and
-    return the program's binary for it.
+def build_program(context: Any, device: Any, source: str, name: str, failed_dir: Path) -> Any:
+    """``source`` built for ``device`` (in ``context``, which holds it), as a program ready for
+    kernels on that device.
 
     Args:
         name: the routine, for the error message.
@@ -45,7 +45,14 @@ def build_binary(context: Any, device: Any, source: str, name: str, failed_dir: 
         raise CompileError(
             f"OpenCL failed to build routine {name} on {device.name}", log, str(path)
         ) from exc
-    binaries: list[bytes] = raw.get_info(cl.program_info.BINARIES)  # type: ignore[assignment]
+    return cl.Program(raw)
+
+
+def build_binary(context: Any, device: Any, source: str, name: str, failed_dir: Path) -> bytes:
+    """Build ``source`` for ``device`` (in ``context``, a context of that device alone) and
+    return the program's binary for it (arguments and errors: :func:`build_program`)."""
+    program = build_program(context, device, source, name, failed_dir)
+    binaries: list[bytes] = program.get_info(cl.program_info.BINARIES)
     return bytes(binaries[0])
 
 
@@ -73,4 +80,4 @@ def load_binary(context: Any, device: Any, binary: bytes, name: str, from_cache:
         ) from exc
 
 
-__all__ = ["BUILD_OPTIONS", "build_binary", "load_binary"]
+__all__ = ["BUILD_OPTIONS", "build_binary", "build_program", "load_binary"]

@@ -30,7 +30,12 @@ from typing import Any, ClassVar
 import numpy as np
 import pyopencl as cl
 
-from arrayjit_backend_opencl.compiler import BUILD_OPTIONS, build_binary, load_binary
+from arrayjit_backend_opencl.compiler import (
+    BUILD_OPTIONS,
+    build_binary,
+    build_program,
+    load_binary,
+)
 from arrayjit_backend_opencl.renderer import OpenclSyntax
 from arrayjit_backends.gpu.devices import GpuCode, GpuDevices
 from arrayjit_backends.gpu.program import GpuKernel
@@ -39,6 +44,10 @@ from arrayjit_backends.impl.device import Buf, DeviceInfo, ImmediateQueue
 from arrayjit_backends.impl.stream_queue import Event, HostGate, StreamQueue, poll_until
 from arrayjit_backends.settings import gpu_cell_lanes
 from arrayjit_tnode import Prec
+
+SOURCE_BUILT = b"arrayjit-opencl: built from source by a source-only driver (PoCL)\n"
+"""What the compile cache keeps for a routine on a driver whose binaries save nothing (PoCL):
+a warm hit builds the source again (PoCL's own kernel cache serves its kernels)."""
 
 
 def find_platform() -> tuple[Any, list[Any]] | str:
@@ -204,6 +213,11 @@ class OpenclDevices(GpuDevices):
         # context would belong to every device, and drivers disagree on what its binaries
         # query returns for devices it was not built for (PoCL omits them).
         self._build_contexts: dict[int, Any] = {}
+        # PoCL compiles every kernel of a program when its binaries are asked for (about 0.1 s
+        # a kernel), and again at each kernel's first launch, for the launch's work-group size:
+        # its binary saves no launch-time build, so programs are built from source alone (in
+        # the shared context, for their device), and the compile cache keeps only a marker.
+        self._source_only = "Portable Computing Language" in self.platform.name
 
     @staticmethod
     def _has(device: Any, extension: str) -> bool:
@@ -316,18 +330,30 @@ class OpenclDevices(GpuDevices):
             renderer="opencl-c",
             compiler=self._identity[0],
             compiler_version=self._identity[1],
-            options=(BUILD_OPTIONS,),
+            options=(BUILD_OPTIONS, *(("source only",) if self._source_only else ())),
             device=self._device_ids[ordinal],
         )
 
     def build(self, code: GpuCode, ordinal: int) -> bytes:
         device = self.devices[ordinal]
+        if self._source_only:  # the program itself is the module: no binary to load
+            program = build_program(
+                self.context, device, code.source, code.name, self.cache.directory
+            )
+            code.modules.setdefault(ordinal, program)
+            return SOURCE_BUILT
         context = self._build_contexts.get(ordinal)
         if context is None:
             context = self._build_contexts[ordinal] = cl.Context([device])
         return build_binary(context, device, code.source, code.name, self.cache.directory)
 
     def load(self, code: GpuCode, binary: bytes, ordinal: int, from_cache: bool) -> Any:
+        if binary == SOURCE_BUILT:  # a warm entry of a source-only driver: build the source
+            built = code.modules.get(ordinal)
+            if built is not None:
+                return built
+            device = self.devices[ordinal]
+            return build_program(self.context, device, code.source, code.name, self.cache.directory)
         # A program from a binary, for the device alone.
         return load_binary(self.context, self.devices[ordinal], binary, code.name, from_cache)
 

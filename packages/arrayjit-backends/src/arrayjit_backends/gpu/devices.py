@@ -239,16 +239,14 @@ class GpuDevices(DeviceBackend):
         with self.on_device(ordinal):
             module = self.module(c, ordinal)
             scratch = [self.alloc(ordinal, nbytes) for _, nbytes in rendered.scratch]
-            fixed: list[Any] = []
-            for tn in rendered.params.buffers:
-                fixed += self.buffer_arg(*buffers[tn])
-            for mem in scratch:
-                fixed += self.buffer_arg(mem, 0)
+            each = [self.buffer_arg(*buffers[tn]) for tn in rendered.params.buffers]
+            each += [self.buffer_arg(mem, 0) for mem in scratch]
             has_merge = rendered.params.merge_node is not None
             symbols = rendered.params.static_symbols
             absent, absent_bytes = self.absent_merge(ordinal, scratch) if has_merge else ([], 0)
             launches = [
-                (self.kernel(module, k.name, fixed), self.launch_shape(k)) for k in rendered.kernels
+                (self.kernel(module, k.name, _taken(each, k)), self.launch_shape(k))
+                for k in rendered.kernels
             ]
 
         def run(bindings: Mapping[StaticSymbol, int]) -> None:
@@ -267,6 +265,12 @@ class GpuDevices(DeviceBackend):
 
     def scratch_bytes(self, ordinal: int) -> int:
         return self.scratch_account.bytes(ordinal)
+
+
+def _taken(each: list[list[Any]], kernel: GpuKernel) -> list[Any]:
+    """The arguments of the buffers ``kernel`` takes, from each buffer's (``each``)."""
+    which = range(len(each)) if kernel.buffers is None else kernel.buffers
+    return [arg for k in which for arg in each[k]]
 
 
 __all__ = ["GpuCode", "GpuDevices", "keep_failed_source"]

@@ -38,6 +38,7 @@ from arrayjit_backends.codegen.kernel_plan import (
 )
 from arrayjit_backends.codegen.matmul_plan import MatmulPlan, matmul_plan
 from arrayjit_backends.gpu.contraction import ContractionPlan, contraction_plan
+from arrayjit_backends.gpu.row_lanes import RowLanes, row_lanes_plan
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import AxisIndex, Iterator, index_symbols
@@ -319,6 +320,9 @@ class Piece:
     contraction: ContractionPlan | None = None
     """On CPU devices, a multiply-accumulate nest run as vectors of cells per work item (a
     kernel of its own: :mod:`arrayjit_backends.gpu.contraction`)."""
+    row_lanes: RowLanes | None = None
+    """On CPU devices, a nest of reductions per cell run as vectors of cells per work item (a
+    kernel of its own: :mod:`arrayjit_backends.gpu.row_lanes`)."""
 
     @property
     def writes(self) -> set[Tnode]:
@@ -354,12 +358,14 @@ def plan_piece(
     group_size: int,
     cell_lanes: int,
     vector_cells: bool = False,
+    row_lanes: bool = False,
 ) -> Piece:
     """How one top-level statement runs on a device of work groups of ``group_size`` and
     ``cell_lanes`` lanes per cooperative cell; ``red`` is its grid reduction, if it is one
     (:func:`full_reductions`). ``vector_cells``: a CPU device whose dialect has vector types
     (a multiply-accumulate nest that is no plain matmul gets vectors of cells per work item:
-    :mod:`arrayjit_backends.gpu.contraction`)."""
+    :mod:`arrayjit_backends.gpu.contraction`); ``row_lanes``: likewise, other reductions per
+    cell get vectors of rows (:mod:`arrayjit_backends.gpu.row_lanes`)."""
     if red is not None:
         return Piece(stmt, 0, (), stmt, red)
     match stmt:
@@ -380,6 +386,15 @@ def plan_piece(
                     if vector_cells and total and tiled is None and cell is None
                     else None
                 )
+                lanes = (
+                    row_lanes_plan(tuple(nest), rest)
+                    if row_lanes
+                    and total
+                    and tiled is None
+                    and cell is None
+                    and contraction is None
+                    else None
+                )
                 return Piece(
                     stmt,
                     total,
@@ -389,6 +404,7 @@ def plan_piece(
                     cell,
                     matmul=tiled,
                     contraction=contraction,
+                    row_lanes=lanes,
                 )
     return Piece(stmt, None, (), stmt, None)
 
@@ -412,6 +428,8 @@ def group(pieces: Iterable[Piece]) -> list[list[Piece]]:
             and last[0].chain is None
             and p.contraction is None
             and last[0].contraction is None
+            and p.row_lanes is None
+            and last[0].row_lanes is None
             and p.total == last[0].total
             and len(last) < MAX_FUSED
         ):
@@ -521,11 +539,10 @@ def fold_fills(pieces: Iterable[Piece]) -> list[Piece]:
 def _own_cell(p: Piece, tn: Tnode) -> tuple[AxisIndex, ...] | None:
     """The indices of the one cell of ``tn`` that each work item of ``p`` writes and reads,
     when the work items' cells are every cell of ``tn``, each once (so filling its own cell
-    first is filling the node first). Only for rows (:func:`reads_across`): a matmul-shaped
-    nest may be rendered by a path of its own (a tiled matmul folds the fill as its cells'
-    start instead)."""
-    if reads_across(p.nest, p.rest):
-        return None
+    first is filling the node first). Any such nest, rows or not (a max pooling's window,
+    whose reads follow the cells' axis): the shapes that render no ``Piece.fill`` (a tiled
+    matmul, a contraction, a cooperative cell) fold the fill themselves or keep it, before
+    this is asked (:func:`fold_fills`)."""
     sets = [st for st in sets_of(p.rest) if st.tn is tn]
     if not sets or len({st.indices for st in sets}) != 1:
         return None

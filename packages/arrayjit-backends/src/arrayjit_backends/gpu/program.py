@@ -26,10 +26,13 @@ dialect (:class:`~arrayjit_backends.gpu.dialect.GpuSyntax`):
   run as one kernel with a work group per row (:mod:`arrayjit_backends.gpu.row_chain`);
 - anything else (a loop carrying a dependence) runs in one work item.
 
-Every kernel of a program takes the same parameters: for each context node, its pool pointer
-and byte offset (dialects may fold them into one pointer); then the scratch buffers (the
-routine's local nodes, which must outlive one kernel, and the reduction partials), then the merge
-buffer (pointer and offset), then the static indices. Launch sizes are in :class:`GpuKernel`.
+The program's buffers are, in order: the context nodes (each its pool pointer and byte offset;
+dialects may fold them into one pointer), then the scratch buffers (the routine's local nodes,
+which must outlive one kernel, and the reduction partials). Each kernel takes the buffers its
+body names, in that order (:attr:`GpuKernel.buffers`: a routine's kernels would otherwise each
+take every buffer, and the source would grow as kernels times nodes), then the merge buffer
+(pointer and offset) and the static indices, which every kernel takes. Launch sizes are in
+:class:`GpuKernel`.
 
 Why a pool pointer plus a byte offset rather than an OpenCL sub-buffer per node: the generic
 layer packs nodes into pools at offsets aligned to their element size, and an OpenCL sub-buffer's
@@ -40,7 +43,8 @@ folds the offset into the device pointer on the host side instead (one parameter
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 from arrayjit_backends.codegen.c_syntax import Out
 from arrayjit_backends.codegen.kernel_plan import KernelParams, kernel_params, scalar_reduction
@@ -58,6 +62,7 @@ from arrayjit_backends.gpu.planner import (
     top_statements,
 )
 from arrayjit_backends.gpu.row_chain import fuse_rows, render_row_kernel, row_resident
+from arrayjit_backends.gpu.row_lanes import render_row_lanes, row_lanes_on
 from arrayjit_ir import low_level as L
 from arrayjit_ir.optimized import Optimized
 from arrayjit_tnode import Tnode
@@ -71,6 +76,9 @@ class GpuKernel:
     name: str
     global_size: int
     local_size: int | None
+    buffers: tuple[int, ...] | None = None
+    """The program's buffers the kernel takes, by position (the context nodes', then the
+    scratch buffers'), in order; None: every one."""
 
 
 @dataclass(frozen=True)
@@ -121,6 +129,7 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
             syntax.group_size,
             syntax.cell_lanes,
             syntax.vector_cells and syntax.cell_lanes == 1,
+            row_lanes=syntax.vector_cells and syntax.cell_lanes == 1 and row_lanes_on(),
         )
         for stmt in statements
     )
@@ -165,6 +174,9 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
                 size, local = render_matmul_kernel(syntax, first.matmul, body)
             elif first.contraction is not None:
                 size, local = render_contraction(syntax, first.contraction, body), None
+            elif first.row_lanes is not None:
+                size = render_row_lanes(syntax, first.row_lanes, first.fill, body)
+                local = None
             else:
                 size = _kernel_body(syntax, kernel, body)
                 local = None if size > 1 else 1
@@ -174,8 +186,9 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
             out.lines.extend(body.lines)
             out.add(0, "}")
             kernels.append(GpuKernel(name, size, local))
+    lines, kernels = _parameter_diet(syntax, out.lines, kernels, signature, buffers, params)
     return GpuProgram(
-        syntax.program_prelude() + "\n".join(out.lines) + "\n",
+        syntax.program_prelude() + "\n".join(lines) + "\n",
         tuple(kernels),
         params,
         # The buffer of a node that lives in local arrays alone is never touched: one byte.
@@ -204,6 +217,48 @@ def _signature(
         )
     args += [f"const {syntax.index_type} {syntax.sym(s)}" for s in params.static_symbols]
     return ", ".join(args), [line for line in prologue if line]
+
+
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _parameter_diet(
+    syntax: GpuSyntax,
+    lines: list[str],
+    kernels: list[GpuKernel],
+    signature: str,
+    buffers: list[tuple[str, str]],
+    params: KernelParams,
+) -> tuple[list[str], list[GpuKernel]]:
+    """``lines`` (the program's kernels, each rendered with the whole ``signature`` and its
+    prologue) with each kernel taking only the buffers its body names, and ``kernels`` with
+    those buffers (:attr:`GpuKernel.buffers`)."""
+    whole = f"({signature})"
+    prologue = {syntax.buffer_prologue(n, ct): k for k, (n, ct) in enumerate(buffers)}
+    prologue.pop("", None)
+    position = {n: k for k, (n, _) in enumerate(buffers)}
+    tail, _ = _signature(syntax, KernelParams((), params.merge_node, params.static_symbols), [])
+    starts = [i for i, line in enumerate(lines) if line.endswith(f"{whole} {{")]
+    taken: dict[str, tuple[int, ...]] = {}
+    result = lines[: starts[0]] if starts else list(lines)
+    for n, start in enumerate(starts):
+        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
+        body = [line for line in lines[start + 1 : end] if line.strip() not in prologue]
+        words = {w for line in body for w in _WORD.findall(line)}
+        used = tuple(k for name, k in position.items() if name in words)
+        args = [a for k in used for a in syntax.buffer_params(*buffers[k])]
+        if tail:
+            args.append(tail)
+        head = lines[start][: -len(f"{whole} {{")]
+        taken[head.rsplit(" ", 1)[-1]] = used
+        result.append(f"{head}({', '.join(args)}) {{")
+        kept = {syntax.buffer_prologue(*buffers[k]) for k in used}
+        result += [
+            line
+            for line in lines[start + 1 : end]
+            if line.strip() not in prologue or line.strip() in kept
+        ]
+    return result, [replace(k, buffers=taken[k.name]) for k in kernels]
 
 
 def _kernel_body(syntax: GpuSyntax, pieces: list[Piece], out: Out) -> int:

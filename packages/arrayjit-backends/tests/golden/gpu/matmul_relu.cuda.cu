@@ -3,7 +3,7 @@
    aj_matmul_relu_k1: global 7680, local None
 */
 /* routine matmul_relu */
-extern "C" __global__ void aj_matmul_relu_k0(float* __restrict__ h_0, float* __restrict__ w_1, float* __restrict__ x_2, float* __restrict__ y_3) {
+extern "C" __global__ void aj_matmul_relu_k0(float* __restrict__ h_0, float* __restrict__ w_1, float* __restrict__ x_2) {
   const int aj_lid = (int)threadIdx.x;
   const long long aj_grp = (long long)blockIdx.x % 4;
   const long long aj_bi = (aj_grp / 2) * 64;
@@ -166,7 +166,7 @@ extern "C" __global__ void aj_matmul_relu_k0(float* __restrict__ h_0, float* __r
   if (aj_i3 < 96 && aj_j2 < 80) h_0[(0 + aj_i3) * 80 + 0 + aj_j2] = aj_c3_2;
   if (aj_i3 < 96 && aj_j3 < 80) h_0[(0 + aj_i3) * 80 + 0 + aj_j3] = aj_c3_3;
 }
-extern "C" __global__ void aj_matmul_relu_k1(float* __restrict__ h_0, float* __restrict__ w_1, float* __restrict__ x_2, float* __restrict__ y_3) {
+extern "C" __global__ void aj_matmul_relu_k1(float* __restrict__ h_0, float* __restrict__ y_3) {
   const long long aj_gid = (long long)(blockIdx.x * (long long)blockDim.x + threadIdx.x);
   if (aj_gid >= 7680) return;
   uint32_t aj_r = ((uint32_t)aj_gid);

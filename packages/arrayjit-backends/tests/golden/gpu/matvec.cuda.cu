@@ -3,7 +3,7 @@
    aj_matvec_k1: global 512, local 256
 */
 /* routine matvec */
-extern "C" __global__ void aj_matvec_k0(float* __restrict__ v_0, float* __restrict__ w_1, float* __restrict__ y_2) {
+extern "C" __global__ void aj_matvec_k0(float* __restrict__ y_2) {
   const long long aj_gid = (long long)(blockIdx.x * (long long)blockDim.x + threadIdx.x);
   if (aj_gid >= 300) return;
   y_2[aj_gid] = 0;

@@ -3,9 +3,7 @@
    aj_matvec_k1: global 38, local None
 */
 /* routine matvec */
-__kernel void aj_matvec_k0(__global unsigned char* p_v_0, const unsigned long o_v_0, __global unsigned char* p_w_1, const unsigned long o_w_1, __global unsigned char* p_y_2, const unsigned long o_y_2) {
-  __global float* restrict v_0 = (__global float*)(p_v_0 + o_v_0);
-  __global float* restrict w_1 = (__global float*)(p_w_1 + o_w_1);
+__kernel void aj_matvec_k0(__global unsigned char* p_y_2, const unsigned long o_y_2) {
   __global float* restrict y_2 = (__global float*)(p_y_2 + o_y_2);
   const long aj_gid = (long)get_global_id(0);
   y_2[aj_gid] = 0;
