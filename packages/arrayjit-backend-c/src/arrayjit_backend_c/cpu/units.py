@@ -147,6 +147,15 @@ def _symbol(text: str) -> str:
     return f"{SYMBOL_PREFIX}{hashlib.sha256(text.encode()).hexdigest()[:16]}"
 
 
+def _closing_line(lines: list[str], start: int) -> int | None:
+    """The index of the first line from ``start`` on that is ``}`` alone (the end of a
+    function the renderers print), or None if there is none."""
+    for end in range(start, len(lines)):
+        if lines[end].rstrip("\n") == "}":
+            return end
+    return None
+
+
 def _whole(source: str, names: list[str] | None) -> SplitRoutine:
     return SplitRoutine((source,), {n: n for n in names or []})
 
@@ -178,10 +187,8 @@ def _c_functions(body: str) -> list[_Function] | None:
                 return None
             k += 1
             continue
-        end = k
-        while end < len(lines) and lines[end].rstrip("\n") != "}":
-            end += 1
-        if end == len(lines):
+        end = _closing_line(lines, k)
+        if end is None:
             return None
         functions.append(_Function(match.group(1), "".join(lines[k : end + 1])))
         k = end + 1
@@ -282,11 +289,11 @@ def _c_helpers(header: str) -> tuple[str | None, str]:
             shared.append(line)
             k += 1
             continue
-        end = k
-        while end < len(lines) and lines[end].rstrip("\n") != "}":
-            end += 1
+        end = _closing_line(lines, k)
+        if end is None:
+            return None, header
         text = "".join(lines[k : end + 1])
-        if end == len(lines) or "{" not in text or "(" not in text[: text.index("{")]:
+        if "{" not in text or "(" not in text[: text.index("{")]:
             return None, header
         external = _HIDDEN + text[len("static ") :]
         own.append(external[: external.index("{")].rstrip() + ";\n")
@@ -348,10 +355,8 @@ def _ll_pieces(source: str) -> tuple[str, list[_Function], dict[int, str]] | Non
             header.append(line)
             k += 1
             continue
-        end = k
-        while end < len(lines) and lines[end].rstrip("\n") != "}":
-            end += 1
-        if end == len(lines):
+        end = _closing_line(lines, k)
+        if end is None:
             return None
         functions.append(_Function(match.group(1), "".join(lines[k : end + 1])))
         k = end + 1
@@ -509,10 +514,8 @@ def _ll_helpers(header: str) -> tuple[str | None, str]:
             shared.append(line)
             k += 1
             continue
-        end = k
-        while end < len(lines) and lines[end].rstrip("\n") != "}":
-            end += 1
-        if end == len(lines):
+        end = _closing_line(lines, k)
+        if end is None:
             return None, header
         external = "define " + line[len("define internal ") :]
         own.append(_ll_declaration(external))
