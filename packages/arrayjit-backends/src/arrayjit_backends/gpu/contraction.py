@@ -28,6 +28,7 @@ are not the target. Only planned where the dialect has vector types and the devi
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arrayjit_backends.codegen.c_syntax import Out
@@ -106,6 +107,21 @@ def _contiguous(g: L.Get, s: Symbol) -> bool:
     )
 
 
+def work_item_block(
+    syntax: GpuSyntax, out: Out, it: str, outer: Sequence[L.For_loop], per_block: int
+) -> None:
+    """Declare ``aj_blk``, the work item's block among the ``per_block`` blocks of the two
+    innermost loops, and the indices of the ``outer`` loops (in type ``it``) from the global
+    id: the ``outer`` loops' extents times ``per_block`` work items in all."""
+    out.add(1, f"const {it} aj_gid = ({it}){syntax.global_id};")
+    out.add(1, f"const {it} aj_blk = aj_gid % {per_block};")
+    if outer:
+        out.add(1, f"{it} aj_q = aj_gid / {per_block};")
+    for lp in reversed(outer):
+        out.add(1, f"const {it} {syntax.sym(lp.index)} = {lp.from_} + aj_q % {lp.extent};")
+        out.add(1, f"aj_q /= {lp.extent};")
+
+
 def render_contraction(syntax: GpuSyntax, plan: ContractionPlan, out: Out) -> int:
     """The body of the kernel computing ``plan`` (after the kernel's prologue), one work item
     per block of ``ROWS`` x vector cells; returns the global size (launched with no group
@@ -124,13 +140,7 @@ def render_contraction(syntax: GpuSyntax, plan: ContractionPlan, out: Out) -> in
     blocks_n, blocks_m = -(-n // lanes), -(-m // rows)
     per_block = blocks_m * blocks_n
     outer = nest[:-2] if il is not None else ()
-    out.add(1, f"const {it} aj_gid = ({it}){syntax.global_id};")
-    out.add(1, f"const {it} aj_blk = aj_gid % {per_block};")
-    if outer:
-        out.add(1, f"{it} aj_q = aj_gid / {per_block};")
-    for lp in reversed(outer):
-        out.add(1, f"const {it} {syntax.sym(lp.index)} = {lp.from_} + aj_q % {lp.extent};")
-        out.add(1, f"aj_q /= {lp.extent};")
+    work_item_block(syntax, out, it, outer, per_block)
     out.add(1, f"const {it} aj_bi = (aj_blk / {blocks_n}) * {rows};")
     out.add(1, f"const {it} aj_bj = (aj_blk % {blocks_n}) * {lanes};")
     for r in range(rows):  # clamped: a row past the nest computes cells never stored

@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from arrayjit_backends.codegen.c_syntax import Out
 from arrayjit_backends.codegen.kernel_plan import has_loops
+from arrayjit_backends.gpu.contraction import work_item_block
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -332,13 +333,7 @@ def render_row_lanes(syntax: GpuSyntax, plan: RowLanes, fill: L.Set | None, out:
     blocks_n, blocks_m = -(-n // lanes), -(-m // rows)
     per_block = blocks_n * blocks_m
     outer = plan.nest[: len(plan.nest) - (2 if il is not None else 1)]
-    out.add(1, f"const {it} aj_gid = ({it}){syntax.global_id};")
-    out.add(1, f"const {it} aj_blk = aj_gid % {per_block};")
-    if outer:
-        out.add(1, f"{it} aj_q = aj_gid / {per_block};")
-    for lp in reversed(outer):
-        out.add(1, f"const {it} {syntax.sym(lp.index)} = {lp.from_} + aj_q % {lp.extent};")
-        out.add(1, f"aj_q /= {lp.extent};")
+    work_item_block(syntax, out, it, outer, per_block)
     out.add(1, f"const {it} aj_b = (aj_blk % {blocks_n}) * {lanes};")
     for lane in range(lanes):  # clamped: a lane past the nest computes a cell never stored
         out.add(1, f"const {it} aj_r{lane} = {jl.from_} + min(aj_b + {lane}, ({it}){n - 1});")
