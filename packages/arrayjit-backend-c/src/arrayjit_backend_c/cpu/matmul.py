@@ -46,9 +46,9 @@ code's order). Everything else keeps the loop nest.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from arrayjit_backends.codegen.conv_plan import GemmPlan, Walk, gemm_plan
+from arrayjit_backends.codegen.conv_plan import GemmPlan, ScatterPlan, Walk, gemm_plan, scatter_plan
 from arrayjit_backends.codegen.kernel_plan import loop_work, parallel_order
 from arrayjit_backends.codegen.matmul_plan import MatmulPlan, matmul_plan
 from arrayjit_ir import low_level as L
@@ -124,6 +124,10 @@ class CpuMatmul:
     operands do not walk with one stride: the offsets of ``A``'s rows, ``A``'s steps, ``B``'s
     steps and ``B``'s columns (then ``a`` and ``b`` give only their node and offset, and the
     kernel packs through these walks, :func:`c_gemm_helpers`)."""
+    scatter: ScatterPlan | None = None
+    """For a scatter-form contraction (:func:`~arrayjit_backends.codegen.conv_plan.
+    scatter_plan`): the runs and shifts around this GEMM (its operands' offsets are those of
+    the first run and shift)."""
 
     @property
     def prec(self) -> Prec:
@@ -135,12 +139,18 @@ class CpuMatmul:
 
     @property
     def split_rows(self) -> bool:
-        """Whether threads share the rows (else the columns)."""
+        """Whether threads share the rows (else the columns); for a scatter, the batches of
+        runs (rows of one run may write the cells of another's)."""
+        if self.scatter is not None:
+            return self.scatter.batches >= -(-self.n // self.nr)
         return -(-self.m // MR) >= -(-self.n // self.nr)
 
     @property
     def units(self) -> int:
-        """Row panels (or column panels) the threads share."""
+        """Row panels (or column panels) the threads share; for a scatter, batches of runs
+        or column panels."""
+        if self.scatter is not None and self.split_rows:
+            return self.scatter.batches
         return -(-self.m // MR) if self.split_rows else -(-self.n // self.nr)
 
     @property
@@ -185,7 +195,10 @@ def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
     plan: MatmulPlan | None = matmul_plan(nest, rest)
     if plan is None or plan.batch:
         gemm = gemm_plan(nest, rest)
-        return None if gemm is None else _implicit(gemm)
+        if gemm is not None:
+            return _implicit(gemm)
+        scatter = scatter_plan(stmt)
+        return None if scatter is None else replace(_implicit(scatter.gemm), scatter=scatter)
     m, n, k = plan.extents
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
     target = L.Get(plan.target.tn, plan.target.indices)
@@ -466,6 +479,9 @@ def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
     lo, hi = f"start * {size}", f"(stop * {size} < {extent} ? stop * {size} : {extent})"
     r0, r1, c0, c1 = (lo, hi, "0", str(mm.n)) if mm.split_rows else ("0", str(mm.m), lo, hi)
     buffers = f"{t} *pa = ({t} *)mmbuf, *pb = ({t} *)((char *)mmbuf + {buffer_bytes(mm)[0]});"
+    if mm.scatter is not None:
+        whole = ("0", str(mm.m), "0", str(mm.n)) if mm.split_rows else (r0, r1, c0, c1)
+        return [buffers, *_c_scatter(mm, names, whole)]
     if mm.walks is not None:
         return [
             buffers,
@@ -478,3 +494,39 @@ def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
         f"{names[a.tn]} + {a.offset}, {a.rs}, {a.cs}, {names[b.tn]} + {b.offset}, {b.rs}, "
         f"{b.cs}, {names[c.tn]} + {c.offset}, {c.rs}, {c.cs}, pa, pb);",
     ]
+
+
+def _c_scatter(
+    mm: CpuMatmul, names: dict[Tnode, str], block: tuple[str, str, str, str]
+) -> list[str]:
+    """The runs of a scatter's units ``[start, stop)`` (batches of runs, or column panels of
+    every run): per run, its GEMM at each shift in order (:class:`~arrayjit_backends.codegen.
+    conv_plan.ScatterPlan`)."""
+    sp = mm.scatter
+    assert sp is not None
+    a, b, c = mm.a, mm.b, mm.c
+    r0, r1, c0, c1 = block
+    per = sp.runs // sp.batches
+    u0, u1 = (f"start * {per}", f"stop * {per}") if mm.split_rows else ("0", str(sp.runs))
+    lines = [
+        "/* aj_scatter: the runs and shifts of a scatter (conv_plan.ScatterPlan). */",
+        f"for (int64_t u = {u0}; u < {u1}; ++u) {{",
+        f"  const int64_t ua = {_c_walk(sp.a_units, 'u')}, uc = {_c_walk(sp.c_units, 'u')};",
+    ]
+    for da, db, dc in sp.shifts:
+        pa_, pb_, pc_ = (
+            f"{names[a.tn]} + ({a.offset + da} + ua)",
+            f"{names[b.tn]} + {b.offset + db}",
+            f"{names[c.tn]} + ({c.offset + dc} + uc)",
+        )
+        if mm.walks is not None:
+            lines.append(
+                f"  aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {pa_}, {pb_}, {pc_}, pa, pb);"
+            )
+        else:
+            lines.append(
+                f"  aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {mm.k}, {pa_}, {a.rs}, "
+                f"{a.cs}, {pb_}, {b.rs}, {b.cs}, {pc_}, {c.rs}, {c.cs}, pa, pb);"
+            )
+    lines.append("}")
+    return lines
