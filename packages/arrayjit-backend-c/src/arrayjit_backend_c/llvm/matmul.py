@@ -437,6 +437,9 @@ def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
     hi = b.min(b.mul("%stop", size), extent)
     r0, r1, c0, c1 = (lo, hi, 0, mm.n) if mm.split_rows else (0, mm.m, lo, hi)
     pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {cm.buffer_bytes(mm)[0]}")
+    if mm.scatter is not None:
+        _scatter_body(b, mm, ptrs, lo, hi, pb)
+        return
     a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
     if mm.walks is not None:
         f.do(
@@ -449,3 +452,54 @@ def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
         f"i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, i64 {mm.b.rs}, "
         f"i64 {mm.b.cs}, ptr {c_}, i64 {mm.c.rs}, i64 {mm.c.cs}, ptr %mmbuf, ptr {pb})"
     )
+
+
+def _walk_at(b: _Ir, w: Walk, t: str) -> str:
+    """The offset of point ``t`` of a walk, computed inline."""
+    acc: str | int = 0
+    for k, (inner, e, st) in enumerate(w.terms()):
+        digit = b.v(f"sdiv i64 {t}, {inner}")
+        if k:
+            digit = b.v(f"srem i64 {digit}, {e}")
+        acc = b.add(acc, b.mul(digit, st))
+    return str(acc)
+
+
+def _scatter_body(
+    b: _Ir, mm: cm.CpuMatmul, ptrs: dict[Tnode, str], lo: str, hi: str, pb: str
+) -> None:
+    """A scatter's units: per run (``[start, stop)`` batches of runs, or every run for a range
+    of column panels), its GEMM at each shift in order (:func:`~arrayjit_backend_c.cpu.matmul.
+    c_part`)."""
+    sp = mm.scatter
+    assert sp is not None
+    f = b.f
+    f.do("; aj_scatter: the runs and shifts of a scatter (conv_plan.ScatterPlan)")
+    per = sp.runs // sp.batches
+    if mm.split_rows:
+        u0, u1 = b.mul("%start", per), b.mul("%stop", per)
+        r0, r1, c0, c1 = "0", str(mm.m), "0", str(mm.n)
+    else:
+        u0, u1 = "0", str(sp.runs)
+        r0, r1, c0, c1 = "0", str(mm.m), lo, hi
+
+    def run(u: str) -> None:
+        ua, uc = _walk_at(b, sp.a_units, u), _walk_at(b, sp.c_units, u)
+        for da, db, dc in sp.shifts:
+            a_ = b.at(ptrs[mm.a.tn], b.add(ua, mm.a.offset + da))
+            b_ = b.at(ptrs[mm.b.tn], mm.b.offset + db)
+            c_ = b.at(ptrs[mm.c.tn], b.add(uc, mm.c.offset + dc))
+            if mm.walks is not None:
+                f.do(
+                    f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
+                    f"ptr {a_}, ptr {b_}, ptr {c_}, ptr %mmbuf, ptr {pb})"
+                )
+            else:
+                f.do(
+                    f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, "
+                    f"i64 {c1}, i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, "
+                    f"i64 {mm.b.rs}, i64 {mm.b.cs}, ptr {c_}, i64 {mm.c.rs}, i64 {mm.c.cs}, "
+                    f"ptr %mmbuf, ptr {pb})"
+                )
+
+    b.loop(u0, u1, 1, run)
