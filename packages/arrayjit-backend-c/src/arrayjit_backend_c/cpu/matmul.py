@@ -158,6 +158,10 @@ class CpuMatmul:
         """Names the helper functions of this precision and operand order (and, for an
         implicit GEMM, of its walks and shape, which its helpers have built in)."""
         base = f"{'f32' if self.prec is Prec.single else 'f64'}_{'xa' if self.x_is_a else 'xb'}"
+        if self.scatter is not None:  # its helper has the whole shape built in
+            key = repr((self.m, self.n, self.k, self.walks, self.scatter.shifts))
+            key += repr([(o.offset, o.rs, o.cs) for o in (self.a, self.b, self.c)])
+            return f"{base}_s{hashlib.sha1(key.encode()).hexdigest()[:10]}"
         if self.walks is None:
             return base
         key = repr((self.walks, self.k, self.c.rs, self.c.cs)).encode()
@@ -198,7 +202,10 @@ def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
         if gemm is not None:
             return _implicit(gemm)
         scatter = scatter_plan(stmt)
-        return None if scatter is None else replace(_implicit(scatter.gemm), scatter=scatter)
+        if scatter is None:
+            return None
+        mm = replace(_implicit(scatter.gemm), scatter=scatter)
+        return mm if sum(scatter_bytes(mm)) <= SCATTER_BUFFER else None
     m, n, k = plan.extents
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
     target = L.Get(plan.target.tn, plan.target.indices)
@@ -234,9 +241,26 @@ def kc_of(mm: CpuMatmul) -> int:
     return mm.k if mm.walks is not None and mm.k <= KC_WHOLE else KC
 
 
+SCATTER_BUFFER = 1 << 22
+"""A scatter whose packed operands (:func:`scatter_bytes`) exceed this keeps its loop nest."""
+
+
+def scatter_bytes(mm: CpuMatmul) -> tuple[int, int]:
+    """Bytes of a scatter's packed ``A`` (one run's rows, all steps) and of its packed ``B``
+    (every shift's, all steps and columns), each a multiple of 64."""
+    assert mm.scatter is not None
+    mp, np_ = -(-mm.m // MR) * MR, -(-mm.n // mm.nr) * mm.nr
+    pa = mm.prec.byte_size * mp * mm.k
+    pb = mm.prec.byte_size * len(mm.scatter.shifts) * mm.k * np_
+    return -(-pa // 64) * 64, -(-pb // 64) * 64
+
+
 def buffer_bytes(mm: CpuMatmul) -> tuple[int, int]:
     """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
     multiple of 64)."""
+    if mm.scatter is not None:  # the llvm backend calls the block function per run and shift
+        (sa, sb), (ba, bb) = scatter_bytes(mm), buffer_bytes(replace(mm, scatter=None))
+        return max(sa, ba), max(sb, bb)
     width = min(mm.n, NC)
     kc = kc_of(mm)
     # An implicit GEMM reads A unpacked (c_gemm_helpers): no A block.
@@ -286,6 +310,8 @@ def c_helpers(mm: CpuMatmul) -> str:
     """C functions computing the matmuls of ``mm``'s precision and operand order:
     ``aj_mm_block_<suffix>``, a block of ``C`` (see :func:`c_part`); for an implicit GEMM
     (``mm.walks``), :func:`c_gemm_helpers`."""
+    if mm.scatter is not None:
+        return _c_micro(mm) + c_scatter_helper(mm)
     if mm.walks is not None:
         return c_gemm_helpers(mm)
     t = _c_type(mm)
@@ -499,34 +525,90 @@ def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
 def _c_scatter(
     mm: CpuMatmul, names: dict[Tnode, str], block: tuple[str, str, str, str]
 ) -> list[str]:
-    """The runs of a scatter's units ``[start, stop)`` (batches of runs, or column panels of
-    every run): per run, its GEMM at each shift in order (:class:`~arrayjit_backends.codegen.
-    conv_plan.ScatterPlan`)."""
+    """The call of a scatter's helper for units ``[start, stop)``: batches of runs (every
+    column), or column panels of every run."""
     sp = mm.scatter
     assert sp is not None
-    a, b, c = mm.a, mm.b, mm.c
-    r0, r1, c0, c1 = block
+    _, _, c0, c1 = block
     per = sp.runs // sp.batches
     u0, u1 = (f"start * {per}", f"stop * {per}") if mm.split_rows else ("0", str(sp.runs))
-    lines = [
-        "/* aj_scatter: the runs and shifts of a scatter (conv_plan.ScatterPlan). */",
-        f"for (int64_t u = {u0}; u < {u1}; ++u) {{",
-        f"  const int64_t ua = {_c_walk(sp.a_units, 'u')}, uc = {_c_walk(sp.c_units, 'u')};",
-    ]
-    for da, db, dc in sp.shifts:
-        pa_, pb_, pc_ = (
-            f"{names[a.tn]} + ({a.offset + da} + ua)",
-            f"{names[b.tn]} + {b.offset + db}",
-            f"{names[c.tn]} + ({c.offset + dc} + uc)",
-        )
-        if mm.walks is not None:
-            lines.append(
-                f"  aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {pa_}, {pb_}, {pc_}, pa, pb);"
-            )
-        else:
-            lines.append(
-                f"  aj_mm_block_{mm.suffix}({r0}, {r1}, {c0}, {c1}, {mm.k}, {pa_}, {a.rs}, "
-                f"{a.cs}, {pb_}, {b.rs}, {b.cs}, {pc_}, {c.rs}, {c.cs}, pa, pb);"
-            )
-    lines.append("}")
-    return lines
+    a, b, c = (f"{names[o.tn]} + {o.offset}" for o in (mm.a, mm.b, mm.c))
+    return [f"aj_scatter_{mm.suffix}({u0}, {u1}, {c0}, {c1}, {a}, {b}, {c}, pa, pb);"]
+
+
+def _lane_exprs(mm: CpuMatmul) -> tuple[str, str, str, str]:
+    """C expressions of the offsets of ``A``'s row ``r``, ``A``'s step ``p``, ``B``'s step
+    ``p`` and ``B``'s column ``j``."""
+    if mm.walks is None:
+        a, b = mm.a, mm.b
+        return f"r * {a.rs}", f"p * {a.cs}", f"p * {b.rs}", f"j * {b.cs}"
+    ar, ak, bk, bc = mm.walks
+    return _c_walk(ar, "r"), _c_walk(ak, "p"), _c_walk(bk, "p"), _c_walk(bc, "j")
+
+
+def c_scatter_helper(mm: CpuMatmul) -> str:
+    """``aj_scatter_<suffix>(u0, u1, c0, c1, A, B, C, pa, pb)``: runs ``[u0, u1)`` of a
+    scatter (:class:`~arrayjit_backends.codegen.conv_plan.ScatterPlan`), columns ``[c0, c1)``
+    (``c0`` a multiple of ``NR``). Every shift's ``B`` is packed once per call (panels of
+    ``NR`` columns, all ``k`` steps, zeros past the last column), a run's ``A`` once per run
+    and ``A`` shift (panels of ``MR`` rows, zeros past the last row); then per run and shift
+    in order the tiles of the plain matmul's micro-kernel, all ``k`` steps in one go: each
+    cell takes each shift's ``fma`` steps in order, the shifts in the plan's order."""
+    sp = mm.scatter
+    assert sp is not None
+    t, sx, nr = _c_type(mm), mm.suffix, mm.nr
+    ar, ak, bk, bc = _lane_exprs(mm)
+    n_s = len(sp.shifts)
+    table = ", ".join(f"{{{da}, {db}, {dc}}}" for da, db, dc in sp.shifts)
+    return f"""/* A scatter's runs and shifts (arrayjit_backends.codegen.conv_plan.ScatterPlan):
+   aj_scatter. */
+static void aj_scatter_{sx}(int64_t u0, int64_t u1, int64_t c0, int64_t c1, const {t} *A,
+    const {t} *B, {t} *C, {t} *restrict pa, {t} *restrict pb) {{
+  enum {{ MR = {MR}, NR = {nr} }};
+  const int64_t M = {mm.m}, K = {mm.k}, rsc = {mm.c.rs}, csc = {mm.c.cs};
+  const int64_t NP = {-(-mm.n // nr) * nr};
+  static const int64_t sh[{n_s}][3] = {{{table}}};
+  {t} tile[MR * NR];
+  for (int s = 0; s < {n_s}; ++s)
+    for (int64_t jr = c0; jr < c1; jr += NR) {{
+      {t} *dst = pb + s * K * NP + (jr - c0) * K;
+      for (int64_t p = 0; p < K; ++p)
+        for (int l = 0; l < NR; ++l) {{
+          const int64_t j = jr + l;
+          dst[p * NR + l] = j < c1 ? B[sh[s][1] + {bk} + {bc}] : 0;
+        }}
+    }}
+  for (int64_t u = u0; u < u1; ++u) {{
+    const int64_t ua = {_c_walk(sp.a_units, "u")}, uc = {_c_walk(sp.c_units, "u")};
+    for (int s = 0; s < {n_s}; ++s) {{
+      if (s == 0 || sh[s][0] != sh[s - 1][0]) {{
+        const {t} *src = A + ua + sh[s][0];
+        for (int64_t ir = 0; ir < M; ir += MR)
+          for (int64_t p = 0; p < K; ++p)
+            for (int q = 0; q < MR; ++q) {{
+              const int64_t r = ir + q;
+              pa[ir * K + p * MR + q] = r < M ? src[{ar} + {ak}] : 0;
+            }}
+      }}
+      {t} *cs = C + uc + sh[s][2];
+      for (int64_t jr = c0; jr < c1; jr += NR) {{
+        const {t} *b = pb + s * K * NP + (jr - c0) * K;
+        for (int64_t ir = 0; ir < M; ir += MR) {{
+          {t} *c = cs + ir * rsc + jr * csc;
+          const int64_t mr = M - ir < MR ? M - ir : MR, nr = c1 - jr < NR ? c1 - jr : NR;
+          if (mr == MR && nr == NR && csc == 1) {{
+            aj_mm_micro_{sx}(K, pa + ir * K, b, c, rsc);
+            continue;
+          }}
+          for (int64_t r = 0; r < MR; ++r)
+            for (int64_t j = 0; j < NR; ++j)
+              tile[r * NR + j] = r < mr && j < nr ? c[r * rsc + j * csc] : 0;
+          aj_mm_micro_{sx}(K, pa + ir * K, b, tile, NR);
+          for (int64_t r = 0; r < mr; ++r)
+            for (int64_t j = 0; j < nr; ++j) c[r * rsc + j * csc] = tile[r * NR + j];
+        }}
+      }}
+    }}
+  }}
+}}
+"""
