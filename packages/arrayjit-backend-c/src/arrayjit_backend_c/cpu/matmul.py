@@ -258,9 +258,8 @@ def scatter_bytes(mm: CpuMatmul) -> tuple[int, int]:
 def buffer_bytes(mm: CpuMatmul) -> tuple[int, int]:
     """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
     multiple of 64)."""
-    if mm.scatter is not None:  # the llvm backend calls the block function per run and shift
-        (sa, sb), (ba, bb) = scatter_bytes(mm), buffer_bytes(replace(mm, scatter=None))
-        return max(sa, ba), max(sb, bb)
+    if mm.scatter is not None:
+        return scatter_bytes(mm)
     width = min(mm.n, NC)
     kc = kc_of(mm)
     # An implicit GEMM reads A unpacked (c_gemm_helpers): no A block.

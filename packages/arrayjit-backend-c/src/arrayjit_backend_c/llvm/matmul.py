@@ -424,6 +424,8 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
             for n, w in zip(names, mm.walks, strict=True)
         )
         walks += _micro(mm, direct=True) + "\n"
+    if mm.scatter is not None:
+        return _micro(mm) + "\n" + _scatter(mm), decls
     return walks + _micro(mm) + "\n" + _block(mm), decls
 
 
@@ -465,41 +467,150 @@ def _walk_at(b: _Ir, w: Walk, t: str) -> str:
     return str(acc)
 
 
-def _scatter_body(
-    b: _Ir, mm: cm.CpuMatmul, ptrs: dict[Tnode, str], lo: str, hi: str, pb: str
-) -> None:
-    """A scatter's units: per run (``[start, stop)`` batches of runs, or every run for a range
-    of column panels), its GEMM at each shift in order (:func:`~arrayjit_backend_c.cpu.matmul.
-    c_part`)."""
+def _lane(b: _Ir, mm: cm.CpuMatmul, which: int, at: str) -> str:
+    """The offset of ``A``'s row (``which`` 0), ``A``'s step (1), ``B``'s step (2) or ``B``'s
+    column (3) ``at``."""
+    if mm.walks is not None:
+        return _walk_at(b, mm.walks[which], at)
+    stride = (mm.a.rs, mm.a.cs, mm.b.rs, mm.b.cs)[which]
+    return b.mul(at, stride)
+
+
+def _scatter(mm: cm.CpuMatmul) -> str:
+    """``@aj_scatter_<suffix>(u0, u1, c0, c1, A, B, C, pa, pb)``: runs ``[u0, u1)`` of a scatter,
+    columns ``[c0, c1)``, as :func:`~arrayjit_backend_c.cpu.matmul.c_scatter_helper` computes
+    them (every shift's ``B`` packed once per call, a run's ``A`` once per run and ``A``
+    shift, then the micro-kernel's tiles per run and shift in order), the shifts unrolled."""
     sp = mm.scatter
     assert sp is not None
-    f = b.f
+    t = _types(mm)[0]
+    f = Fn()
+    b = _Ir(f, t)
+    mr, nr, m, k = cm.MR, mm.nr, mm.m, mm.k
+    np_ = -(-mm.n // nr) * nr
+    rsc, csc = mm.c.rs, mm.c.cs
+    f.allocas.append(f"  %tile = alloca [{mr * nr} x {t}], align 64")
+    micro = f"@aj_mm_micro_{mm.suffix}"
     f.do("; aj_scatter: the runs and shifts of a scatter (conv_plan.ScatterPlan)")
-    per = sp.runs // sp.batches
-    if mm.split_rows:
-        u0, u1 = b.mul("%start", per), b.mul("%stop", per)
-        r0, r1, c0, c1 = "0", str(mm.m), "0", str(mm.n)
-    else:
-        u0, u1 = "0", str(sp.runs)
-        r0, r1, c0, c1 = "0", str(mm.m), lo, hi
+
+    def pack_b(s: int, db: int) -> None:
+        def panel(jr: str) -> None:
+            dst = b.at("%pb", b.add(s * k * np_, b.mul(b.v(f"sub nsw i64 {jr}, %c0"), k)))
+
+            def step(p: str) -> None:
+                src = b.at("%B", b.add(db, _lane(b, mm, 2, p)))
+
+                def lane(e: str) -> None:
+                    j = b.add(jr, e)
+                    to = b.at(dst, b.add(b.mul(p, nr), e))
+                    b.branch(
+                        b.v(f"icmp slt i64 {j}, %c1"),
+                        lambda: b.store(b.load(b.at(src, _lane(b, mm, 3, j))), to),
+                        lambda: b.store("0.0", to),
+                    )
+
+                b.loop(0, nr, 1, lane)
+
+            b.loop(0, k, 1, step)
+
+        b.loop("%c0", "%c1", nr, panel)
+
+    for s, (_, db, _) in enumerate(sp.shifts):
+        pack_b(s, db)
 
     def run(u: str) -> None:
         ua, uc = _walk_at(b, sp.a_units, u), _walk_at(b, sp.c_units, u)
-        for da, db, dc in sp.shifts:
-            a_ = b.at(ptrs[mm.a.tn], b.add(ua, mm.a.offset + da))
-            b_ = b.at(ptrs[mm.b.tn], mm.b.offset + db)
-            c_ = b.at(ptrs[mm.c.tn], b.add(uc, mm.c.offset + dc))
-            if mm.walks is not None:
-                f.do(
-                    f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
-                    f"ptr {a_}, ptr {b_}, ptr {c_}, ptr %mmbuf, ptr {pb})"
-                )
-            else:
-                f.do(
-                    f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, "
-                    f"i64 {c1}, i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, "
-                    f"i64 {mm.b.rs}, i64 {mm.b.cs}, ptr {c_}, i64 {mm.c.rs}, i64 {mm.c.cs}, "
-                    f"ptr %mmbuf, ptr {pb})"
-                )
+        for s, (da, _, dc) in enumerate(sp.shifts):
+            if s == 0 or sp.shifts[s - 1][0] != da:
+                src = b.at("%A", b.add(ua, da))
 
-    b.loop(u0, u1, 1, run)
+                def panel(ir: str, src: str = src) -> None:
+                    def step(p: str) -> None:
+                        ak = _lane(b, mm, 1, p)
+
+                        def lane(q: str) -> None:
+                            r = b.add(ir, q)
+                            to = b.at("%pa", b.add(b.mul(ir, k), b.add(b.mul(p, mr), q)))
+                            b.branch(
+                                b.v(f"icmp slt i64 {r}, {m}"),
+                                lambda: b.store(
+                                    b.load(b.at(src, b.add(_lane(b, mm, 0, r), ak))), to
+                                ),
+                                lambda: b.store("0.0", to),
+                            )
+
+                        b.loop(0, mr, 1, lane)
+
+                    b.loop(0, k, 1, step)
+
+                b.loop(0, m, mr, panel)
+            cs = b.at("%C", b.add(uc, dc))
+
+            def tiles(jr: str, s: int = s, cs: str = cs) -> None:
+                bp = b.at("%pb", b.add(s * k * np_, b.mul(b.v(f"sub nsw i64 {jr}, %c0"), k)))
+
+                def one(ir: str) -> None:
+                    c = b.at2(cs, ir, rsc, jr, csc)
+                    rows_ = b.min(b.v(f"sub nsw i64 {m}, {ir}"), mr)
+                    cols = b.min(b.v(f"sub nsw i64 %c1, {jr}"), nr)
+                    pa = b.at("%pa", b.mul(ir, k))
+                    full_r = b.v(f"icmp eq i64 {rows_}, {mr}")
+                    full_c = b.v(f"icmp eq i64 {cols}, {nr}")
+                    full = b.v(f"and i1 {full_r}, {full_c}") if csc == 1 else "false"
+
+                    def direct() -> None:
+                        f.do(f"call void {micro}(i64 {k}, ptr {pa}, ptr {bp}, ptr {c}, i64 {rsc})")
+
+                    def via_tile() -> None:
+                        size = mr * nr * mm.prec.byte_size
+                        f.do(f"call void @llvm.memset.p0.i64(ptr %tile, i8 0, i64 {size}, i1 0)")
+
+                        def copy(into_tile: bool) -> None:
+                            def row(r: str) -> None:
+                                def cell(j: str) -> None:
+                                    there = b.at2(c, r, rsc, j, csc)
+                                    here = b.at("%tile", b.add(b.mul(r, nr), j))
+                                    src, dst = (there, here) if into_tile else (here, there)
+                                    b.store(b.load(src), dst)
+
+                                b.loop(0, cols, 1, cell)
+
+                            b.loop(0, rows_, 1, row)
+
+                        copy(True)
+                        f.do(f"call void {micro}(i64 {k}, ptr {pa}, ptr {bp}, ptr %tile, i64 {nr})")
+                        copy(False)
+
+                    b.branch(full, direct, via_tile)
+
+                b.loop(0, m, mr, one)
+
+            b.loop("%c0", "%c1", nr, tiles)
+
+    b.loop("%u0", "%u1", 1, run)
+    f.do("ret void")
+    return (
+        f"define internal void @aj_scatter_{mm.suffix}(i64 %u0, i64 %u1, i64 %c0, i64 %c1, "
+        "ptr %A, ptr %B, ptr %C, ptr noalias %pa, ptr noalias %pb) #0 {\nentry:\n"
+        + "\n".join(f.allocas + f.lines)
+        + "\n}"
+    )
+
+
+def _scatter_body(
+    b: _Ir, mm: cm.CpuMatmul, ptrs: dict[Tnode, str], lo: str, hi: str, pb: str
+) -> None:
+    """A scatter's units: ``[%start, %stop)`` batches of runs (every column), or column panels
+    ``[lo, hi)`` of every run, by its helper (:func:`_scatter`)."""
+    sp = mm.scatter
+    assert sp is not None
+    per = sp.runs // sp.batches
+    if mm.split_rows:
+        u0, u1, c0, c1 = b.mul("%start", per), b.mul("%stop", per), "0", str(mm.n)
+    else:
+        u0, u1, c0, c1 = "0", str(sp.runs), lo, hi
+    a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
+    b.f.do(
+        f"call void @aj_scatter_{mm.suffix}(i64 {u0}, i64 {u1}, i64 {c0}, i64 {c1}, "
+        f"ptr {a_}, ptr {b_}, ptr {c_}, ptr %mmbuf, ptr {pb})"
+    )
