@@ -40,7 +40,11 @@ least :data:`MATMUL_MIN_WORK` multiply-adds; or an implicit GEMM that
 gradients: operands read through affine axes, several reduction loops), run as a plain matmul
 where every walk has one stride, else by :func:`c_gemm_helpers` (``A`` read unpacked through
 offset tables, ``B`` packed through them; same tiles, same exactness: the steps in the serial
-code's order). Everything else keeps the loop nest.
+code's order); or a scatter that
+:func:`~arrayjit_backends.codegen.conv_plan.scatter_plan` recognizes (a convolution's input
+gradient written from the forward spec: per run and shift one GEMM, in the order that gives
+each cell the serial nest's steps), by :func:`c_scatter_helper`. Everything else keeps the loop
+nest.
 """
 
 from __future__ import annotations
@@ -159,9 +163,10 @@ class CpuMatmul:
         implicit GEMM, of its walks and shape, which its helpers have built in)."""
         base = f"{'f32' if self.prec is Prec.single else 'f64'}_{'xa' if self.x_is_a else 'xb'}"
         if self.scatter is not None:  # its helper has the whole shape built in
-            key = repr((self.m, self.n, self.k, self.walks, self.scatter.shifts))
-            key += repr([(o.offset, o.rs, o.cs) for o in (self.a, self.b, self.c)])
-            return f"{base}_s{hashlib.sha1(key.encode()).hexdigest()[:10]}"
+            sp = self.scatter
+            text = repr((self.m, self.n, self.k, self.walks, sp.shifts, sp.a_units, sp.c_units))
+            text += repr([(o.rs, o.cs) for o in (self.a, self.b, self.c)])
+            return f"{base}_s{hashlib.sha1(text.encode()).hexdigest()[:10]}"
         if self.walks is None:
             return base
         key = repr((self.walks, self.k, self.c.rs, self.c.cs)).encode()

@@ -3,7 +3,8 @@ backend: the same packing, blocking, micro-kernel and exactness (each cell's ``l
 ``k`` order from its stored value), with the tile's rows as ``<NR x float>`` or ``<NR x double>``
 vectors and ``llvm.fma.v*`` steps; and the implicit GEMM of
 :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers` (``A`` unpacked, ``B`` packed through
-offset tables, the walks as functions of their own).
+offset tables, the walks as functions of their own), and the scatter of
+:func:`~arrayjit_backend_c.cpu.matmul.c_scatter_helper` (runs and shifts of GEMMs).
 
 The routine's segment for the matmul takes ``(start, stop, buffer)``: a range of
 :attr:`~arrayjit_backend_c.cpu.matmul.CpuMatmul.units` (row panels or column panels), so the

@@ -23,6 +23,11 @@ store is strided). The steps are the reduction loops in their serial order, flat
 cell takes its ``fma`` steps in the order of the loop nest, so a kernel that follows the plan
 computes the serial code's bits.
 
+:func:`scatter_plan` recognizes the other form of a convolution's input gradient, the result
+indexed by the window (``dx[b, o+k, c] += dy[b, o, d] * w[k, c, d]``): no parallel loop covers
+its cells, but per window offset it is a GEMM with shifted result rows, a
+:class:`ScatterPlan` of runs and shifts in the order that reproduces each cell's serial order.
+
 Nothing here renders text or depends on a target.
 """
 
@@ -299,7 +304,7 @@ def scatter_plan(loop: L.For_loop) -> ScatterPlan | None:
     reproduces keeps its loop nest."""
     loops: list[L.For_loop] = [loop]
     while isinstance(loops[-1].body, L.For_loop):
-        loops.append(loops[-1].body)  # type: ignore[arg-type]
+        loops.append(loops[-1].body)
     body = loops[-1].body
     if not isinstance(body, L.Set) or body.tn.prec not in (Prec.single, Prec.double):
         return None
