@@ -185,7 +185,7 @@ def _check_scatter(plan: ScatterPlan, loop: L.For_loop) -> None:
     for u in range(plan.runs):
         for da, db, dc in plan.shifts:
             for r, j, p in itertools.product(range(g.m), range(g.n), range(g.k)):
-                cell = g.c_offset + plan.c_units.offset(u) + dc + r * g.c_rs + j * g.c_cs
+                cell = g.c_offset + plan.c_units.offset(u) + dc + plan.c_rows.offset(r) + j * g.c_cs
                 pa = g.a.offset + plan.a_units.offset(u) + da + g.a.lanes.offset(r)
                 pb = g.b.offset + db + g.b.lanes.offset(j) + g.b.steps.offset(p)
                 planned.setdefault(cell, []).append((pa + g.a.steps.offset(p), pb))
@@ -196,22 +196,24 @@ def _check_scatter(plan: ScatterPlan, loop: L.For_loop) -> None:
     for u in range(plan.runs):
         for _, _, dc in plan.shifts:
             for r, j in itertools.product(range(g.m), range(g.n)):
-                cell = g.c_offset + plan.c_units.offset(u) + dc + r * g.c_rs + j * g.c_cs
+                cell = g.c_offset + plan.c_units.offset(u) + dc + plan.c_rows.offset(r) + j * g.c_cs
                 assert owner.setdefault(cell, u // per) == u // per
 
 
 def test_scatter_input_gradient_runs_and_shifts() -> None:
-    """``"bhwd,ijcd->b(h+i-1)(w+j-1)c"`` into a padded ``dx``: runs over ``b, h`` (the rows
-    ``h, w`` of ``dx`` do not walk with one stride), GEMM rows ``w``, shifts ``i`` increasing
-    and ``j`` decreasing (the nest runs ``w`` outside ``j``: a cell's contributions come with
-    ``j`` decreasing); two batches for threads."""
+    """``"bhwd,ijcd->b(h+i-1)(w+j-1)c"`` into a padded ``dx``: runs over ``b`` (the rows
+    ``h, w`` pair with the offsets ``i, j``), GEMM rows ``h, w`` (in ``dx``, two strides),
+    shifts ``i`` and ``j`` decreasing (the nest runs ``h`` outside ``i`` and ``w`` outside
+    ``j``: a cell's contributions come with ``i``, then ``j``, decreasing); one batch of
+    runs per ``b`` for threads."""
     shape = ConvShape(2, (6, 5), 3, 4, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
     dy, w = hosted(shape.y_dims, "dy"), hosted(shape.w_dims, "w")
     dx = hosted(shape.x_dims, "dx", padding=Padding(shape.padding_axes, 0.0))
     [(plan, loop)] = _scatters(ir.accum(dx, "add", dy, w, op="mul", spec=shape.input_grad_spec()))
-    assert (plan.gemm.m, plan.gemm.n, plan.gemm.k) == (5, 3, 4)
-    assert (plan.runs, plan.batches, len(plan.shifts)) == (12, 2, 9)
-    assert [d for _, d in plan.offsets] == [1, -1]
+    assert (plan.gemm.m, plan.gemm.n, plan.gemm.k) == (30, 3, 4)
+    assert (plan.runs, plan.batches, len(plan.shifts)) == (2, 2, 9)
+    assert [d for _, d in plan.offsets] == [-1, -1]
+    assert plan.c_rows == Walk(((6, 7 * 3), (5, 3)))
     _check_scatter(plan, loop)
 
 

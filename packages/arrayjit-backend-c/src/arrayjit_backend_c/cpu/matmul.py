@@ -165,6 +165,7 @@ class CpuMatmul:
         if self.scatter is not None:  # its helper has the whole shape built in
             sp = self.scatter
             text = repr((self.m, self.n, self.k, self.walks, sp.shifts, sp.a_units, sp.c_units))
+            text += repr(sp.c_rows)
             text += repr([(o.rs, o.cs) for o in (self.a, self.b, self.c)])
             return f"{base}_s{hashlib.sha1(text.encode()).hexdigest()[:10]}"
         if self.walks is None:
@@ -252,11 +253,12 @@ SCATTER_BUFFER = 1 << 22
 
 def scatter_bytes(mm: CpuMatmul) -> tuple[int, int]:
     """Bytes of a scatter's packed ``A`` (one run's rows, all steps) and of its packed ``B``
-    (every shift's, all steps and columns), each a multiple of 64."""
+    (every shift's, all steps and columns, then the tables of the rows' offsets in ``A`` and
+    ``C``), each a multiple of 64."""
     assert mm.scatter is not None
     mp, np_ = -(-mm.m // MR) * MR, -(-mm.n // mm.nr) * mm.nr
     pa = mm.prec.byte_size * mp * mm.k
-    pb = mm.prec.byte_size * len(mm.scatter.shifts) * mm.k * np_
+    pb = mm.prec.byte_size * len(mm.scatter.shifts) * mm.k * np_ + 16 * mm.m  # + row tables
     return -(-pa // 64) * 64, -(-pb // 64) * 64
 
 
@@ -277,9 +279,10 @@ def _c_type(mm: CpuMatmul) -> str:
     return "float" if mm.prec is Prec.single else "double"
 
 
-def _c_micro(mm: CpuMatmul) -> str:
+def _c_micro(mm: CpuMatmul, rows: bool = False) -> str:
     """``aj_mm_micro_<suffix>``: the ``MR x NR`` tile at ``c`` after ``kc`` steps from packed
-    panels."""
+    panels; with ``rows``, ``aj_sc_micro_<suffix>``, whose tile's row ``r`` lies at ``c +
+    ldc[r]`` (a table of row offsets: a scatter's rows need not walk with one stride)."""
     t = _c_type(mm)
     f = "f" if mm.prec is Prec.single else ""
     sx, nr = mm.suffix, mm.nr
@@ -288,14 +291,23 @@ def _c_micro(mm: CpuMatmul) -> str:
         x, w = (a, b) if mm.x_is_a else (b, a)
         return f"fma{f}({x}, {w}, {acc})"
 
+    name, ld, row = (
+        ("sc", "const int64_t *restrict ldc", "ldc[r]")
+        if rows
+        else (
+            "mm",
+            "int64_t ldc",
+            "r * ldc",
+        )
+    )
     return f"""
 /* The packed matmul (arrayjit_backend_c.cpu.matmul), {t}. */
-static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restrict b,
-                            {t} *restrict c, int64_t ldc) {{
+static void aj_{name}_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restrict b,
+                            {t} *restrict c, {ld}) {{
   enum {{ MR = {MR}, NR = {nr} }};
   {t} acc[MR][NR];
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+    for (int j = 0; j < NR; ++j) acc[r][j] = c[{row} + j];
   for (int64_t p = 0; p < kc; ++p) {{
 #pragma GCC unroll {MR}
     for (int r = 0; r < MR; ++r) {{
@@ -305,7 +317,7 @@ static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restr
     }}
   }}
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+    for (int j = 0; j < NR; ++j) c[{row} + j] = acc[r][j];
 }}
 """
 
@@ -315,7 +327,7 @@ def c_helpers(mm: CpuMatmul) -> str:
     ``aj_mm_block_<suffix>``, a block of ``C`` (see :func:`c_part`); for an implicit GEMM
     (``mm.walks``), :func:`c_gemm_helpers`."""
     if mm.scatter is not None:
-        return _c_micro(mm) + c_scatter_helper(mm)
+        return _c_micro(mm) + _c_micro(mm, rows=True) + c_scatter_helper(mm)
     if mm.walks is not None:
         return c_gemm_helpers(mm)
     t = _c_type(mm)
@@ -555,9 +567,10 @@ def c_scatter_helper(mm: CpuMatmul) -> str:
     scatter (:class:`~arrayjit_backends.codegen.conv_plan.ScatterPlan`), columns ``[c0, c1)``
     (``c0`` a multiple of ``NR``). Every shift's ``B`` is packed once per call (panels of
     ``NR`` columns, all ``k`` steps, zeros past the last column), a run's ``A`` once per run
-    and ``A`` shift (panels of ``MR`` rows, zeros past the last row); then per run and shift
-    in order the tiles of the plain matmul's micro-kernel, all ``k`` steps in one go: each
-    cell takes each shift's ``fma`` steps in order, the shifts in the plan's order."""
+    and ``A`` shift (panels of ``MR`` rows, zeros past the last row), the rows' offsets in
+    ``A`` and ``C`` into tables once per call; then per run and shift in order the tiles of
+    the micro-kernel (``C``'s rows through the table), all ``k`` steps in one go: each cell
+    takes each shift's ``fma`` steps in order, the shifts in the plan's order."""
     sp = mm.scatter
     assert sp is not None
     t, sx, nr = _c_type(mm), mm.suffix, mm.nr
@@ -569,10 +582,15 @@ def c_scatter_helper(mm: CpuMatmul) -> str:
 static void aj_scatter_{sx}(int64_t u0, int64_t u1, int64_t c0, int64_t c1, const {t} *A,
     const {t} *B, {t} *C, {t} *restrict pa, {t} *restrict pb) {{
   enum {{ MR = {MR}, NR = {nr} }};
-  const int64_t M = {mm.m}, K = {mm.k}, rsc = {mm.c.rs}, csc = {mm.c.cs};
+  const int64_t M = {mm.m}, K = {mm.k}, csc = {mm.c.cs};
   const int64_t NP = {-(-mm.n // nr) * nr};
   static const int64_t sh[{n_s}][3] = {{{table}}};
   {t} tile[MR * NR];
+  int64_t *la = (int64_t *)(pb + {n_s} * K * NP), *lc = la + M;
+  for (int64_t r = 0; r < M; ++r) {{
+    la[r] = {ar};
+    lc[r] = {_c_walk(sp.c_rows, "r")};
+  }}
   for (int s = 0; s < {n_s}; ++s)
     for (int64_t jr = c0; jr < c1; jr += NR) {{
       {t} *dst = pb + s * K * NP + (jr - c0) * K;
@@ -591,25 +609,26 @@ static void aj_scatter_{sx}(int64_t u0, int64_t u1, int64_t c0, int64_t c1, cons
           for (int64_t p = 0; p < K; ++p)
             for (int q = 0; q < MR; ++q) {{
               const int64_t r = ir + q;
-              pa[ir * K + p * MR + q] = r < M ? src[{ar} + {ak}] : 0;
+              pa[ir * K + p * MR + q] = r < M ? src[la[r] + {ak}] : 0;
             }}
       }}
       {t} *cs = C + uc + sh[s][2];
       for (int64_t jr = c0; jr < c1; jr += NR) {{
         const {t} *b = pb + s * K * NP + (jr - c0) * K;
         for (int64_t ir = 0; ir < M; ir += MR) {{
-          {t} *c = cs + ir * rsc + jr * csc;
+          {t} *c = cs + jr * csc;
+          const int64_t *lr = lc + ir;
           const int64_t mr = M - ir < MR ? M - ir : MR, nr = c1 - jr < NR ? c1 - jr : NR;
           if (mr == MR && nr == NR && csc == 1) {{
-            aj_mm_micro_{sx}(K, pa + ir * K, b, c, rsc);
+            aj_sc_micro_{sx}(K, pa + ir * K, b, c, lr);
             continue;
           }}
           for (int64_t r = 0; r < MR; ++r)
             for (int64_t j = 0; j < NR; ++j)
-              tile[r * NR + j] = r < mr && j < nr ? c[r * rsc + j * csc] : 0;
+              tile[r * NR + j] = r < mr && j < nr ? c[lr[r] + j * csc] : 0;
           aj_mm_micro_{sx}(K, pa + ir * K, b, tile, NR);
           for (int64_t r = 0; r < mr; ++r)
-            for (int64_t j = 0; j < nr; ++j) c[r * rsc + j * csc] = tile[r * NR + j];
+            for (int64_t j = 0; j < nr; ++j) c[lr[r] + j * csc] = tile[r * NR + j];
         }}
       }}
     }}

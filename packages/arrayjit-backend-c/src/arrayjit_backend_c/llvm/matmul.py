@@ -96,12 +96,14 @@ def _types(mm: cm.CpuMatmul) -> tuple[str, int, str, str]:
     return t, vl, f"<{vl} x {t}>", f"llvm.fma.v{vl}{'f32' if t == 'float' else 'f64'}"
 
 
-def _micro(mm: cm.CpuMatmul, direct: bool = False) -> str:
+def _micro(mm: cm.CpuMatmul, direct: bool = False, rows: bool = False) -> str:
     """``@aj_mm_micro_<suffix>(kc, a, b, c, ldc)``: the tile at ``c`` (rows ``ldc`` apart)
     after ``kc >= 1`` steps from the packed panels ``a`` and ``b``; with ``direct``, the
     implicit GEMM's ``@aj_gemm_micro_<suffix>(kc, A, rows, so, b, c, ldc)``, which reads
     ``A`` unpacked, step ``p`` of row ``r`` at ``A[rows[r] + so[p]]`` (see
-    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers`)."""
+    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers`); with ``rows``, a scatter's
+    ``@aj_sc_micro_<suffix>(kc, a, b, c, ldc)``, whose tile's row ``r`` lies at ``c +
+    ldc[r]`` (``ldc`` a table of row offsets)."""
     t, vl, vt, fma = _types(mm)
     nv, mr, nr = mm.nr // vl, cm.MR, mm.nr
     if direct:
@@ -115,13 +117,18 @@ def _micro(mm: cm.CpuMatmul, direct: bool = False) -> str:
             ln.append(f"  %ro{r} = load i64, ptr %rp{r}")
             ln.append(f"  %ar{r} = getelementptr inbounds {t}, ptr %A, i64 %ro{r}")
     else:
+        name, ld = ("sc", "ptr noalias %ldc") if rows else ("mm", "i64 %ldc")
         ln = [
-            f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
-            "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
+            f"define internal void @aj_{name}_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
+            f"ptr noalias %b, ptr noalias %c, {ld}) #0 {{",
             "entry:",
         ]
     for r in range(mr):
-        ln.append(f"  %co{r} = mul nsw i64 %ldc, {r}")
+        if rows:
+            ln.append(f"  %cr{r} = getelementptr inbounds i64, ptr %ldc, i64 {r}")
+            ln.append(f"  %co{r} = load i64, ptr %cr{r}")
+        else:
+            ln.append(f"  %co{r} = mul nsw i64 %ldc, {r}")
         for v in range(nv):
             ln.append(f"  %cp{r}_{v}.o = add nsw i64 %co{r}, {v * vl}")
             ln.append(f"  %cp{r}_{v} = getelementptr inbounds {t}, ptr %c, i64 %cp{r}_{v}.o")
@@ -426,7 +433,7 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
         )
         walks += _micro(mm, direct=True) + "\n"
     if mm.scatter is not None:
-        return _micro(mm) + "\n" + _scatter(mm), decls
+        return _micro(mm) + "\n" + _micro(mm, rows=True) + "\n" + _scatter(mm), decls
     return walks + _micro(mm) + "\n" + _block(mm), decls
 
 
@@ -489,10 +496,21 @@ def _scatter(mm: cm.CpuMatmul) -> str:
     b = _Ir(f, t)
     mr, nr, m, k = cm.MR, mm.nr, mm.m, mm.k
     np_ = -(-mm.n // nr) * nr
-    rsc, csc = mm.c.rs, mm.c.cs
+    csc = mm.c.cs
     f.allocas.append(f"  %tile = alloca [{mr * nr} x {t}], align 64")
     micro = f"@aj_mm_micro_{mm.suffix}"
     f.do("; aj_scatter: the runs and shifts of a scatter (conv_plan.ScatterPlan)")
+    la = b.v(f"getelementptr inbounds {t}, ptr %pb, i64 {len(sp.shifts) * k * np_}")
+    lc = b.v(f"getelementptr inbounds i64, ptr {la}, i64 {m}")
+
+    def entry(table: str, r: str) -> str:
+        return b.v(f"getelementptr inbounds i64, ptr {table}, i64 {r}")
+
+    def tables(r: str) -> None:
+        f.do(f"store i64 {_lane(b, mm, 0, r)}, ptr {entry(la, r)}")
+        f.do(f"store i64 {_walk_at(b, sp.c_rows, r)}, ptr {entry(lc, r)}")
+
+    b.loop(0, m, 1, tables)
 
     def pack_b(s: int, db: int) -> None:
         def panel(jr: str) -> None:
@@ -519,6 +537,9 @@ def _scatter(mm: cm.CpuMatmul) -> str:
     for s, (_, db, _) in enumerate(sp.shifts):
         pack_b(s, db)
 
+    def row_a(r: str) -> str:
+        return b.v(f"load i64, ptr {entry(la, r)}")
+
     def run(u: str) -> None:
         ua, uc = _walk_at(b, sp.a_units, u), _walk_at(b, sp.c_units, u)
         for s, (da, _, dc) in enumerate(sp.shifts):
@@ -534,9 +555,7 @@ def _scatter(mm: cm.CpuMatmul) -> str:
                             to = b.at("%pa", b.add(b.mul(ir, k), b.add(b.mul(p, mr), q)))
                             b.branch(
                                 b.v(f"icmp slt i64 {r}, {m}"),
-                                lambda: b.store(
-                                    b.load(b.at(src, b.add(_lane(b, mm, 0, r), ak))), to
-                                ),
+                                lambda: b.store(b.load(b.at(src, b.add(row_a(r), ak))), to),
                                 lambda: b.store("0.0", to),
                             )
 
@@ -551,7 +570,8 @@ def _scatter(mm: cm.CpuMatmul) -> str:
                 bp = b.at("%pb", b.add(s * k * np_, b.mul(b.v(f"sub nsw i64 {jr}, %c0"), k)))
 
                 def one(ir: str) -> None:
-                    c = b.at2(cs, ir, rsc, jr, csc)
+                    c = b.at(cs, b.mul(jr, csc))
+                    lr = entry(lc, ir)
                     rows_ = b.min(b.v(f"sub nsw i64 {m}, {ir}"), mr)
                     cols = b.min(b.v(f"sub nsw i64 %c1, {jr}"), nr)
                     pa = b.at("%pa", b.mul(ir, k))
@@ -560,7 +580,10 @@ def _scatter(mm: cm.CpuMatmul) -> str:
                     full = b.v(f"and i1 {full_r}, {full_c}") if csc == 1 else "false"
 
                     def direct() -> None:
-                        f.do(f"call void {micro}(i64 {k}, ptr {pa}, ptr {bp}, ptr {c}, i64 {rsc})")
+                        f.do(
+                            f"call void @aj_sc_micro_{mm.suffix}(i64 {k}, ptr {pa}, ptr {bp}, "
+                            f"ptr {c}, ptr {lr})"
+                        )
 
                     def via_tile() -> None:
                         size = mr * nr * mm.prec.byte_size
@@ -568,8 +591,10 @@ def _scatter(mm: cm.CpuMatmul) -> str:
 
                         def copy(into_tile: bool) -> None:
                             def row(r: str) -> None:
+                                ro = b.v(f"load i64, ptr {entry(lr, r)}")
+
                                 def cell(j: str) -> None:
-                                    there = b.at2(c, r, rsc, j, csc)
+                                    there = b.at(c, b.add(ro, b.mul(j, csc)))
                                     here = b.at("%tile", b.add(b.mul(r, nr), j))
                                     src, dst = (there, here) if into_tile else (here, there)
                                     b.store(b.load(src), dst)

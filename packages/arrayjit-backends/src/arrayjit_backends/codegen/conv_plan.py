@@ -270,6 +270,9 @@ class ScatterPlan:
     gemm: GemmPlan
     a_units: Walk
     c_units: Walk
+    c_rows: Walk
+    """The offsets of the GEMM's rows in ``C`` (``gemm.c_rs`` is unused: they need not walk
+    with one stride)."""
     runs: int
     batches: int
     shifts: tuple[tuple[int, int, int], ...]
@@ -381,16 +384,16 @@ def scatter_plan(loop: L.For_loop) -> ScatterPlan | None:
     )
     if not cols or not rows_all:
         return None
-    # The GEMM's rows: the longest suffix of the rows whose C walk has one stride and holds
-    # no loop whose offset pair would need it outside the GEMM.
-    n_rows = 0
-    for n in range(len(rows_all), 0, -1):
-        if _walk(rows_all[-n:], c_per).stride is not None:
-            n_rows = n
+    # The runs: the leading rows that no offset pairs (their cells are disjoint); the GEMM's
+    # rows: the rest (their C offsets a table, :attr:`ScatterPlan.c_rows`).
+    units: list[L.For_loop] = []
+    for lp in rows_all:
+        if lp.index in partner:
             break
-    if not n_rows or _walk(cols, c_per).stride is None:
+        units.append(lp)
+    rows = rows_all[len(units) :]
+    if _walk(cols, c_per).stride is None:
         return None
-    units, rows = rows_all[:-n_rows], rows_all[-n_rows:]
     unit_syms = {lp.index for lp in units}
     # The serial order of a cell's contributions: its pairs by their outer loop's position.
     serial = sorted(oriented, key=lambda p: min(pos[p[0].index], pos[p[1].index]))
@@ -451,7 +454,7 @@ def scatter_plan(loop: L.For_loop) -> ScatterPlan | None:
         b,
         body.tn,
         c_base,
-        int(_walk(rows, c_per).stride or 0),
+        int(_walk(rows, c_per).stride or 0),  # unused: the rows' offsets are c_rows
         int(_walk(cols, c_per).stride or 0),
         x_is_a,
         tuple(rows),
@@ -463,6 +466,7 @@ def scatter_plan(loop: L.For_loop) -> ScatterPlan | None:
         gemm,
         _walk(units, a_per),
         _walk(units, c_per),
+        _walk(rows, c_per),
         runs,
         batches,
         tuple(shifts),
