@@ -264,8 +264,9 @@ class ScatterPlan:
     ``units.extent``) and shift ``s`` add ``units.offset(u)`` (``a_units`` for ``A``,
     ``c_units`` for ``C``) and ``shifts[s]`` (``A``, ``B``, ``C``) to its operands' offsets.
     The serial nest's order is: for each run in increasing order, for each shift in order, the
-    whole GEMM. ``batches``: the number of leading runs' groups whose cells are disjoint
-    (``units.extent // batches`` runs each): threads may split them, not the runs inside."""
+    whole GEMM, its row ``r`` at ``c_rows.offset(r)`` of ``C``. ``batches``: the number of
+    leading runs' groups whose cells are disjoint (``runs // batches`` runs each): threads may
+    split them, not the runs inside."""
 
     gemm: GemmPlan
     a_units: Walk
@@ -298,13 +299,13 @@ def scatter_plan(loop: L.For_loop) -> ScatterPlan | None:
     the side not indexing ``C``'s last axis) and ``o`` (the *offset*) of the columns' side, at
     least one such index. Per offset point the rest is a GEMM that writes each cell once; the
     GEMMs follow each other in an order that gives every cell its contributions in the serial
-    nest's order: the row loops ``q`` paired with an offset, and those outside them, run the
-    GEMMs (``units``, outermost first: a row loop ``q`` then iterates outside its offset, which
-    must agree with the serial order), the others are the GEMM's rows (their ``C`` walk one
-    stride); the offsets paired with GEMM rows iterate in the order and direction the serial
-    nest gives the cell's contributions (the pair's outer loop first; ``q`` increasing means
-    ``o`` decreasing when the coefficients have one sign). A nest whose order no such sequence
-    reproduces keeps its loop nest."""
+    nest's order: the leading row loops (in ``C``'s order) that no offset pairs are the runs
+    (``units``: their cells are disjoint), the other rows the GEMM's (their ``C`` offsets
+    :attr:`ScatterPlan.c_rows`, any walk); the offsets iterate in the order and direction the
+    serial nest gives a cell's contributions (the pair whose outer loop comes first outermost;
+    ``q`` increasing means ``o`` decreasing when the coefficients have one sign). The columns'
+    ``C`` walk has one stride. A nest whose order no such sequence reproduces keeps its loop
+    nest (the checks for runs paired with offsets stay for plans that would make them)."""
     loops: list[L.For_loop] = [loop]
     while isinstance(loops[-1].body, L.For_loop):
         loops.append(loops[-1].body)
