@@ -605,12 +605,24 @@ static void aj_scatter_{sx}(int64_t u0, int64_t u1, int64_t c0, int64_t c1, cons
     for (int s = 0; s < {n_s}; ++s) {{
       if (s == 0 || sh[s][0] != sh[s - 1][0]) {{
         const {t} *src = A + ua + sh[s][0];
-        for (int64_t ir = 0; ir < M; ir += MR)
+        for (int64_t ir = 0; ir < M; ir += MR) {{
+          {t} *dst = pa + ir * K;
+          if (ir + MR <= M) {{  /* a full panel: its rows' starts in registers */
+            const {t} *row[MR];
+            for (int q = 0; q < MR; ++q) row[q] = src + la[ir + q];
+            for (int64_t p = 0; p < K; ++p) {{
+              const int64_t o = {ak};
+#pragma GCC unroll {MR}
+              for (int q = 0; q < MR; ++q) dst[p * MR + q] = row[q][o];
+            }}
+            continue;
+          }}
           for (int64_t p = 0; p < K; ++p)
             for (int q = 0; q < MR; ++q) {{
               const int64_t r = ir + q;
-              pa[ir * K + p * MR + q] = r < M ? src[la[r] + {ak}] : 0;
+              dst[p * MR + q] = r < M ? src[la[r] + {ak}] : 0;
             }}
+        }}
       }}
       {t} *cs = C + uc + sh[s][2];
       for (int64_t jr = c0; jr < c1; jr += NR) {{
