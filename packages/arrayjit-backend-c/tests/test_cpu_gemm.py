@@ -22,6 +22,8 @@ BACKENDS = ["sync_cc", "multicore_cc", "sync_llvm", "multicore_llvm"]
 
 MARKER = "aj_gemm_walk_"
 """Text that only the implicit GEMM puts into a kernel's source (cc and llvm alike)."""
+SCATTER = "aj_scatter"
+"""Text that only a scatter's runs of GEMMs put into a kernel's source (cc and llvm alike)."""
 
 
 @pytest.fixture(autouse=True)
@@ -48,6 +50,10 @@ def _run(backend: Any, shape: ConvShape, which: str, prec: str, seed: int) -> st
         a, b = hosted(shape.x_dims, "x", prec, padding=pad), hosted(shape.y_dims, "dy", prec)
         out = hosted(shape.w_dims, "dw", prec)
         spec = shape.weight_grad_spec()
+    elif which == "scatter":  # the input gradient in scatter form: the result indexed affinely
+        a, b = hosted(shape.y_dims, "dy", prec), hosted(shape.w_dims, "w", prec)
+        out = hosted(shape.x_dims, "dx", prec, padding=pad)
+        spec = shape.input_grad_spec()
     else:  # the input gradient in gather form: stride 1, one cell of margin on each side
         a = hosted(shape.y_dims, "dy", prec, padding=Padding(shape.padding_axes, 0.0))
         b, out = hosted(shape.w_dims, "w", prec), hosted(shape.x_dims, "dx", prec)
@@ -116,3 +122,32 @@ def test_one_stride_walks_run_as_the_plain_matmul(backend: Any, prec: str) -> No
     assert np.array_equal(got.view(bits), ref.view(bits))
     source = backend.compile(comp, name="plain_source").native.source
     assert "aj_mm_block_" in source and MARKER not in source
+
+
+@pytest.mark.parametrize("prec", ["single", "double"])
+def test_same_scatter_input_grad_bit_exact(backend: Any, prec: str) -> None:
+    """The input gradient in scatter form, ``"bhwd,ijcd->b(h+i-1)(w+j-1)c"`` into a node with
+    one cell of margin: one GEMM per run (``b, h``) and shift (``i, j``), bit for bit the
+    serial nest (whose writes reach the margins, which the routine then resets), with tiles,
+    ``k`` blocks and column blocks cut."""
+    shape = ConvShape(2, (7, 5), 83, 21, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
+    source = _run(backend, shape, "scatter", prec, 36)
+    assert SCATTER in source
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2, 3, 5, 6, 7, 8, 10, 11])
+def test_random_scatter_input_grads_bit_exact(backend: Any, seed: int) -> None:
+    """Random strides, dilations and margins, 1-D and 2-D: bit for bit the interpreter; the
+    scatter path taken where a window has two offsets or more."""
+    shape = random_shape(seed)
+    shape = replace(
+        shape,
+        batch=max(2, shape.batch),
+        channels=max(3, shape.channels),
+        out_channels=max(2, shape.out_channels),
+        spatial=tuple(n + 3 for n in shape.spatial),
+    )
+    assert min(shape.out) >= 2
+    source = _run(backend, shape, "scatter", "single", seed)
+    if max(shape.kernel) > 1:
+        assert SCATTER in source

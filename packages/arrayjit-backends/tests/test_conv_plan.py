@@ -11,7 +11,7 @@ from dataclasses import replace
 
 import pytest
 
-from arrayjit_backends.codegen.conv_plan import GemmPlan, Walk, gemm_plan
+from arrayjit_backends.codegen.conv_plan import GemmPlan, ScatterPlan, Walk, gemm_plan, scatter_plan
 from arrayjit_backends.codegen.kernel_plan import parallel_order, scalar_reduction
 from arrayjit_conformance.convolution import ConvShape
 from arrayjit_conformance.harness import hosted
@@ -149,6 +149,92 @@ def test_forward_walks() -> None:
     assert plan.a.steps == Walk(((3, 34 * 64), (192, 1)))
     assert plan.b.steps.stride == 64 and plan.b.lanes.stride == 1
     assert (plan.c_rs, plan.c_cs) == (64, 1)
+
+
+def _scatters(comp: ir.Assignment) -> list[tuple[ScatterPlan, L.For_loop]]:
+    """The scatter plans of the optimized code's top-level loops."""
+    code = optimize(lower(comp), name="dconv").code
+    out = []
+    for s in code.stmts if isinstance(code, L.Seq) else (code,):
+        if isinstance(s, L.For_loop) and (plan := scatter_plan(s)) is not None:
+            out.append((plan, s))
+    return out
+
+
+def _check_scatter(plan: ScatterPlan, loop: L.For_loop) -> None:
+    """Every cell of ``C`` receives, in the plan's order (runs, then shifts, then the GEMM's
+    steps), the same ``(A element, B element)`` products as in the serial nest's order,
+    evaluated here from the IR's index expressions."""
+    loops = [loop]
+    while isinstance(loops[-1].body, L.For_loop):
+        loops.append(loops[-1].body)  # type: ignore[arg-type]
+    body = loops[-1].body
+    assert isinstance(body, L.Set) and isinstance(body.value, L.Ternop)
+    x, w = body.value.a, body.value.b
+    assert isinstance(x, L.Get) and isinstance(w, L.Get)
+    g = plan.gemm
+    a, b = (x, w) if g.x_is_a else (w, x)
+    serial: dict[int, list[tuple[int, int]]] = {}
+    ranges = [range(lp.from_, lp.to_inclusive + 1) for lp in loops]
+    for values in itertools.product(*ranges):
+        env = {lp.index: v for lp, v in zip(loops, values, strict=True)}
+        cell = _flat(body.indices, body.tn.dims, env)
+        pair = (_flat(a.indices, a.tn.dims, env), _flat(b.indices, b.tn.dims, env))
+        serial.setdefault(cell, []).append(pair)
+    planned: dict[int, list[tuple[int, int]]] = {}
+    for u in range(plan.runs):
+        for da, db, dc in plan.shifts:
+            for r, j, p in itertools.product(range(g.m), range(g.n), range(g.k)):
+                cell = g.c_offset + plan.c_units.offset(u) + dc + plan.c_rows.offset(r) + j * g.c_cs
+                pa = g.a.offset + plan.a_units.offset(u) + da + g.a.lanes.offset(r)
+                pb = g.b.offset + db + g.b.lanes.offset(j) + g.b.steps.offset(p)
+                planned.setdefault(cell, []).append((pa + g.a.steps.offset(p), pb))
+    assert planned == serial
+    # Threads share batches of runs: no two batches write one cell.
+    per = plan.runs // plan.batches
+    owner: dict[int, int] = {}
+    for u in range(plan.runs):
+        for _, _, dc in plan.shifts:
+            for r, j in itertools.product(range(g.m), range(g.n)):
+                cell = g.c_offset + plan.c_units.offset(u) + dc + plan.c_rows.offset(r) + j * g.c_cs
+                assert owner.setdefault(cell, u // per) == u // per
+
+
+def test_scatter_input_gradient_runs_and_shifts() -> None:
+    """``"bhwd,ijcd->b(h+i-1)(w+j-1)c"`` into a padded ``dx``: runs over ``b`` (the rows
+    ``h, w`` pair with the offsets ``i, j``), GEMM rows ``h, w`` (in ``dx``, two strides),
+    shifts ``i`` and ``j`` decreasing (the nest runs ``h`` outside ``i`` and ``w`` outside
+    ``j``: a cell's contributions come with ``i``, then ``j``, decreasing); one batch of
+    runs per ``b`` for threads."""
+    shape = ConvShape(2, (6, 5), 3, 4, (3, 3), (1, 1), (1, 1), ((1, 1), (1, 1)))
+    dy, w = hosted(shape.y_dims, "dy"), hosted(shape.w_dims, "w")
+    dx = hosted(shape.x_dims, "dx", padding=Padding(shape.padding_axes, 0.0))
+    [(plan, loop)] = _scatters(ir.accum(dx, "add", dy, w, op="mul", spec=shape.input_grad_spec()))
+    assert (plan.gemm.m, plan.gemm.n, plan.gemm.k) == (30, 3, 4)
+    assert (plan.runs, plan.batches, len(plan.shifts)) == (2, 2, 9)
+    assert [d for _, d in plan.offsets] == [-1, -1]
+    assert plan.c_rows == Walk(((6, 7 * 3), (5, 3)))
+    _check_scatter(plan, loop)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_random_scatter_input_gradients(seed: int) -> None:
+    """The conformance suite's random shapes (strides, dilations, margins, 1-D and 2-D)."""
+    shape = random_shape(seed)
+    shape = replace(
+        shape,
+        batch=max(2, shape.batch),
+        channels=max(2, shape.channels),
+        out_channels=max(2, shape.out_channels),
+        spatial=tuple(max(1, n) for n in shape.spatial),
+    )
+    dy, w = hosted(shape.y_dims, "dy"), hosted(shape.w_dims, "w")
+    dx = hosted(shape.x_dims, "dx", padding=Padding(shape.padding_axes, 0.0))
+    found = _scatters(ir.accum(dx, "add", dy, w, op="mul", spec=shape.input_grad_spec()))
+    if min(shape.out) >= 2 and max(shape.kernel) >= 2:
+        assert found
+    for plan, loop in found:
+        _check_scatter(plan, loop)
 
 
 def test_what_is_not_an_implicit_gemm() -> None:

@@ -40,15 +40,19 @@ least :data:`MATMUL_MIN_WORK` multiply-adds; or an implicit GEMM that
 gradients: operands read through affine axes, several reduction loops), run as a plain matmul
 where every walk has one stride, else by :func:`c_gemm_helpers` (``A`` read unpacked through
 offset tables, ``B`` packed through them; same tiles, same exactness: the steps in the serial
-code's order). Everything else keeps the loop nest.
+code's order); or a scatter that
+:func:`~arrayjit_backends.codegen.conv_plan.scatter_plan` recognizes (a convolution's input
+gradient written from the forward spec: per run and shift one GEMM, in the order that gives
+each cell the serial nest's steps), by :func:`c_scatter_helper`. Everything else keeps the loop
+nest.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from arrayjit_backends.codegen.conv_plan import GemmPlan, Walk, gemm_plan
+from arrayjit_backends.codegen.conv_plan import GemmPlan, ScatterPlan, Walk, gemm_plan, scatter_plan
 from arrayjit_backends.codegen.kernel_plan import loop_work, parallel_order
 from arrayjit_backends.codegen.matmul_plan import MatmulPlan, matmul_plan
 from arrayjit_ir import low_level as L
@@ -124,6 +128,10 @@ class CpuMatmul:
     operands do not walk with one stride: the offsets of ``A``'s rows, ``A``'s steps, ``B``'s
     steps and ``B``'s columns (then ``a`` and ``b`` give only their node and offset, and the
     kernel packs through these walks, :func:`c_gemm_helpers`)."""
+    scatter: ScatterPlan | None = None
+    """For a scatter-form contraction (:func:`~arrayjit_backends.codegen.conv_plan.
+    scatter_plan`): the runs and shifts around this GEMM (its operands' offsets are those of
+    the first run and shift)."""
 
     @property
     def prec(self) -> Prec:
@@ -135,12 +143,18 @@ class CpuMatmul:
 
     @property
     def split_rows(self) -> bool:
-        """Whether threads share the rows (else the columns)."""
+        """Whether threads share the rows (else the columns); for a scatter, the batches of
+        runs (rows of one run may write the cells of another's)."""
+        if self.scatter is not None:
+            return self.scatter.batches >= -(-self.n // self.nr)
         return -(-self.m // MR) >= -(-self.n // self.nr)
 
     @property
     def units(self) -> int:
-        """Row panels (or column panels) the threads share."""
+        """Row panels (or column panels) the threads share; for a scatter, batches of runs
+        or column panels."""
+        if self.scatter is not None and self.split_rows:
+            return self.scatter.batches
         return -(-self.m // MR) if self.split_rows else -(-self.n // self.nr)
 
     @property
@@ -148,6 +162,12 @@ class CpuMatmul:
         """Names the helper functions of this precision and operand order (and, for an
         implicit GEMM, of its walks and shape, which its helpers have built in)."""
         base = f"{'f32' if self.prec is Prec.single else 'f64'}_{'xa' if self.x_is_a else 'xb'}"
+        if self.scatter is not None:  # its helper has the whole shape built in
+            sp = self.scatter
+            text = repr((self.m, self.n, self.k, self.walks, sp.shifts, sp.a_units, sp.c_units))
+            text += repr(sp.c_rows)
+            text += repr([(o.rs, o.cs) for o in (self.a, self.b, self.c)])
+            return f"{base}_s{hashlib.sha1(text.encode()).hexdigest()[:10]}"
         if self.walks is None:
             return base
         key = repr((self.walks, self.k, self.c.rs, self.c.cs)).encode()
@@ -185,7 +205,13 @@ def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
     plan: MatmulPlan | None = matmul_plan(nest, rest)
     if plan is None or plan.batch:
         gemm = gemm_plan(nest, rest)
-        return None if gemm is None else _implicit(gemm)
+        if gemm is not None:
+            return _implicit(gemm)
+        scatter = scatter_plan(stmt)
+        if scatter is None:
+            return None
+        mm = replace(_implicit(scatter.gemm), scatter=scatter)
+        return mm if sum(scatter_bytes(mm)) <= SCATTER_BUFFER else None
     m, n, k = plan.extents
     a, b = (plan.x, plan.w) if plan.x_is_a else (plan.w, plan.x)
     target = L.Get(plan.target.tn, plan.target.indices)
@@ -221,9 +247,26 @@ def kc_of(mm: CpuMatmul) -> int:
     return mm.k if mm.walks is not None and mm.k <= KC_WHOLE else KC
 
 
+SCATTER_BUFFER = 1 << 22
+"""A scatter whose packed operands (:func:`scatter_bytes`) exceed this keeps its loop nest."""
+
+
+def scatter_bytes(mm: CpuMatmul) -> tuple[int, int]:
+    """Bytes of a scatter's packed ``A`` (one run's rows, all steps) and of its packed ``B``
+    (every shift's, all steps and columns, then the tables of the rows' offsets in ``A`` and
+    ``C``), each a multiple of 64."""
+    assert mm.scatter is not None
+    mp, np_ = -(-mm.m // MR) * MR, -(-mm.n // mm.nr) * mm.nr
+    pa = mm.prec.byte_size * mp * mm.k
+    pb = mm.prec.byte_size * len(mm.scatter.shifts) * mm.k * np_ + 16 * mm.m  # + row tables
+    return -(-pa // 64) * 64, -(-pb // 64) * 64
+
+
 def buffer_bytes(mm: CpuMatmul) -> tuple[int, int]:
     """Bytes of the packed ``A`` block and of the packed ``B`` block one chunk needs (each a
     multiple of 64)."""
+    if mm.scatter is not None:
+        return scatter_bytes(mm)
     width = min(mm.n, NC)
     kc = kc_of(mm)
     # An implicit GEMM reads A unpacked (c_gemm_helpers): no A block.
@@ -236,9 +279,10 @@ def _c_type(mm: CpuMatmul) -> str:
     return "float" if mm.prec is Prec.single else "double"
 
 
-def _c_micro(mm: CpuMatmul) -> str:
+def _c_micro(mm: CpuMatmul, rows: bool = False) -> str:
     """``aj_mm_micro_<suffix>``: the ``MR x NR`` tile at ``c`` after ``kc`` steps from packed
-    panels."""
+    panels; with ``rows``, ``aj_sc_micro_<suffix>``, whose tile's row ``r`` lies at ``c +
+    ldc[r]`` (a table of row offsets: a scatter's rows need not walk with one stride)."""
     t = _c_type(mm)
     f = "f" if mm.prec is Prec.single else ""
     sx, nr = mm.suffix, mm.nr
@@ -247,14 +291,23 @@ def _c_micro(mm: CpuMatmul) -> str:
         x, w = (a, b) if mm.x_is_a else (b, a)
         return f"fma{f}({x}, {w}, {acc})"
 
+    name, ld, row = (
+        ("sc", "const int64_t *restrict ldc", "ldc[r]")
+        if rows
+        else (
+            "mm",
+            "int64_t ldc",
+            "r * ldc",
+        )
+    )
     return f"""
 /* The packed matmul (arrayjit_backend_c.cpu.matmul), {t}. */
-static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restrict b,
-                            {t} *restrict c, int64_t ldc) {{
+static void aj_{name}_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restrict b,
+                            {t} *restrict c, {ld}) {{
   enum {{ MR = {MR}, NR = {nr} }};
   {t} acc[MR][NR];
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NR; ++j) acc[r][j] = c[r * ldc + j];
+    for (int j = 0; j < NR; ++j) acc[r][j] = c[{row} + j];
   for (int64_t p = 0; p < kc; ++p) {{
 #pragma GCC unroll {MR}
     for (int r = 0; r < MR; ++r) {{
@@ -264,7 +317,7 @@ static void aj_mm_micro_{sx}(int64_t kc, const {t} *restrict a, const {t} *restr
     }}
   }}
   for (int r = 0; r < MR; ++r)
-    for (int j = 0; j < NR; ++j) c[r * ldc + j] = acc[r][j];
+    for (int j = 0; j < NR; ++j) c[{row} + j] = acc[r][j];
 }}
 """
 
@@ -273,6 +326,8 @@ def c_helpers(mm: CpuMatmul) -> str:
     """C functions computing the matmuls of ``mm``'s precision and operand order:
     ``aj_mm_block_<suffix>``, a block of ``C`` (see :func:`c_part`); for an implicit GEMM
     (``mm.walks``), :func:`c_gemm_helpers`."""
+    if mm.scatter is not None:
+        return _c_micro(mm) + _c_micro(mm, rows=True) + c_scatter_helper(mm)
     if mm.walks is not None:
         return c_gemm_helpers(mm)
     t = _c_type(mm)
@@ -466,6 +521,9 @@ def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
     lo, hi = f"start * {size}", f"(stop * {size} < {extent} ? stop * {size} : {extent})"
     r0, r1, c0, c1 = (lo, hi, "0", str(mm.n)) if mm.split_rows else ("0", str(mm.m), lo, hi)
     buffers = f"{t} *pa = ({t} *)mmbuf, *pb = ({t} *)((char *)mmbuf + {buffer_bytes(mm)[0]});"
+    if mm.scatter is not None:
+        whole = ("0", str(mm.m), "0", str(mm.n)) if mm.split_rows else (r0, r1, c0, c1)
+        return [buffers, *_c_scatter(mm, names, whole)]
     if mm.walks is not None:
         return [
             buffers,
@@ -478,3 +536,114 @@ def c_part(mm: CpuMatmul, names: dict[Tnode, str]) -> list[str]:
         f"{names[a.tn]} + {a.offset}, {a.rs}, {a.cs}, {names[b.tn]} + {b.offset}, {b.rs}, "
         f"{b.cs}, {names[c.tn]} + {c.offset}, {c.rs}, {c.cs}, pa, pb);",
     ]
+
+
+def _c_scatter(
+    mm: CpuMatmul, names: dict[Tnode, str], block: tuple[str, str, str, str]
+) -> list[str]:
+    """The call of a scatter's helper for units ``[start, stop)``: batches of runs (every
+    column), or column panels of every run."""
+    sp = mm.scatter
+    assert sp is not None
+    _, _, c0, c1 = block
+    per = sp.runs // sp.batches
+    u0, u1 = (f"start * {per}", f"stop * {per}") if mm.split_rows else ("0", str(sp.runs))
+    a, b, c = (f"{names[o.tn]} + {o.offset}" for o in (mm.a, mm.b, mm.c))
+    return [f"aj_scatter_{mm.suffix}({u0}, {u1}, {c0}, {c1}, {a}, {b}, {c}, pa, pb);"]
+
+
+def _lane_exprs(mm: CpuMatmul) -> tuple[str, str, str, str]:
+    """C expressions of the offsets of ``A``'s row ``r``, ``A``'s step ``p``, ``B``'s step
+    ``p`` and ``B``'s column ``j``."""
+    if mm.walks is None:
+        a, b = mm.a, mm.b
+        return f"r * {a.rs}", f"p * {a.cs}", f"p * {b.rs}", f"j * {b.cs}"
+    ar, ak, bk, bc = mm.walks
+    return _c_walk(ar, "r"), _c_walk(ak, "p"), _c_walk(bk, "p"), _c_walk(bc, "j")
+
+
+def c_scatter_helper(mm: CpuMatmul) -> str:
+    """``aj_scatter_<suffix>(u0, u1, c0, c1, A, B, C, pa, pb)``: runs ``[u0, u1)`` of a
+    scatter (:class:`~arrayjit_backends.codegen.conv_plan.ScatterPlan`), columns ``[c0, c1)``
+    (``c0`` a multiple of ``NR``). Every shift's ``B`` is packed once per call (panels of
+    ``NR`` columns, all ``k`` steps, zeros past the last column), a run's ``A`` once per run
+    and ``A`` shift (panels of ``MR`` rows, zeros past the last row), the rows' offsets in
+    ``A`` and ``C`` into tables once per call; then per run and shift in order the tiles of
+    the micro-kernel (``C``'s rows through the table), all ``k`` steps in one go: each cell
+    takes each shift's ``fma`` steps in order, the shifts in the plan's order."""
+    sp = mm.scatter
+    assert sp is not None
+    t, sx, nr = _c_type(mm), mm.suffix, mm.nr
+    ar, ak, bk, bc = _lane_exprs(mm)
+    n_s = len(sp.shifts)
+    table = ", ".join(f"{{{da}, {db}, {dc}}}" for da, db, dc in sp.shifts)
+    return f"""/* A scatter's runs and shifts (arrayjit_backends.codegen.conv_plan.ScatterPlan):
+   aj_scatter. */
+static void aj_scatter_{sx}(int64_t u0, int64_t u1, int64_t c0, int64_t c1, const {t} *A,
+    const {t} *B, {t} *C, {t} *restrict pa, {t} *restrict pb) {{
+  enum {{ MR = {MR}, NR = {nr} }};
+  const int64_t M = {mm.m}, K = {mm.k}, csc = {mm.c.cs};
+  const int64_t NP = {-(-mm.n // nr) * nr};
+  static const int64_t sh[{n_s}][3] = {{{table}}};
+  {t} tile[MR * NR];
+  int64_t *la = (int64_t *)(pb + {n_s} * K * NP), *lc = la + M;
+  for (int64_t r = 0; r < M; ++r) {{
+    la[r] = {ar};
+    lc[r] = {_c_walk(sp.c_rows, "r")};
+  }}
+  for (int s = 0; s < {n_s}; ++s)
+    for (int64_t jr = c0; jr < c1; jr += NR) {{
+      {t} *dst = pb + s * K * NP + (jr - c0) * K;
+      for (int64_t p = 0; p < K; ++p)
+        for (int l = 0; l < NR; ++l) {{
+          const int64_t j = jr + l;
+          dst[p * NR + l] = j < c1 ? B[sh[s][1] + {bk} + {bc}] : 0;
+        }}
+    }}
+  for (int64_t u = u0; u < u1; ++u) {{
+    const int64_t ua = {_c_walk(sp.a_units, "u")}, uc = {_c_walk(sp.c_units, "u")};
+    for (int s = 0; s < {n_s}; ++s) {{
+      if (s == 0 || sh[s][0] != sh[s - 1][0]) {{
+        const {t} *src = A + ua + sh[s][0];
+        for (int64_t ir = 0; ir < M; ir += MR) {{
+          {t} *dst = pa + ir * K;
+          if (ir + MR <= M) {{  /* a full panel: its rows' starts in registers */
+            const {t} *row[MR];
+            for (int q = 0; q < MR; ++q) row[q] = src + la[ir + q];
+            for (int64_t p = 0; p < K; ++p) {{
+              const int64_t o = {ak};
+#pragma GCC unroll {MR}
+              for (int q = 0; q < MR; ++q) dst[p * MR + q] = row[q][o];
+            }}
+            continue;
+          }}
+          for (int64_t p = 0; p < K; ++p)
+            for (int q = 0; q < MR; ++q) {{
+              const int64_t r = ir + q;
+              dst[p * MR + q] = r < M ? src[la[r] + {ak}] : 0;
+            }}
+        }}
+      }}
+      {t} *cs = C + uc + sh[s][2];
+      for (int64_t jr = c0; jr < c1; jr += NR) {{
+        const {t} *b = pb + s * K * NP + (jr - c0) * K;
+        for (int64_t ir = 0; ir < M; ir += MR) {{
+          {t} *c = cs + jr * csc;
+          const int64_t *lr = lc + ir;
+          const int64_t mr = M - ir < MR ? M - ir : MR, nr = c1 - jr < NR ? c1 - jr : NR;
+          if (mr == MR && nr == NR && csc == 1) {{
+            aj_sc_micro_{sx}(K, pa + ir * K, b, c, lr);
+            continue;
+          }}
+          for (int64_t r = 0; r < MR; ++r)
+            for (int64_t j = 0; j < NR; ++j)
+              tile[r * NR + j] = r < mr && j < nr ? c[lr[r] + j * csc] : 0;
+          aj_mm_micro_{sx}(K, pa + ir * K, b, tile, NR);
+          for (int64_t r = 0; r < mr; ++r)
+            for (int64_t j = 0; j < nr; ++j) c[lr[r] + j * csc] = tile[r * NR + j];
+        }}
+      }}
+    }}
+  }}
+}}
+"""

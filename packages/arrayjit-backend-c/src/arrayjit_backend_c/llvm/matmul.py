@@ -3,7 +3,8 @@ backend: the same packing, blocking, micro-kernel and exactness (each cell's ``l
 ``k`` order from its stored value), with the tile's rows as ``<NR x float>`` or ``<NR x double>``
 vectors and ``llvm.fma.v*`` steps; and the implicit GEMM of
 :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers` (``A`` unpacked, ``B`` packed through
-offset tables, the walks as functions of their own).
+offset tables, the walks as functions of their own), and the scatter of
+:func:`~arrayjit_backend_c.cpu.matmul.c_scatter_helper` (runs and shifts of GEMMs).
 
 The routine's segment for the matmul takes ``(start, stop, buffer)``: a range of
 :attr:`~arrayjit_backend_c.cpu.matmul.CpuMatmul.units` (row panels or column panels), so the
@@ -95,12 +96,14 @@ def _types(mm: cm.CpuMatmul) -> tuple[str, int, str, str]:
     return t, vl, f"<{vl} x {t}>", f"llvm.fma.v{vl}{'f32' if t == 'float' else 'f64'}"
 
 
-def _micro(mm: cm.CpuMatmul, direct: bool = False) -> str:
+def _micro(mm: cm.CpuMatmul, direct: bool = False, rows: bool = False) -> str:
     """``@aj_mm_micro_<suffix>(kc, a, b, c, ldc)``: the tile at ``c`` (rows ``ldc`` apart)
     after ``kc >= 1`` steps from the packed panels ``a`` and ``b``; with ``direct``, the
     implicit GEMM's ``@aj_gemm_micro_<suffix>(kc, A, rows, so, b, c, ldc)``, which reads
     ``A`` unpacked, step ``p`` of row ``r`` at ``A[rows[r] + so[p]]`` (see
-    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers`)."""
+    :func:`~arrayjit_backend_c.cpu.matmul.c_gemm_helpers`); with ``rows``, a scatter's
+    ``@aj_sc_micro_<suffix>(kc, a, b, c, ldc)``, whose tile's row ``r`` lies at ``c +
+    ldc[r]`` (``ldc`` a table of row offsets)."""
     t, vl, vt, fma = _types(mm)
     nv, mr, nr = mm.nr // vl, cm.MR, mm.nr
     if direct:
@@ -114,13 +117,18 @@ def _micro(mm: cm.CpuMatmul, direct: bool = False) -> str:
             ln.append(f"  %ro{r} = load i64, ptr %rp{r}")
             ln.append(f"  %ar{r} = getelementptr inbounds {t}, ptr %A, i64 %ro{r}")
     else:
+        name, ld = ("sc", "ptr noalias %ldc") if rows else ("mm", "i64 %ldc")
         ln = [
-            f"define internal void @aj_mm_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
-            "ptr noalias %b, ptr noalias %c, i64 %ldc) #0 {",
+            f"define internal void @aj_{name}_micro_{mm.suffix}(i64 %kc, ptr noalias %a, "
+            f"ptr noalias %b, ptr noalias %c, {ld}) #0 {{",
             "entry:",
         ]
     for r in range(mr):
-        ln.append(f"  %co{r} = mul nsw i64 %ldc, {r}")
+        if rows:
+            ln.append(f"  %cr{r} = getelementptr inbounds i64, ptr %ldc, i64 {r}")
+            ln.append(f"  %co{r} = load i64, ptr %cr{r}")
+        else:
+            ln.append(f"  %co{r} = mul nsw i64 %ldc, {r}")
         for v in range(nv):
             ln.append(f"  %cp{r}_{v}.o = add nsw i64 %co{r}, {v * vl}")
             ln.append(f"  %cp{r}_{v} = getelementptr inbounds {t}, ptr %c, i64 %cp{r}_{v}.o")
@@ -424,6 +432,8 @@ def helpers(mm: cm.CpuMatmul) -> tuple[str, list[str]]:
             for n, w in zip(names, mm.walks, strict=True)
         )
         walks += _micro(mm, direct=True) + "\n"
+    if mm.scatter is not None:
+        return _micro(mm) + "\n" + _micro(mm, rows=True) + "\n" + _scatter(mm), decls
     return walks + _micro(mm) + "\n" + _block(mm), decls
 
 
@@ -437,6 +447,9 @@ def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
     hi = b.min(b.mul("%stop", size), extent)
     r0, r1, c0, c1 = (lo, hi, 0, mm.n) if mm.split_rows else (0, mm.m, lo, hi)
     pb = b.v(f"getelementptr inbounds i8, ptr %mmbuf, i64 {cm.buffer_bytes(mm)[0]}")
+    if mm.scatter is not None:
+        _scatter_body(b, mm, ptrs, lo, hi, pb)
+        return
     a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
     if mm.walks is not None:
         f.do(
@@ -448,4 +461,182 @@ def part_body(f: Fn, mm: cm.CpuMatmul, ptrs: dict[Tnode, str]) -> None:
         f"call void @aj_mm_block_{mm.suffix}(i64 {r0}, i64 {r1}, i64 {c0}, i64 {c1}, "
         f"i64 {mm.k}, ptr {a_}, i64 {mm.a.rs}, i64 {mm.a.cs}, ptr {b_}, i64 {mm.b.rs}, "
         f"i64 {mm.b.cs}, ptr {c_}, i64 {mm.c.rs}, i64 {mm.c.cs}, ptr %mmbuf, ptr {pb})"
+    )
+
+
+def _walk_at(b: _Ir, w: Walk, t: str) -> str:
+    """The offset of point ``t`` of a walk, computed inline."""
+    acc: str | int = 0
+    for k, (inner, e, st) in enumerate(w.terms()):
+        digit = b.v(f"sdiv i64 {t}, {inner}")
+        if k:
+            digit = b.v(f"srem i64 {digit}, {e}")
+        acc = b.add(acc, b.mul(digit, st))
+    return str(acc)
+
+
+def _lane(b: _Ir, mm: cm.CpuMatmul, which: int, at: str) -> str:
+    """The offset of ``A``'s row (``which`` 0), ``A``'s step (1), ``B``'s step (2) or ``B``'s
+    column (3) ``at``."""
+    if mm.walks is not None:
+        return _walk_at(b, mm.walks[which], at)
+    stride = (mm.a.rs, mm.a.cs, mm.b.rs, mm.b.cs)[which]
+    return b.mul(at, stride)
+
+
+def _scatter(mm: cm.CpuMatmul) -> str:
+    """``@aj_scatter_<suffix>(u0, u1, c0, c1, A, B, C, pa, pb)``: runs ``[u0, u1)`` of a scatter,
+    columns ``[c0, c1)``, as :func:`~arrayjit_backend_c.cpu.matmul.c_scatter_helper` computes
+    them (every shift's ``B`` packed once per call, a run's ``A`` once per run and ``A``
+    shift, then the micro-kernel's tiles per run and shift in order), the shifts unrolled."""
+    sp = mm.scatter
+    assert sp is not None
+    t = _types(mm)[0]
+    f = Fn()
+    b = _Ir(f, t)
+    mr, nr, m, k = cm.MR, mm.nr, mm.m, mm.k
+    np_ = -(-mm.n // nr) * nr
+    csc = mm.c.cs
+    f.allocas.append(f"  %tile = alloca [{mr * nr} x {t}], align 64")
+    micro = f"@aj_mm_micro_{mm.suffix}"
+    f.do("; aj_scatter: the runs and shifts of a scatter (conv_plan.ScatterPlan)")
+    la = b.v(f"getelementptr inbounds {t}, ptr %pb, i64 {len(sp.shifts) * k * np_}")
+    lc = b.v(f"getelementptr inbounds i64, ptr {la}, i64 {m}")
+
+    def entry(table: str, r: str) -> str:
+        return b.v(f"getelementptr inbounds i64, ptr {table}, i64 {r}")
+
+    def tables(r: str) -> None:
+        f.do(f"store i64 {_lane(b, mm, 0, r)}, ptr {entry(la, r)}")
+        f.do(f"store i64 {_walk_at(b, sp.c_rows, r)}, ptr {entry(lc, r)}")
+
+    b.loop(0, m, 1, tables)
+
+    def pack_b(s: int, db: int) -> None:
+        def panel(jr: str) -> None:
+            dst = b.at("%pb", b.add(s * k * np_, b.mul(b.v(f"sub nsw i64 {jr}, %c0"), k)))
+
+            def step(p: str) -> None:
+                src = b.at("%B", b.add(db, _lane(b, mm, 2, p)))
+
+                def lane(e: str) -> None:
+                    j = b.add(jr, e)
+                    to = b.at(dst, b.add(b.mul(p, nr), e))
+                    b.branch(
+                        b.v(f"icmp slt i64 {j}, %c1"),
+                        lambda: b.store(b.load(b.at(src, _lane(b, mm, 3, j))), to),
+                        lambda: b.store("0.0", to),
+                    )
+
+                b.loop(0, nr, 1, lane)
+
+            b.loop(0, k, 1, step)
+
+        b.loop("%c0", "%c1", nr, panel)
+
+    for s, (_, db, _) in enumerate(sp.shifts):
+        pack_b(s, db)
+
+    def row_a(r: str) -> str:
+        return b.v(f"load i64, ptr {entry(la, r)}")
+
+    def run(u: str) -> None:
+        ua, uc = _walk_at(b, sp.a_units, u), _walk_at(b, sp.c_units, u)
+        for s, (da, _, dc) in enumerate(sp.shifts):
+            if s == 0 or sp.shifts[s - 1][0] != da:
+                src = b.at("%A", b.add(ua, da))
+
+                def panel(ir: str, src: str = src) -> None:
+                    def step(p: str) -> None:
+                        ak = _lane(b, mm, 1, p)
+
+                        def lane(q: str) -> None:
+                            r = b.add(ir, q)
+                            to = b.at("%pa", b.add(b.mul(ir, k), b.add(b.mul(p, mr), q)))
+                            b.branch(
+                                b.v(f"icmp slt i64 {r}, {m}"),
+                                lambda: b.store(b.load(b.at(src, b.add(row_a(r), ak))), to),
+                                lambda: b.store("0.0", to),
+                            )
+
+                        b.loop(0, mr, 1, lane)
+
+                    b.loop(0, k, 1, step)
+
+                b.loop(0, m, mr, panel)
+            cs = b.at("%C", b.add(uc, dc))
+
+            def tiles(jr: str, s: int = s, cs: str = cs) -> None:
+                bp = b.at("%pb", b.add(s * k * np_, b.mul(b.v(f"sub nsw i64 {jr}, %c0"), k)))
+
+                def one(ir: str) -> None:
+                    c = b.at(cs, b.mul(jr, csc))
+                    lr = entry(lc, ir)
+                    rows_ = b.min(b.v(f"sub nsw i64 {m}, {ir}"), mr)
+                    cols = b.min(b.v(f"sub nsw i64 %c1, {jr}"), nr)
+                    pa = b.at("%pa", b.mul(ir, k))
+                    full_r = b.v(f"icmp eq i64 {rows_}, {mr}")
+                    full_c = b.v(f"icmp eq i64 {cols}, {nr}")
+                    full = b.v(f"and i1 {full_r}, {full_c}") if csc == 1 else "false"
+
+                    def direct() -> None:
+                        f.do(
+                            f"call void @aj_sc_micro_{mm.suffix}(i64 {k}, ptr {pa}, ptr {bp}, "
+                            f"ptr {c}, ptr {lr})"
+                        )
+
+                    def via_tile() -> None:
+                        size = mr * nr * mm.prec.byte_size
+                        f.do(f"call void @llvm.memset.p0.i64(ptr %tile, i8 0, i64 {size}, i1 0)")
+
+                        def copy(into_tile: bool) -> None:
+                            def row(r: str) -> None:
+                                ro = b.v(f"load i64, ptr {entry(lr, r)}")
+
+                                def cell(j: str) -> None:
+                                    there = b.at(c, b.add(ro, b.mul(j, csc)))
+                                    here = b.at("%tile", b.add(b.mul(r, nr), j))
+                                    src, dst = (there, here) if into_tile else (here, there)
+                                    b.store(b.load(src), dst)
+
+                                b.loop(0, cols, 1, cell)
+
+                            b.loop(0, rows_, 1, row)
+
+                        copy(True)
+                        f.do(f"call void {micro}(i64 {k}, ptr {pa}, ptr {bp}, ptr %tile, i64 {nr})")
+                        copy(False)
+
+                    b.branch(full, direct, via_tile)
+
+                b.loop(0, m, mr, one)
+
+            b.loop("%c0", "%c1", nr, tiles)
+
+    b.loop("%u0", "%u1", 1, run)
+    f.do("ret void")
+    return (
+        f"define internal void @aj_scatter_{mm.suffix}(i64 %u0, i64 %u1, i64 %c0, i64 %c1, "
+        "ptr %A, ptr %B, ptr %C, ptr noalias %pa, ptr noalias %pb) #0 {\nentry:\n"
+        + "\n".join(f.allocas + f.lines)
+        + "\n}"
+    )
+
+
+def _scatter_body(
+    b: _Ir, mm: cm.CpuMatmul, ptrs: dict[Tnode, str], lo: str, hi: str, pb: str
+) -> None:
+    """A scatter's units: ``[%start, %stop)`` batches of runs (every column), or column panels
+    ``[lo, hi)`` of every run, by its helper (:func:`_scatter`)."""
+    sp = mm.scatter
+    assert sp is not None
+    per = sp.runs // sp.batches
+    if mm.split_rows:
+        u0, u1, c0, c1 = b.mul("%start", per), b.mul("%stop", per), "0", str(mm.n)
+    else:
+        u0, u1, c0, c1 = "0", str(sp.runs), lo, hi
+    a_, b_, c_ = (b.at(ptrs[o.tn], o.offset) for o in (mm.a, mm.b, mm.c))
+    b.f.do(
+        f"call void @aj_scatter_{mm.suffix}(i64 {u0}, i64 {u1}, i64 {c0}, i64 {c1}, "
+        f"ptr {a_}, ptr {b_}, ptr {c_}, ptr %mmbuf, ptr {pb})"
     )

@@ -23,6 +23,11 @@ store is strided). The steps are the reduction loops in their serial order, flat
 cell takes its ``fma`` steps in the order of the loop nest, so a kernel that follows the plan
 computes the serial code's bits.
 
+:func:`scatter_plan` recognizes the other form of a convolution's input gradient, the result
+indexed by the window (``dx[b, o+k, c] += dy[b, o, d] * w[k, c, d]``): no parallel loop covers
+its cells, but per window offset it is a GEMM with shifted result rows, a
+:class:`ScatterPlan` of runs and shifts in the order that reproduces each cell's serial order.
+
 Nothing here renders text or depends on a target.
 """
 
@@ -33,6 +38,7 @@ from dataclasses import dataclass
 
 from arrayjit_backends.codegen.kernel_plan import scalar_reduction
 from arrayjit_ir import low_level as L
+from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol
 from arrayjit_tnode import Prec, Tnode
 
@@ -249,4 +255,233 @@ def gemm_plan(nest: list[L.For_loop], rest: L.Stmt) -> GemmPlan | None:
     )
 
 
-__all__ = ["GemmOperand", "GemmPlan", "Walk", "gemm_plan"]
+@dataclass(frozen=True)
+class ScatterPlan:
+    """A recognized scatter-form contraction (a convolution's input gradient,
+    ``dx[b, o+k, c] += sum_d dy[b, o, d] * w[k, c, d]``): a sequence of plain implicit GEMMs.
+
+    ``gemm`` is the GEMM at the first value of every loop; run ``u`` (``0 <= u <``
+    ``units.extent``) and shift ``s`` add ``units.offset(u)`` (``a_units`` for ``A``,
+    ``c_units`` for ``C``) and ``shifts[s]`` (``A``, ``B``, ``C``) to its operands' offsets.
+    The serial nest's order is: for each run in increasing order, for each shift in order, the
+    whole GEMM, its row ``r`` at ``c_rows.offset(r)`` of ``C``. ``batches``: the number of
+    leading runs' groups whose cells are disjoint (``runs // batches`` runs each): threads may
+    split them, not the runs inside."""
+
+    gemm: GemmPlan
+    a_units: Walk
+    c_units: Walk
+    c_rows: Walk
+    """The offsets of the GEMM's rows in ``C`` (``gemm.c_rs`` is unused: they need not walk
+    with one stride)."""
+    runs: int
+    batches: int
+    shifts: tuple[tuple[int, int, int], ...]
+    units: tuple[L.For_loop, ...] = ()
+    """The loops of the runs (rows of the serial nest kept outside the GEMM), outermost first."""
+    offsets: tuple[tuple[L.For_loop, int], ...] = ()
+    """The shifted loops with their direction (``1`` increasing, ``-1`` decreasing), outermost
+    first: shift ``s`` is their mixed-radix point in that order."""
+
+
+MAX_SHIFTS = 64
+"""A scatter with more shifts keeps its loop nest (each shift is one call per run)."""
+
+
+def scatter_plan(loop: L.For_loop) -> ScatterPlan | None:
+    """The :class:`ScatterPlan` of a top-level loop nest, if it is one.
+
+    Which nests: a perfect nest around one ``C[...] = fma(x, w, C[...])`` (float32 or float64,
+    ``x`` and ``w`` reads of other nodes of that precision, every index linear in the loops);
+    the loops that do not index ``C`` (the steps) innermost; each other loop reads exactly one
+    of ``x`` and ``w`` and appears in exactly one of ``C``'s indices; each of ``C``'s indices a
+    loop, a fixed index, or ``a*q + b*o + e`` with ``q`` of the rows' side (``x`` or ``w``,
+    the side not indexing ``C``'s last axis) and ``o`` (the *offset*) of the columns' side, at
+    least one such index. Per offset point the rest is a GEMM that writes each cell once; the
+    GEMMs follow each other in an order that gives every cell its contributions in the serial
+    nest's order: the leading row loops (in ``C``'s order) that no offset pairs are the runs
+    (``units``: their cells are disjoint), the other rows the GEMM's (their ``C`` offsets
+    :attr:`ScatterPlan.c_rows`, any walk); the offsets iterate in the order and direction the
+    serial nest gives a cell's contributions (the pair whose outer loop comes first outermost;
+    ``q`` increasing means ``o`` decreasing when the coefficients have one sign). The columns'
+    ``C`` walk has one stride. A nest whose order no such sequence reproduces keeps its loop
+    nest (the checks for runs paired with offsets stay for plans that would make them)."""
+    loops: list[L.For_loop] = [loop]
+    while isinstance(loops[-1].body, L.For_loop):
+        loops.append(loops[-1].body)
+    body = loops[-1].body
+    if not isinstance(body, L.Set) or body.tn.prec not in (Prec.single, Prec.double):
+        return None
+    prec = body.tn.prec
+    cell = L.Get(body.tn, body.indices)
+    match body.value:
+        case L.Ternop(op=ops.Ternop.fma, a=L.Get() as x, b=L.Get() as w, c=c) if c == cell:
+            pass
+        case _:
+            return None
+    if x.tn is body.tn or w.tn is body.tn or x.tn.prec is not prec or w.tn.prec is not prec:
+        return None
+    if any(_extent(lp) < 1 for lp in loops) or len(body.indices) != len(body.tn.dims):
+        return None
+    found = [_strides(g.tn, g.indices) for g in (x, w, cell)]
+    if any(f is None for f in found):
+        return None
+    (x_off, x_per), (w_off, w_per), (c_off, c_per) = found  # type: ignore[misc]
+    syms = [lp.index for lp in loops]
+    if not set(x_per) | set(w_per) | set(c_per) <= set(syms):
+        return None
+    pos = {s: k for k, s in enumerate(syms)}
+    steps = [lp for lp in loops if not c_per.get(lp.index, 0)]
+    outer = [lp for lp in loops if c_per.get(lp.index, 0)]
+    if loops[: len(outer)] != outer:  # the steps innermost: each contribution one fma chain
+        return None
+    if any(bool(x_per.get(lp.index, 0)) == bool(w_per.get(lp.index, 0)) for lp in outer):
+        return None
+    # C's indices: plain loops and (row, offset) pairs.
+    seen: list[Symbol] = []
+    pairs: list[tuple[L.For_loop, L.For_loop, int, int]] = []  # (q, o, cq, co)
+    by_sym = {lp.index: lp for lp in loops}
+    last_side: str | None = None
+    for k, i in enumerate(body.indices):
+        match i:
+            case Fixed_idx():
+                continue
+            case Iterator(symbol=Symbol() as s):
+                seen.append(s)
+                if k == len(body.indices) - 1:
+                    last_side = "x" if x_per.get(s, 0) else "w"
+            case Affine(terms=terms) if 1 <= len(terms) <= 2:
+                if not all(isinstance(s, Symbol) and coef for coef, s in terms):
+                    return None
+                seen += [s for _, s in terms]  # type: ignore[misc]
+                if len(terms) == 2:
+                    (c1, s1), (c2, s2) = terms
+                    pairs.append((by_sym[s1], by_sym[s2], c1, c2))  # type: ignore[index]
+            case _:
+                return None
+    if not pairs or len(seen) != len(set(seen)) or set(seen) != {lp.index for lp in outer}:
+        return None
+    x_is_a = last_side != "x"
+    row_side = x_per if x_is_a else w_per
+
+    def is_row(lp: L.For_loop) -> bool:
+        return bool(row_side.get(lp.index, 0))
+
+    oriented: list[tuple[L.For_loop, L.For_loop, int, int]] = []
+    for q, o, cq, co in pairs:
+        if is_row(q) and not is_row(o):
+            oriented.append((q, o, cq, co))
+        elif is_row(o) and not is_row(q):
+            oriented.append((o, q, co, cq))
+        else:
+            return None
+    offset_syms = {o.index for _, o, _, _ in oriented}
+    partner = {q.index: (o, cq, co) for q, o, cq, co in oriented}
+    place = {s: k for k, s in enumerate(seen)}
+    rows_all = sorted((lp for lp in outer if is_row(lp)), key=lambda lp: place[lp.index])
+    cols = sorted(
+        (lp for lp in outer if not is_row(lp) and lp.index not in offset_syms),
+        key=lambda lp: place[lp.index],
+    )
+    if not cols or not rows_all:
+        return None
+    # The runs: the leading rows that no offset pairs (their cells are disjoint); the GEMM's
+    # rows: the rest (their C offsets a table, :attr:`ScatterPlan.c_rows`).
+    units: list[L.For_loop] = []
+    for lp in rows_all:
+        if lp.index in partner:
+            break
+        units.append(lp)
+    rows = rows_all[len(units) :]
+    if _walk(cols, c_per).stride is None:
+        return None
+    unit_syms = {lp.index for lp in units}
+    # The serial order of a cell's contributions: its pairs by their outer loop's position.
+    serial = sorted(oriented, key=lambda p: min(pos[p[0].index], pos[p[1].index]))
+    in_units = [p for p in serial if p[0].index in unit_syms]
+    in_rows = [p for p in serial if p[0].index not in unit_syms]
+    if serial != in_units + in_rows:
+        return None
+    if [p[0].index for p in in_units] != [lp.index for lp in units if lp.index in partner]:
+        return None
+    for q, o, cq, co in in_units:  # a run's loop q increases: so must the serial nest's
+        if pos[o.index] < pos[q.index] and cq * co > 0:
+            return None
+    offsets: list[tuple[L.For_loop, int]] = [(o, 1) for _, o, _, _ in in_units]
+    for q, o, cq, co in in_rows:
+        offsets.append((o, 1 if pos[o.index] < pos[q.index] or cq * co < 0 else -1))
+    n_shifts = math.prod(_extent(o) for o, _ in offsets)
+    if n_shifts > MAX_SHIFTS:
+        return None
+    shifts: list[tuple[int, int, int]] = []
+    for point in range(n_shifts):
+        a_d = b_d = c_d = 0
+        rest = point
+        for o, d in reversed(offsets):
+            e = _extent(o)
+            v = rest % e if d > 0 else e - 1 - rest % e
+            rest //= e
+            a_d += v * (x_per if x_is_a else w_per).get(o.index, 0)
+            b_d += v * (w_per if x_is_a else x_per).get(o.index, 0)
+            c_d += v * c_per.get(o.index, 0)
+        shifts.append((a_d, b_d, c_d))
+    batches = 1
+    for lp in units:
+        if lp.index in partner:
+            break
+        batches *= _extent(lp)
+    a_g, a_off, a_per = (x, x_off, x_per) if x_is_a else (w, w_off, w_per)
+    b_g, b_off, b_per = (w, w_off, w_per) if x_is_a else (x, x_off, x_per)
+    fixed = [*units, *(o for o, _ in offsets)]
+    m, n, k = (math.prod(_extent(lp) for lp in side) for side in (rows, cols, steps))
+    a = GemmOperand(
+        a_g.tn,
+        a_off + _base(rows, a_per) + _base(steps, a_per) + _base(fixed, a_per),
+        _walk(rows, a_per),
+        _walk(steps, a_per),
+    )
+    b = GemmOperand(
+        b_g.tn,
+        b_off + _base(cols, b_per) + _base(steps, b_per) + _base(fixed, b_per),
+        _walk(cols, b_per),
+        _walk(steps, b_per),
+    )
+    c_base = c_off + _base(rows, c_per) + _base(cols, c_per) + _base(fixed, c_per)
+    gemm = GemmPlan(
+        m,
+        n,
+        k,
+        a,
+        b,
+        body.tn,
+        c_base,
+        int(_walk(rows, c_per).stride or 0),  # unused: the rows' offsets are c_rows
+        int(_walk(cols, c_per).stride or 0),
+        x_is_a,
+        tuple(rows),
+        tuple(cols),
+        tuple(steps),
+    )
+    runs = math.prod(_extent(lp) for lp in units)
+    return ScatterPlan(
+        gemm,
+        _walk(units, a_per),
+        _walk(units, c_per),
+        _walk(rows, c_per),
+        runs,
+        batches,
+        tuple(shifts),
+        tuple(units),
+        tuple(offsets),
+    )
+
+
+__all__ = [
+    "MAX_SHIFTS",
+    "GemmOperand",
+    "GemmPlan",
+    "ScatterPlan",
+    "Walk",
+    "gemm_plan",
+    "scatter_plan",
+]
