@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -30,6 +31,10 @@ FUSED_BYTES = 16
 """Bytes one element of the fused kernel reads and writes: three float32 inputs, one output."""
 
 
+SETTLE_S = 0.2
+"""Seconds :func:`measure` waits between its warm-up call and the timed rounds."""
+
+
 def elementwise_rounds(k: int) -> int:
     """Rounds for an elementwise group of 2^k elements: 10 at 2^24, more at smaller sizes (at
     most 200), so that each row is timed over tens of milliseconds, not over the few milliseconds
@@ -47,6 +52,10 @@ def measure(
     if nbytes:
         benchmark.extra_info["bytes"] = nbytes
     fn()  # warm up: first-touch of memory, lazy initialization, kernel compilation
+    # Let other thread pools fall asleep first: numpy's OpenBLAS threads spin for about 0.1 s
+    # after a call (a reference check's matmul, the previous row), and while they spin on both
+    # cores a parallel row took 3.5x its time (attention on multicore_cc: 0.99 ms against 0.28).
+    time.sleep(SETTLE_S)
     # A quarter more rounds untimed: on a virtual machine the first runs over freshly mapped
     # buffers (a new context's) take 2-4x the steady time for ten runs or so.
     benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=max(1, rounds // 4))
