@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from arrayjit_backends.codegen.kernel_plan import scalar_reduction
+from arrayjit_backends.codegen.kernel_plan import fused_reduction
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol
@@ -176,10 +176,8 @@ def gemm_plan(nest: list[L.For_loop], rest: L.Stmt) -> GemmPlan | None:
     """The :class:`GemmPlan` of a parallel nest (from :func:`~arrayjit_backends.codegen.
     kernel_plan.parallel_order`) and the statement each cell runs, if they are an implicit GEMM
     (see the module docstring); else None."""
-    if not nest or not isinstance(rest, L.For_loop):
-        return None
-    red = scalar_reduction(rest)
-    if red is None or not red.fused:
+    red = fused_reduction(nest, rest)
+    if red is None:
         return None
     target = red.target
     prec = target.tn.prec

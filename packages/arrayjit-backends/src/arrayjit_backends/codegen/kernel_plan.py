@@ -17,6 +17,7 @@ Nothing here renders text or depends on a target.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from arrayjit_ir import low_level as L
@@ -250,6 +251,16 @@ def accumulation_step(value: L.Expr, cell: L.Expr) -> tuple[ops.Binop, L.Expr, b
         case L.Ternop(op=ops.Ternop.fma, a=x, b=w, c=c) if c == cell:
             return ops.Binop.add, L.Binop(ops.Binop.mul, x, w), True
     return None
+
+
+def fused_reduction(nest: Sequence[L.For_loop], rest: L.Stmt) -> ScalarReduction | None:
+    """The fused :class:`ScalarReduction` (one ``fma`` a step) each cell of the parallel
+    ``nest`` runs, when ``rest``, the statement under the nest, is one; else None. What the
+    contraction recognizers (matmul, implicit GEMM, the GPU's register tiles) start from."""
+    if not nest or not isinstance(rest, L.For_loop):
+        return None
+    red = scalar_reduction(rest)
+    return red if red is not None and red.fused else None
 
 
 def scalar_reduction(s: L.For_loop | L.Set) -> ScalarReduction | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arrayjit_backends.codegen.kernel_plan import scalar_reduction
+from arrayjit_backends.codegen.kernel_plan import fused_reduction
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import AxisIndex, Fixed_idx, Iterator, Symbol
 from arrayjit_tnode import Prec
@@ -82,10 +82,8 @@ def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
     """The :class:`MatmulPlan` of a parallel nest (from :func:`~arrayjit_backends.codegen.
     kernel_plan.parallel_order`) and the statement each cell runs, if they are a plain matmul
     (see the module docstring); else None."""
-    if not nest or not isinstance(rest, L.For_loop):
-        return None
-    red = scalar_reduction(rest)
-    if red is None or not red.fused or len(red.loops) != 1:
+    red = fused_reduction(nest, rest)
+    if red is None or len(red.loops) != 1:
         return None
     k, target = red.loops[0], red.target
     prec = target.tn.prec

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arrayjit_backends.codegen.c_syntax import Out
-from arrayjit_backends.codegen.kernel_plan import ScalarReduction, scalar_reduction
+from arrayjit_backends.codegen.kernel_plan import ScalarReduction, fused_reduction
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import Iterator, Symbol, index_symbols
@@ -65,10 +65,8 @@ class ContractionPlan:
 def contraction_plan(nest: tuple[L.For_loop, ...], rest: L.Stmt) -> ContractionPlan | None:
     """The :class:`ContractionPlan` of a parallel nest and the statement each cell runs, when
     it is a fused reduction the module docstring describes; else None."""
-    if not nest or not isinstance(rest, L.For_loop):
-        return None
-    red = scalar_reduction(rest)
-    if red is None or not red.fused or not red.loops:
+    red = fused_reduction(nest, rest)
+    if red is None or not red.loops:
         return None
     target = red.target
     prec = target.tn.prec
