@@ -108,6 +108,10 @@ class GpuDevices(DeviceBackend):
         self.cache = CompileCache()
         self.scratch_account = ScratchAccount()
         self._build_lock = threading.Lock()
+        self._render_lock = threading.Lock()
+        """The renderer keeps the routine it prints (names, locals) on itself: one at a time,
+        as the CPU compilers do (two threads compiling on one backend printed each other's
+        buffer names)."""
 
     # ---- hooks ----
 
@@ -185,10 +189,9 @@ class GpuDevices(DeviceBackend):
         return fixed.get(config, self.most_streams)
 
     def compile(self, optimized: Optimized) -> GpuCode:
-        code = GpuCode(
-            optimized.name,
-            render_program(self.renderer, optimized, kernel_name(optimized.name)),
-        )
+        with self._render_lock:
+            program = render_program(self.renderer, optimized, kernel_name(optimized.name))
+        code = GpuCode(optimized.name, program)
         self.prepare(code)
         return code
 
