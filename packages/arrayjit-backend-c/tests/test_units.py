@@ -118,18 +118,26 @@ def run(backend: Any, acts: list[str], name: str) -> dict[str, np.ndarray]:
     return expected
 
 
+def small_units(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Units an eighth of the usual minimum and a sixteenth of the maximum, however small the
+    routine: the eight-layer step splits as a larger program does."""
+    monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
+    monkeypatch.setattr(units, "SPLIT_MIN_BYTES", 0)
+    monkeypatch.setattr(units, "MIN_UNIT_BYTES", units.MIN_UNIT_BYTES // 8)
+    monkeypatch.setattr(units, "MAX_UNIT_BYTES", units.MAX_UNIT_BYTES // 16)
+
+
 def test_editing_one_layer_compiles_only_its_units(
     backend: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Editing one layer of eight (its bias subtracted, not added) compiles exactly the units
-    whose source is new (counted at the compiler), fewer than half; both steps compute what
-    numpy computes. (Eight layers of C would be one unit: split as a larger program is, in
-    smaller units (half the usual minimum, a quarter of the maximum), six to eight of them: with
-    four, a moved boundary reaches the neighbouring units before the grouping falls back into
-    step, as it does within a unit or two in a larger program.)"""
-    monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
-    monkeypatch.setattr(units, "MIN_UNIT_BYTES", units.MIN_UNIT_BYTES // 2)
-    monkeypatch.setattr(units, "MAX_UNIT_BYTES", units.MAX_UNIT_BYTES // 4)
+    whose source is new (counted at the compiler; the kernel library, built once per process,
+    is not a unit), fewer than half; both steps compute what numpy computes. (Eight identical
+    layers shrink to one layer's distinct functions, one unit: split as a larger program is, in
+    smaller units (an eighth of the usual minimum, a sixteenth of the maximum): with few units,
+    a moved boundary reaches the neighbouring units before the grouping falls back into step,
+    as it does within a unit or two in a larger program.)"""
+    small_units(monkeypatch)
     compiled: list[str] = []
     split: list[tuple[str, ...]] = []
     is_cc = backend.name.endswith("cc")
@@ -145,10 +153,16 @@ def test_editing_one_layer_compiles_only_its_units(
         compiled.append(source)
         return real_compile(cc, source, name)
 
+    libraries: set[str | None] = set()
+
     def splitting(source: str) -> units.SplitRoutine:
         result = real_split(source)
         split.append(result.units)
+        libraries.add(result.library)
         return result
+
+    def compiled_units() -> list[str]:
+        return sorted(c for c in compiled if c not in libraries)
 
     monkeypatch.setattr(module, "compile_object", counting_c if is_cc else counting)
     compiler_module = "arrayjit_backend_c.cc.compiler" if is_cc else llvm_compiler.__name__
@@ -156,12 +170,12 @@ def test_editing_one_layer_compiles_only_its_units(
 
     acts = ["add"] * LAYERS
     run(backend, acts, "step")
-    assert len(split[0]) > 2 and sorted(compiled) == sorted(set(split[0]))
+    assert len(split[0]) > 2 and compiled_units() == sorted(set(split[0]))
     compiled.clear()
     acts[5] = "sub"
     run(backend, acts, "step")
     new = set(split[1]) - set(split[0])
-    assert compiled and sorted(compiled) == sorted(new)
+    assert compiled_units() and compiled_units() == sorted(new)
     assert len(new) < len(split[1]) / 2
 
 
@@ -239,7 +253,8 @@ def test_corrupt_unit_entries_are_rebuilt(
     """Every cache entry of a compiled step truncated: compiling the step edited (whose units
     are mostly the same) finds no entry it can trust, rebuilds every unit with a warning per bad
     entry, and computes what numpy computes."""
-    monkeypatch.setattr(units, "C_ONE_UNIT_BYTES", 0)
+    small_units(monkeypatch)
+    monkeypatch.setattr(units, "_libraries", {})  # the library is read from the cache too
     compiled: list[str] = []
     is_cc = backend.name.endswith("cc")
     module: Any = toolchain if is_cc else llvm_compiler
@@ -259,8 +274,44 @@ def test_corrupt_unit_entries_are_rebuilt(
         path.write_bytes(path.read_bytes()[:100])
     compiled.clear()
     acts[5] = "sub"
+    monkeypatch.setattr(units, "_libraries", {})
     with caplog.at_level(logging.WARNING, logger="arrayjit_backends.impl.compile_cache"):
         run(backend, acts, "step")
     assert len(compiled) >= first > 2  # nothing of the truncated entries was used
     bad = [r for r in caplog.records if "rebuilding it" in r.getMessage()]
     assert len(bad) >= first - 2  # every unit the edit left as it was, found bad
+
+
+def test_the_kernel_library_compiles_once_per_process(
+    backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two different steps (the second with one layer edited), each with packed matmuls,
+    compiled in a process that has no kernel library yet and no cache: the library is compiled
+    once, for the first; both compute what numpy computes."""
+    monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
+    monkeypatch.setattr(units, "_libraries", {})
+    libraries: list[str | None] = []
+    compiled: list[str] = []
+    is_cc = backend.name.endswith("cc")
+    module: Any = toolchain if is_cc else llvm_compiler
+    real_compile = module.compile_object
+    real_split = units.split_c if is_cc else units.split_llvm
+
+    def counting(*args: Any) -> bytes:
+        compiled.append(args[1] if is_cc else args[0])
+        return real_compile(*args)
+
+    def splitting(source: str) -> units.SplitRoutine:
+        result = real_split(source)
+        libraries.append(result.library)
+        return result
+
+    monkeypatch.setattr(module, "compile_object", counting)
+    compiler_module = "arrayjit_backend_c.cc.compiler" if is_cc else llvm_compiler.__name__
+    monkeypatch.setattr(f"{compiler_module}.split_{'c' if is_cc else 'llvm'}", splitting)
+    acts = ["add"] * 2
+    run(backend, acts, "first")
+    acts[1] = "sub"
+    run(backend, acts, "second")
+    assert libraries[0] is not None and libraries[0] == libraries[1]
+    assert compiled.count(libraries[0]) == 1

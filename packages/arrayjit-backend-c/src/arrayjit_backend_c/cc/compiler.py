@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from arrayjit_backend_c.cc import toolchain
 from arrayjit_backend_c.cc.renderer import CcSyntax
 from arrayjit_backend_c.cpu.segments import SegmentedCode, SegmentedCompiler
-from arrayjit_backend_c.cpu.units import split_c, unit_objects
+from arrayjit_backend_c.cpu.units import SplitRoutine, library_object, split_c, unit_objects
 from arrayjit_backends.codegen.c_syntax import CSyntax
 from arrayjit_backends.impl.compile_cache import CompileCache, cache_key
 from arrayjit_backends.impl.cpu_compiler import kernel_name
@@ -108,7 +108,7 @@ class CcCompiler(SegmentedCompiler):
             self.cache,
             key,
             optimized.name,
-            lambda: self.build(split.units, fn_name),
+            lambda: self.build(split, fn_name),
             load,
         )
 
@@ -125,21 +125,28 @@ class CcCompiler(SegmentedCompiler):
             device=toolchain.cpu_identity(),
         )
 
-    def build(self, units: tuple[str, ...], fn_name: str) -> bytes:
+    def build(self, split: SplitRoutine, fn_name: str) -> bytes:
         """The shared object of a routine's compile units (:mod:`arrayjit_backend_c.cpu.
-        units`): one unit is compiled to it at once; several are compiled to object code in
-        parallel, each cached on its own (so an edit recompiles only the units it changed),
-        and linked."""
-        if len(units) == 1:
-            return toolchain.compile_shared_object(self.cc, units[0], fn_name)
-        objects = unit_objects(
-            units,
-            self.cache,
-            lambda unit: self.key(unit, "c-unit", toolchain.UNIT_FLAGS),
-            lambda unit, k: toolchain.compile_object(self.cc, unit, f"{fn_name}_u{k}"),
-            toolchain.is_shared_object,
+        units`) and its kernel library (built once per process): one unit is compiled to it at
+        once; several are compiled to object code in parallel, each cached on its own (so an
+        edit recompiles only the units it changed), and linked."""
+
+        def key(unit: str) -> str:
+            return self.key(unit, "c-unit", toolchain.UNIT_FLAGS)
+
+        def build(unit: str, k: int) -> bytes:
+            return toolchain.compile_object(self.cc, unit, f"{fn_name}_u{k}")
+
+        check = toolchain.is_shared_object
+        library = (
+            []
+            if split.library is None
+            else [library_object(split.library, self.cache, key(split.library), build, check)]
         )
-        return toolchain.link_shared_object(self.cc, objects, fn_name)
+        if len(split.units) == 1:
+            return toolchain.compile_shared_object(self.cc, split.units[0], fn_name, library)
+        objects = unit_objects(split.units, self.cache, key, build, check)
+        return toolchain.link_shared_object(self.cc, [*library, *objects], fn_name)
 
     def describe(self) -> dict[str, Any]:
         return {

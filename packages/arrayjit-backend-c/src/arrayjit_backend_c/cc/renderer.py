@@ -388,12 +388,12 @@ class CcSyntax(CSyntax):
     @staticmethod
     def _task(seg: Segment, args: list[Arg], out: Out) -> None:
         """A parallel segment's task: its function called with one chunk's arguments."""
-        width = len(seg.extra_pointers())
         out.add(0, f"void {seg.task_name}(const int64_t *restrict common,")
         out.add(0, "    const int64_t *restrict extra, int64_t chunk) {")
+        out.add(1, f"const int64_t *restrict row = extra + chunk * {seg.chunk_width()};")
         values = [
             f"{'(void *)(intptr_t)' if a.pointer else ''}"
-            f"{a.block}[{a.index if a.block == 'common' else f'chunk * {width} + {a.index}'}]"
+            f"{f'common[row[{a.index}]]' if a.common else f'row[{a.index}]'}"
             for a in args
         ]
         out.add(1, f"{seg.name}({', '.join(values)});")

@@ -9,6 +9,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from arrayjit_tnode import CompileError
@@ -149,8 +150,9 @@ to link, and a call of a function that the unit does not declare is an error (no
 for the loader to miss)."""
 
 
-def compile_shared_object(cc: str, source: str, name: str) -> bytes:
-    """Compile C source to a shared object; returns its bytes.
+def compile_shared_object(cc: str, source: str, name: str, objects: Sequence[bytes] = ()) -> bytes:
+    """Compile C source to a shared object, linked with ``objects`` (object code from
+    :func:`compile_object`); returns its bytes.
 
     Raises:
         CompileError: the compiler failed; the message has its output and the path of the kept
@@ -159,7 +161,9 @@ def compile_shared_object(cc: str, source: str, name: str) -> bytes:
     workdir = Path(tempfile.mkdtemp(prefix=f"arrayjit-{name}-"))
     src = workdir / f"{name}.c"
     src.write_text(source)
-    return _build(cc, [*flags(cc), str(src)], workdir / f"{name}.so", name, str(src), "-lm")
+    paths = _write_objects(workdir, objects, name)
+    args = [*flags(cc), str(src), *paths]
+    return _build(cc, args, workdir / f"{name}.so", name, str(src), "-lm")
 
 
 def compile_object(cc: str, source: str, name: str) -> bytes:
@@ -183,13 +187,18 @@ def link_shared_object(cc: str, objects: list[bytes], name: str) -> bytes:
             objects.
     """
     workdir = Path(tempfile.mkdtemp(prefix=f"arrayjit-{name}-"))
+    cmd = ["-shared", "-fPIC", *_write_objects(workdir, objects, name)]
+    return _build(cc, cmd, workdir / f"{name}.so", name, str(workdir), "-lm")
+
+
+def _write_objects(workdir: Path, objects: Sequence[bytes], name: str) -> list[str]:
+    """Write ``objects`` into ``workdir``; their paths."""
     paths = []
     for k, data in enumerate(objects):
         path = workdir / f"{name}_{k}.o"
         path.write_bytes(data)
         paths.append(str(path))
-    cmd = ["-shared", "-fPIC", *paths]
-    return _build(cc, cmd, workdir / f"{name}.so", name, str(workdir), "-lm")
+    return paths
 
 
 def _build(cc: str, args: list[str], out: Path, name: str, kept: str, *libs: str) -> bytes:

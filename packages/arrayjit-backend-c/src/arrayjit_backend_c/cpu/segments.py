@@ -12,7 +12,9 @@ every static index), in that order, so that the generated source grows with the 
 with segments times nodes. A parallel segment's function takes a range of its loop after them
 (:class:`Segment`), and has a *task*
 (:attr:`Segment.task_name`) that calls it with one chunk's arguments read from blocks of int64
-(:func:`task_arguments`).
+(:func:`task_arguments`). The task's text names no position among the routine's parameters (each
+chunk's row holds the positions it reads), so that the tasks of identical segment functions are
+identical too (:mod:`arrayjit_backend_c.cpu.units` compiles them once).
 
 At link (:meth:`SegmentedCompiler.link`) each parallel segment is cut into chunks
 (:func:`chunks`), as many as its cost is worth
@@ -127,6 +129,16 @@ class Segment:
             return [False, False, True, False]
         return [False, False] if self.parallel else []
 
+    def chunk_width(self) -> int:
+        """The ``int64`` values of one chunk's row of a parallel segment's task
+        (:func:`task_arguments`): its extra arguments, then the positions of its common ones."""
+        return len(self.extra_pointers()) + len(self.args)
+
+    def chunk_row(self, extra: tuple[int, ...]) -> tuple[int, ...]:
+        """One chunk's row (:meth:`chunk_width` values): the chunk's ``extra`` arguments, then
+        :attr:`args`."""
+        return (*extra, *self.args)
+
     def extra_argtypes(self) -> list[Any]:
         """The ctypes types of the parameters this segment's function takes after the common
         ones."""
@@ -137,21 +149,26 @@ class Segment:
 class Arg:
     """One argument of a task's call (:func:`task_arguments`)."""
 
-    block: str
+    common: bool
+    """Read from the routine's parameters (``common[row[index]]``), else the row's own value
+    (``row[index]``)."""
     index: int
+    """Its offset in the chunk's row (``extra + chunk * width``, width
+    :meth:`Segment.chunk_width`)."""
     pointer: bool
 
 
 def task_arguments(seg: Segment, params: KernelParams, scratch: Sequence[Tnode]) -> list[Arg]:
-    """How a parallel segment's task (:attr:`Segment.task_name`) calls its function: per
-    argument, the block it is read from (``"common"``: the routine's parameters, one ``int64``
-    each in :func:`~arrayjit_backends.impl.cpu_compiler.native_argtypes` order, of which it
-    reads its :attr:`Segment.args`; ``"extra"``: the chunk's own,
-    ``len(extra_pointers())`` ``int64`` per chunk from ``chunk *`` that many), its index there
-    (for ``"extra"``, the offset within the chunk's run), and whether it is a pointer."""
+    """How a parallel segment's task (:attr:`Segment.task_name`) calls its function, given the
+    routine's parameters (``common``: one ``int64`` each in
+    :func:`~arrayjit_backends.impl.cpu_compiler.native_argtypes` order) and the chunks' rows
+    (``extra``: :meth:`Segment.chunk_width` ``int64`` a chunk, :meth:`Segment.chunk_row`): the
+    segment's common arguments, read at the positions the row holds after the chunk's own
+    values, then those values."""
     pointers = len(params.buffers) + (params.merge_node is not None) + len(scratch)
-    common = [Arg("common", k, k < pointers) for k in seg.args]
-    return common + [Arg("extra", k, p) for k, p in enumerate(seg.extra_pointers())]
+    own = seg.extra_pointers()
+    common = [Arg(True, len(own) + j, k < pointers) for j, k in enumerate(seg.args)]
+    return common + [Arg(False, k, p) for k, p in enumerate(own)]
 
 
 COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
@@ -502,7 +519,7 @@ class SegmentedCompiler(CpuCompiler):
         args = NativeArgs(c.params, buffers, merge_buffer, [a.ctypes.data for a in scratch])
         # Per segment: its function, what it takes of the routine's arguments (picked from
         # them per run, see Segment.args), the extra arguments of its one call, or (for a
-        # parallel segment of several chunks) its task, the address of the chunks' arguments
+        # parallel segment of several chunks) its task, the address of the chunks' rows
         # (int64 each, see task_arguments) and their count; for a reduction its combining
         # function with its extra arguments.
         steps: list[Step] = []
@@ -532,7 +549,7 @@ class SegmentedCompiler(CpuCompiler):
             if len(calls) == 1 or task is None:  # no thread to share it with
                 steps.append((fn, pick, calls[0], None, combine, fold))
                 continue
-            extra = np.array(calls, np.int64).reshape(-1)
+            extra = np.array([seg.chunk_row(c) for c in calls], np.int64).reshape(-1)
             scratch.append(extra)
             steps.append((fn, pick, (), (task, extra.ctypes.data, len(calls)), combine, fold))
         keep_alive = (list(buffers.values()), scratch, c)

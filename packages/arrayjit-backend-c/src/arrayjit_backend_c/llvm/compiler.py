@@ -34,7 +34,7 @@ from arrayjit_backend_c.cpu.llvm_jit import (
     object_key,
 )
 from arrayjit_backend_c.cpu.segments import SegmentedCode, SegmentedCompiler
-from arrayjit_backend_c.cpu.units import split_llvm, unit_objects
+from arrayjit_backend_c.cpu.units import SplitRoutine, library_object, split_llvm, unit_objects
 from arrayjit_backend_c.llvm.renderer import LlvmGen
 from arrayjit_backends.impl.compile_cache import CompileCache
 from arrayjit_backends.impl.cpu_compiler import kernel_name
@@ -83,7 +83,7 @@ class LlvmCompiler(SegmentedCompiler):
                 self.cache,
                 key,
                 optimized.name,
-                lambda: self.build(split.units, fn_name),
+                lambda: self.build(split, fn_name),
                 load,
             )
 
@@ -95,23 +95,28 @@ class LlvmCompiler(SegmentedCompiler):
         weakref.finalize(code, close_engine, engine)
         return code
 
-    def build(self, units: tuple[str, ...], fn_name: str) -> bytes:
-        """The object code of a routine's compile units (:mod:`arrayjit_backend_c.cpu.units`):
-        one unit's object, or a :func:`~arrayjit_backend_c.cpu.llvm_jit.bundle` of each unit's,
-        each cached on its own (so an edit recompiles only the units it changed). The caller
-        holds :data:`~arrayjit_backend_c.cpu.llvm_jit.LLVM_LOCK` (LLVM's context is not
-        thread-safe: the units compile one after another)."""
-        if len(units) == 1:
-            return compile_object(units[0], fn_name, self.target)
-        objects = unit_objects(
-            units,
-            self.cache,
-            lambda unit: object_key(unit, self.target, "llvm-unit"),
-            lambda unit, k: compile_object(unit, f"{fn_name}_u{k}", self.target),
-            is_object,
-            workers=1,
+    def build(self, split: SplitRoutine, fn_name: str) -> bytes:
+        """The object code of a routine's compile units (:mod:`arrayjit_backend_c.cpu.units`)
+        and its kernel library (built once per process): one unit's object, or a
+        :func:`~arrayjit_backend_c.cpu.llvm_jit.bundle` of each unit's, each cached on its own
+        (so an edit recompiles only the units it changed). The caller holds
+        :data:`~arrayjit_backend_c.cpu.llvm_jit.LLVM_LOCK` (LLVM's context is not thread-safe:
+        the units compile one after another)."""
+
+        def key(unit: str) -> str:
+            return object_key(unit, self.target, "llvm-unit")
+
+        def build(unit: str, k: int) -> bytes:
+            return compile_object(unit, f"{fn_name}_u{k}", self.target)
+
+        library = (
+            []
+            if split.library is None
+            else [library_object(split.library, self.cache, key(split.library), build, is_object)]
         )
-        return bundle(objects)
+        if len(split.units) == 1 and not library:
+            return compile_object(split.units[0], fn_name, self.target)
+        return bundle([*library, *unit_objects(split.units, self.cache, key, build, is_object, 1)])
 
     def describe(self) -> dict[str, Any]:
         return {

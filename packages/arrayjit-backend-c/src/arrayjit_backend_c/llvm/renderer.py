@@ -656,16 +656,18 @@ def task_function(seg: Segment, args: list[Arg]) -> str:
     lines = [
         f"define void @{seg.task_name}(ptr %common, ptr %extra, i64 %chunk) #0 {{",
         "entry:",
-        f"  %base = mul i64 %chunk, {len(seg.extra_pointers())}",
+        f"  %base = mul i64 %chunk, {seg.chunk_width()}",
+        "  %row = getelementptr i64, ptr %extra, i64 %base",
     ]
     values = []
     for k, a in enumerate(args):
-        at = str(a.index)
-        if a.block == "extra":
-            lines.append(f"  %a{k}.at = add i64 %base, {a.index}")
-            at = f"%a{k}.at"
-        lines.append(f"  %a{k}.p = getelementptr i64, ptr %{a.block}, i64 {at}")
-        lines.append(f"  %a{k}.v = load i64, ptr %a{k}.p")
+        lines.append(f"  %a{k}.r = getelementptr i64, ptr %row, i64 {a.index}")
+        at = f"%a{k}.r"
+        if a.common:  # the row holds the position among the routine's parameters
+            lines.append(f"  %a{k}.at = load i64, ptr %a{k}.r")
+            lines.append(f"  %a{k}.p = getelementptr i64, ptr %common, i64 %a{k}.at")
+            at = f"%a{k}.p"
+        lines.append(f"  %a{k}.v = load i64, ptr {at}")
         if a.pointer:
             lines.append(f"  %a{k} = inttoptr i64 %a{k}.v to ptr")
         values.append(f"ptr %a{k}" if a.pointer else f"i64 %a{k}.v")
