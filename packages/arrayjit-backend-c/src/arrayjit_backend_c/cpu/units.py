@@ -624,6 +624,14 @@ _libraries: dict[str, bytes] = {}
 _libraries_lock = threading.Lock()
 
 
+def forget_libraries() -> None:
+    """Forget the kernel libraries this process has built: the next routine that uses one
+    compiles it (or reads it from the cache) again, as the first routine of a process does
+    (what the compile benchmark times as a process's first compile)."""
+    with _libraries_lock:
+        _libraries.clear()
+
+
 def library_object(
     library: str,
     cache: CompileCache,
@@ -648,6 +656,7 @@ __all__ = [
     "MAX_UNIT_BYTES",
     "MIN_UNIT_BYTES",
     "SplitRoutine",
+    "forget_libraries",
     "library_object",
     "split_c",
     "split_llvm",
