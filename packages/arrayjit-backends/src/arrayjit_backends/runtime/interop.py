@@ -28,6 +28,7 @@ imports numpy, arrayjit_tnode, :mod:`~arrayjit_backends.runtime.dlpack` and the 
 from __future__ import annotations
 
 import enum
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -37,7 +38,7 @@ import numpy as np
 
 from arrayjit_backends.impl.stream_queue import Event, StreamQueue
 from arrayjit_backends.runtime import dlpack
-from arrayjit_tnode import Tnode, UsageError
+from arrayjit_tnode import Prec, Tnode, UsageError
 
 DLPACK_CPU = dlpack.KDL_CPU
 """DLPack's ``kDLCPU`` device type."""
@@ -353,6 +354,13 @@ def is_c_contiguous(shape: Sequence[int], strides: Sequence[int] | None, itemsiz
     return all(n == 1 or s == w for n, s, w in zip(shape, strides, want, strict=True))
 
 
+@functools.cache
+def host_layout(prec: Prec, dims: tuple[int, ...]) -> tuple[np.dtype[Any], tuple[int, ...]]:
+    """The numpy dtype and host shape (padding included) of a node of ``prec`` and ``dims``:
+    what :func:`layout_mismatch` checks first, remembered for the per-transfer checks."""
+    return np.dtype(prec.numpy_dtype), tuple(prec.host_shape(dims))
+
+
 def layout_mismatch(
     tn: Tnode,
     dtype: np.dtype[Any] | None,
@@ -366,10 +374,10 @@ def layout_mismatch(
     included), C-contiguous, the address a multiple of the element size (where the array has
     elements); None where it can be. The one checker of host arrays, imported host arrays and
     imported device arrays: each caller words its own message."""
-    if dtype is None or dtype != tn.prec.numpy_dtype:
+    want_dtype, want = host_layout(tn.prec, tuple(tn.dims))
+    if dtype is None or dtype != want_dtype:
         return Mismatch.DTYPE
-    want = tn.prec.host_shape(tn.dims)
-    if tuple(shape) != tuple(want):
+    if tuple(shape) != want:
         return Mismatch.SHAPE
     if not is_c_contiguous(want, strides, dtype.itemsize):
         return Mismatch.STRIDES

@@ -28,7 +28,7 @@ import numpy as np
 from arrayjit_backends.impl.stream_queue import Event
 from arrayjit_backends.runtime import hazards, trace
 from arrayjit_backends.runtime.hazards import Key
-from arrayjit_backends.runtime.interop import Mismatch, layout_mismatch
+from arrayjit_backends.runtime.interop import Mismatch, host_layout, layout_mismatch
 from arrayjit_backends.runtime.slab import BufferLoc
 from arrayjit_tnode import Tnode, UsageError
 from arrayjit_tnode import memory_mode as mm
@@ -155,8 +155,12 @@ def check_host_array(tn: Tnode, what: str, backend: str, *, writable: bool = Fal
             f"{what}: node {tn.debug_label}'s host array is {type(arr).__name__}, not a numpy "
             f"array (backend {backend})"
         )
+    c_order = arr.flags.c_contiguous
+    fits = c_order and (arr.dtype, arr.shape) == host_layout(tn.prec, tn.dims)
+    if fits and (not writable or arr.flags.writeable):  # the common case, accepted at once
+        return arr
     # numpy's own flag spares the stride arithmetic on this per-transfer path (the same rule).
-    strides = None if arr.flags.c_contiguous else arr.strides
+    strides = None if c_order else arr.strides
     kind = layout_mismatch(tn, arr.dtype, arr.shape, strides, None)
     if kind in (Mismatch.DTYPE, Mismatch.SHAPE):
         shape = tn.prec.host_shape(tn.dims)
