@@ -12,65 +12,23 @@ import pytest
 from arrayjit_backend_c.cc import toolchain
 from arrayjit_backend_c.cpu import units
 from arrayjit_backend_c.llvm import compiler as llvm_compiler
-from arrayjit_ir import ir
-from arrayjit_ir.assignments import Assignment
+from arrayjit_conformance.compile_workload import BATCH, WIDTH
+from arrayjit_conformance.compile_workload import mlp_step as workload_step
+from arrayjit_ir.assignments import Assignment, nodes
 from arrayjit_tnode import Tnode
 
 BACKENDS = ["sync_cc", "sync_llvm"]
-BATCH, WIDTH, LAYERS = 32, 64, 8
+LAYERS = 8
 RATE = 0.05
 
 
 def mlp_step(acts: list[str]) -> tuple[Assignment, dict[str, Tnode]]:
-    """A training step of an MLP with one layer per entry of ``acts``, the op that adds the
-    layer's bias (``add``, or ``sub`` for an edited layer) (forward through tanh, the
-    mean-squared-error gradient, backward through ``1 - h*h``, SGD), as
-    ``tools/compile_scaling.py`` writes it; the step and its hosted nodes by name."""
-    hosted: dict[str, Tnode] = {}
-
-    def node(label: str, dims: tuple[int, ...], host: bool = False) -> Tnode:
-        tn = Tnode.create(dims, label=label, hosted=host)
-        if host:
-            hosted[label] = tn
-        return tn
-
-    x, target = node("x", (BATCH, WIDTH), True), node("target", (BATCH, WIDTH), True)
-    rate, inv_b, one = (node(n, (), True) for n in ("lr", "inv_b", "one"))
-    ws = [node(f"w{k}", (WIDTH, WIDTH), True) for k in range(len(acts))]
-    bs = [node(f"b{k}", (WIDTH,), True) for k in range(len(acts))]
-    stmts: list[Assignment] = []
-    hs = [x]
-    for k, act in enumerate(acts):
-        z0, z, h = (node(f"{n}{k}", (BATCH, WIDTH)) for n in ("z0_", "z", "h"))
-        stmts += [
-            ir.accum(z0, "add", hs[-1], ws[k], op="mul", spec="bi,ih->bh"),
-            ir.binop(z, act, z0, bs[k]),
-            ir.unop(h, "tanh", z),
-        ]
-        hs.append(h)
-    d, dh = node("d", (BATCH, WIDTH)), node("dh_last", (BATCH, WIDTH))
-    stmts += [ir.binop(d, "sub", hs[-1], target), ir.binop(dh, "mul", d, inv_b)]
-    for k in reversed(range(len(acts))):
-        hsq, omh, dz = (node(f"{n}{k}", (BATCH, WIDTH)) for n in ("hsq", "omh", "dz"))
-        g, gb = node(f"g{k}", (WIDTH, WIDTH)), node(f"gb{k}", (WIDTH,))
-        s, sb = node(f"s{k}", (WIDTH, WIDTH)), node(f"sb{k}", (WIDTH,))
-        stmts += [
-            ir.binop(hsq, "mul", hs[k + 1], hs[k + 1]),
-            ir.binop(omh, "sub", one, hsq),
-            ir.binop(dz, "mul", dh, omh),
-            ir.accum(g, "add", hs[k], dz, op="mul", spec="bi,bh->ih"),
-            ir.accum(gb, "add", dz, spec="bh->h"),
-        ]
-        if k > 0:
-            dh = node(f"dh{k - 1}", (BATCH, WIDTH))
-            stmts.append(ir.accum(dh, "add", dz, ws[k], op="mul", spec="bh,ih->bi"))
-        stmts += [
-            ir.binop(s, "mul", g, rate),
-            ir.binop(ws[k], "sub", ws[k], s),
-            ir.binop(sb, "mul", gb, rate),
-            ir.binop(bs[k], "sub", bs[k], sb),
-        ]
-    return ir.block(*stmts), hosted
+    """The training step of :mod:`arrayjit_conformance.compile_workload` with one layer per
+    entry of ``acts``, the op that adds the layer's bias (``add``, or ``sub`` for the one
+    edited layer); the step and its nodes by label."""
+    edited = [k for k, act in enumerate(acts) if act == "sub"]
+    comp, _ = workload_step(len(acts), edited[0] if edited else None)
+    return comp, {".".join(tn.label): tn for tn in nodes(comp)}
 
 
 def numpy_step(acts: list[str], values: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
