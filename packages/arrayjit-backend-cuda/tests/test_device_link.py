@@ -123,7 +123,9 @@ def test_compile_builds_a_cubin_and_link_loads_it_once(cuda_device: Any) -> None
     [(name, args, block, grid, stream)] = cuda_device.recorded.calls
     assert name == code.rendered.kernels[0].name and stream == "stream-0"
     pointers = {x: 0x1000 + 16, y: 0x2000}
-    assert list(args) == [pointers[tn] for tn in code.rendered.params.buffers]
+    taken = code.rendered.kernels[0].buffers  # the kernel's own, in its parameters' order
+    assert sorted(taken) == list(range(len(code.rendered.params.buffers)))
+    assert list(args) == [pointers[code.rendered.params.buffers[k]] for k in taken]
     assert all(isinstance(a, np.uintp) for a in args)
     assert block == (256, 1, 1) and grid == (1, 1)
     assert cuda_device.scratch_bytes(0) == 0

@@ -307,3 +307,39 @@ def test_only_an_empty_nest_keeps_a_bounds_check() -> None:
     full = render_program(OpenclSyntax(), optimize(lower(ir.unop(z, "exp", b)), name="f"), "f")
     assert [(k.global_size, k.local_size) for k in full.kernels] == [(21, None)]
     assert "aj_gid >=" not in full.source
+
+
+def test_repeated_layers_share_kernels(backend: Any) -> None:
+    """Three identical layers ``h = tanh(h w + b)``: their kernels are defined once and
+    launched with each layer's buffers, and the result is numpy's."""
+    rng = np.random.default_rng(3)
+    h = Tnode.create((8, 16), label="x", hosted=True)
+    x = (rng.standard_normal((8, 16)) * 0.5).astype(np.float32)
+    h.set_values(x)
+    want = x.astype(np.float64)
+    stmts = []
+    for k in range(3):
+        w = Tnode.create((16, 16), label=f"w{k}", hosted=True)
+        b = Tnode.create((16,), label=f"b{k}", hosted=True)
+        vw = (rng.standard_normal((16, 16)) * 0.3).astype(np.float32)
+        vb = (rng.standard_normal(16) * 0.1).astype(np.float32)
+        w.set_values(vw)
+        b.set_values(vb)
+        z, out = (
+            Tnode.create((8, 16), label=f"z{k}"),
+            Tnode.create((8, 16), label=f"h{k}", hosted=True),
+        )
+        stmts += [
+            ir.accum(z, "add", h, w, op="mul", spec="bi,ih->bh"),
+            ir.binop(z, "add", z, b, spec="bh,h->bh"),
+            ir.unop(out, "tanh", z),
+        ]
+        want = np.tanh(want @ vw + vb)
+        h = out
+    code = backend.compile(ir.block(*stmts), name="layers")
+    names = [k.name for k in code.native.rendered.kernels]
+    assert len(set(names)) < len(names) / 2
+    r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
+    r()
+    backend.to_host(r.context, h)
+    np.testing.assert_allclose(h.get_values(), want, rtol=1e-5, atol=1e-5)

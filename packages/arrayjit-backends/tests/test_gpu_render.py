@@ -118,6 +118,24 @@ def _full_sum() -> ir.Block:
     return ir.block(ir.accum(s, "add", x, spec="i->"))
 
 
+def _two_layers() -> ir.Block:
+    """Two identical layers, ``h2 = tanh(tanh(x w1 + b1) w2 + b2)``, 16 x 32: the second
+    layer's kernels are the first's (one definition each, launched with the second layer's
+    buffers)."""
+    x = _node((16, 32), "x", hosted=True)
+    stmts = []
+    for k in (1, 2):
+        w, b = _node((32, 32), f"w{k}", hosted=True), _node((32,), f"b{k}", hosted=True)
+        z, h = _node((16, 32), f"z{k}"), _node((16, 32), f"h{k}", hosted=True)
+        stmts += [
+            ir.accum(z, "add", x, w, op="mul", spec="bi,ih->bh"),
+            ir.binop(z, "add", z, b, spec="bh,h->bh"),
+            ir.unop(h, "tanh", z),
+        ]
+        x = h
+    return ir.block(*stmts)
+
+
 CASES: dict[str, Callable[[], ir.Block]] = {
     "elementwise_chain": _chain,
     "softmax_rows": _softmax,
@@ -127,6 +145,7 @@ CASES: dict[str, Callable[[], ir.Block]] = {
     "matvec": _matvec,
     "max_pool": _max_pool,
     "full_sum": _full_sum,
+    "two_layers": _two_layers,
 }
 
 DIALECTS: dict[str, tuple[str, str, dict[str, int], str]] = {
@@ -175,3 +194,17 @@ def test_golden_prelude(dialect: str) -> None:
     settings share it)."""
     suffix = DIALECTS[dialect][3]
     _check_golden(_syntax(dialect).prelude, GOLDEN / f"prelude.{suffix}")
+
+
+@pytest.mark.parametrize("dialect", list(DIALECTS))
+def test_identical_kernels_are_defined_once(dialect: str) -> None:
+    """The two identical layers launch each of their kernels twice under one name, defined
+    once in the source; every launch names a kernel the source defines."""
+    syntax = _syntax(dialect)
+    program = render_program(syntax, optimize(lower(_two_layers()), name="two"), "aj_two")
+    names = [k.name for k in program.kernels]
+    defined = [n for n in names if f"{syntax.kernel_prefix} {n}(" in program.source]
+    assert set(defined) == set(names)
+    assert len(set(names)) == len(names) // 2 and len(names) % 2 == 0
+    assert names[: len(names) // 2] == names[len(names) // 2 :]
+    assert program.kernels[0].buffers != program.kernels[len(names) // 2].buffers

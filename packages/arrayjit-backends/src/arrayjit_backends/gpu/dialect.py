@@ -64,6 +64,12 @@ class GpuSyntax(CSyntax, abc.ABC):
     """Whether the dialect's vector types have an elementwise ``fma`` a tiled matmul may step a
     work item's row of cells with (:mod:`arrayjit_backends.gpu.matmul`)."""
 
+    def generated_names(self) -> set[str]:
+        """Every identifier this routine's rendering has made (nodes, loop indices, locals,
+        temporaries, static indices: :meth:`~arrayjit_backends.codegen.c_syntax.CSyntax.
+        fresh_name`'s)."""
+        return set(self._taken)
+
     def __init__(self, group_size: int = 256, fp64: bool = True, cell_lanes: int = 256) -> None:
         super().__init__()
         self.group_size = max(1, 1 << (group_size.bit_length() - 1))  # a power of two

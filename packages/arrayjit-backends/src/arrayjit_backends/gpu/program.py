@@ -29,10 +29,13 @@ dialect (:class:`~arrayjit_backends.gpu.dialect.GpuSyntax`):
 The program's buffers are, in order: the context nodes (each its pool pointer and byte offset;
 dialects may fold them into one pointer), then the scratch buffers (the routine's local nodes,
 which must outlive one kernel, and the reduction partials). Each kernel takes the buffers its
-body names, in that order (:attr:`GpuKernel.buffers`: a routine's kernels would otherwise each
-take every buffer, and the source would grow as kernels times nodes), then the merge buffer
-(pointer and offset) and the static indices, which every kernel takes. Launch sizes are in
-:class:`GpuKernel`.
+body names, in the order it first names them (:attr:`GpuKernel.buffers`: a routine's kernels
+would otherwise each take every buffer, and the source would grow as kernels times nodes), then
+the merge buffer (pointer and offset) and the static indices, which every kernel takes. Launch
+sizes are in :class:`GpuKernel`. Kernels that are the same text but for the routine's names
+(the repeated layers of a model) are defined once and launched under the first one's name with
+each launch's own buffers: a GPU compiler generates the code of each distinct kernel once (PoCL
+at a kernel's first launch, 60-180 ms a kernel).
 
 Why a pool pointer plus a byte offset rather than an OpenCL sub-buffer per node: the generic
 layer packs nodes into pools at offsets aligned to their element size, and an OpenCL sub-buffer's
@@ -78,7 +81,8 @@ class GpuKernel:
     local_size: int | None
     buffers: tuple[int, ...] | None = None
     """The program's buffers the kernel takes, by position (the context nodes', then the
-    scratch buffers'), in order; None: every one."""
+    scratch buffers'), in the order of its parameters (the order its body first names them);
+    None: every one."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +191,7 @@ def render_program(syntax: GpuSyntax, opt: Optimized, prefix: str) -> GpuProgram
             out.add(0, "}")
             kernels.append(GpuKernel(name, size, local))
     lines, kernels = _parameter_diet(syntax, out.lines, kernels, signature, buffers, params)
+    lines, kernels = _share_identical(syntax, lines, kernels, buffers)
     return GpuProgram(
         syntax.program_prelude() + "\n".join(lines) + "\n",
         tuple(kernels),
@@ -231,8 +236,8 @@ def _parameter_diet(
     params: KernelParams,
 ) -> tuple[list[str], list[GpuKernel]]:
     """``lines`` (the program's kernels, each rendered with the whole ``signature`` and its
-    prologue) with each kernel taking only the buffers its body names, and ``kernels`` with
-    those buffers (:attr:`GpuKernel.buffers`)."""
+    prologue) with each kernel taking only the buffers its body names, in the order it first
+    names them, and ``kernels`` with those buffers (:attr:`GpuKernel.buffers`)."""
     whole = f"({signature})"
     prologue = {syntax.buffer_prologue(n, ct): k for k, (n, ct) in enumerate(buffers)}
     prologue.pop("", None)
@@ -244,21 +249,58 @@ def _parameter_diet(
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
         body = [line for line in lines[start + 1 : end] if line.strip() not in prologue]
-        words = {w for line in body for w in _WORD.findall(line)}
-        used = tuple(k for name, k in position.items() if name in words)
+        # In the order the body first names them: kernels that differ only in their
+        # buffers' names then take them alike (see _share_identical).
+        words = dict.fromkeys(w for line in body for w in _WORD.findall(line))
+        used = tuple(position[w] for w in words if w in position)
         args = [a for k in used for a in syntax.buffer_params(*buffers[k])]
         if tail:
             args.append(tail)
         head = lines[start][: -len(f"{whole} {{")]
         taken[head.rsplit(" ", 1)[-1]] = used
         result.append(f"{head}({', '.join(args)}) {{")
-        kept = {syntax.buffer_prologue(*buffers[k]) for k in used}
-        result += [
-            line
-            for line in lines[start + 1 : end]
-            if line.strip() not in prologue or line.strip() in kept
-        ]
+        own = {line.strip(): line for line in lines[start + 1 : end] if line.strip() in prologue}
+        result += [own[p] for k in used if (p := syntax.buffer_prologue(*buffers[k])) in own]
+        result += [line for line in lines[start + 1 : end] if line.strip() not in prologue]
     return result, [replace(k, buffers=taken[k.name]) for k in kernels]
+
+
+def _share_identical(
+    syntax: GpuSyntax, lines: list[str], kernels: list[GpuKernel], buffers: list[tuple[str, str]]
+) -> tuple[list[str], list[GpuKernel]]:
+    """``lines`` (the program's kernels, each taking its own buffers) with one definition of
+    kernels that are the same text but for the routine's own names (its nodes, loop indices,
+    temporaries, reduction partials, kernel names: the repeated layers of a model), and
+    ``kernels`` launching the first of them in place of the others. A kernel's buffers are its
+    parameters, in the program's order, so the same text with other names is the same kernel
+    given other arguments. A GPU compiler then generates code once for N such kernels (PoCL
+    generates each kernel's code at its first launch: 60-180 ms a kernel)."""
+    ours = syntax.generated_names() | {k.name for k in kernels}
+    ours |= {_WORD.findall(p)[-1] for b in buffers for p in syntax.buffer_params(*b)}
+    ours |= {name for name, _ in buffers}  # the reduction partials are named apart
+    prefix = f"{syntax.kernel_prefix} "
+    starts = [i for i, line in enumerate(lines) if line.startswith(prefix)]
+    first: dict[str, str] = {}  # a kernel's text, normalized: the kernel that defines it
+    alias: dict[str, str] = {}
+    result = lines[: starts[0]] if starts else list(lines)
+    for n, start in enumerate(starts):
+        text = lines[start : starts[n + 1] if n + 1 < len(starts) else len(lines)]
+        name = text[0][len(prefix) :].split("(", 1)[0]
+        numbers: dict[str, str] = {}
+
+        def number(m: re.Match[str], numbers: dict[str, str] = numbers) -> str:
+            word = m.group(0)
+            if word not in ours:
+                return word
+            return numbers.setdefault(word, f"\0{len(numbers)}")
+
+        key = _WORD.sub(number, "\n".join(text))
+        if key in first:
+            alias[name] = first[key]
+            continue
+        first[key] = name
+        result += text
+    return result, [replace(k, name=alias.get(k.name, k.name)) for k in kernels]
 
 
 def _kernel_body(syntax: GpuSyntax, pieces: list[Piece], out: Out) -> int:

@@ -25,7 +25,7 @@ extern "C" __global__ void aj_full_sum_k0(float* __restrict__ x_1, float* __rest
   }
   if (aj_lid == 0) partials0[blockIdx.x] = aj_sh[0];
 }
-extern "C" __global__ void aj_full_sum_k1(float* __restrict__ s_0, float* __restrict__ partials0) {
+extern "C" __global__ void aj_full_sum_k1(float* __restrict__ partials0, float* __restrict__ s_0) {
   const int aj_lid = (int)threadIdx.x;
   float aj_acc = ((float)-0.0);
   for (int aj_g = aj_lid; aj_g < 256; aj_g += 256)

@@ -27,9 +27,9 @@ __kernel void aj_full_sum_k0(__global unsigned char* p_x_1, const unsigned long 
   }
   if (aj_lid == 0) partials0[get_group_id(0)] = aj_sh[0];
 }
-__kernel void aj_full_sum_k1(__global unsigned char* p_s_0, const unsigned long o_s_0, __global unsigned char* p_partials0, const unsigned long o_partials0) {
-  __global float* restrict s_0 = (__global float*)(p_s_0 + o_s_0);
+__kernel void aj_full_sum_k1(__global unsigned char* p_partials0, const unsigned long o_partials0, __global unsigned char* p_s_0, const unsigned long o_s_0) {
   __global float* restrict partials0 = (__global float*)(p_partials0 + o_partials0);
+  __global float* restrict s_0 = (__global float*)(p_s_0 + o_s_0);
   const int aj_lid = (int)get_local_id(0);
   float aj_acc = ((float)-0.0);
   for (int aj_g = aj_lid; aj_g < 256; aj_g += 256)

@@ -43,9 +43,9 @@ __kernel void aj_full_sum_k0(__global unsigned char* p_x_1, const unsigned long 
   }
   partials0[aj_w] = aj_acc;
 }
-__kernel void aj_full_sum_k1(__global unsigned char* p_s_0, const unsigned long o_s_0, __global unsigned char* p_partials0, const unsigned long o_partials0) {
-  __global float* restrict s_0 = (__global float*)(p_s_0 + o_s_0);
+__kernel void aj_full_sum_k1(__global unsigned char* p_partials0, const unsigned long o_partials0, __global unsigned char* p_s_0, const unsigned long o_s_0) {
   __global float* restrict partials0 = (__global float*)(p_partials0 + o_partials0);
+  __global float* restrict s_0 = (__global float*)(p_s_0 + o_s_0);
   float aj_acc = ((float)0.0);
   for (int aj_w = 0; aj_w < 64; ++aj_w)
     aj_acc = ((float)(aj_acc + partials0[aj_w]));

@@ -43,7 +43,7 @@ __device__ inline float aj_rsqrtf(float x) {
   return t38;
 }
 /* routine layer_norm */
-extern "C" __global__ void aj_layer_norm_k0(float* __restrict__ beta_0, float* __restrict__ eps_1, float* __restrict__ gamma_2, float* __restrict__ inv_n_3, float* __restrict__ x_4, float* __restrict__ y_5) {
+extern "C" __global__ void aj_layer_norm_k0(float* __restrict__ x_4, float* __restrict__ inv_n_3, float* __restrict__ eps_1, float* __restrict__ y_5, float* __restrict__ gamma_2, float* __restrict__ beta_0) {
   __shared__ float aj_sh[64];
   __shared__ float row_mean_6[1];
   __shared__ float row_rstd_7[1];

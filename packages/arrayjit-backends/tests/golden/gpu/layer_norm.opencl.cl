@@ -43,13 +43,13 @@ inline __attribute__((always_inline)) float aj_rsqrtf(float x) {
   return t38;
 }
 /* routine layer_norm */
-__kernel void aj_layer_norm_k0(__global unsigned char* p_beta_0, const unsigned long o_beta_0, __global unsigned char* p_eps_1, const unsigned long o_eps_1, __global unsigned char* p_gamma_2, const unsigned long o_gamma_2, __global unsigned char* p_inv_n_3, const unsigned long o_inv_n_3, __global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_y_5, const unsigned long o_y_5) {
-  __global float* restrict beta_0 = (__global float*)(p_beta_0 + o_beta_0);
-  __global float* restrict eps_1 = (__global float*)(p_eps_1 + o_eps_1);
-  __global float* restrict gamma_2 = (__global float*)(p_gamma_2 + o_gamma_2);
-  __global float* restrict inv_n_3 = (__global float*)(p_inv_n_3 + o_inv_n_3);
+__kernel void aj_layer_norm_k0(__global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_inv_n_3, const unsigned long o_inv_n_3, __global unsigned char* p_eps_1, const unsigned long o_eps_1, __global unsigned char* p_y_5, const unsigned long o_y_5, __global unsigned char* p_gamma_2, const unsigned long o_gamma_2, __global unsigned char* p_beta_0, const unsigned long o_beta_0) {
   __global float* restrict x_4 = (__global float*)(p_x_4 + o_x_4);
+  __global float* restrict inv_n_3 = (__global float*)(p_inv_n_3 + o_inv_n_3);
+  __global float* restrict eps_1 = (__global float*)(p_eps_1 + o_eps_1);
   __global float* restrict y_5 = (__global float*)(p_y_5 + o_y_5);
+  __global float* restrict gamma_2 = (__global float*)(p_gamma_2 + o_gamma_2);
+  __global float* restrict beta_0 = (__global float*)(p_beta_0 + o_beta_0);
   __local float aj_sh[64];
   __local float row_mean_6[1];
   __local float row_rstd_7[1];

@@ -45,10 +45,10 @@ inline __attribute__((always_inline)) float aj_rsqrtf(float x) {
   return t38;
 }
 /* routine layer_norm */
-__kernel void aj_layer_norm_k0(__global unsigned char* p_inv_n_3, const unsigned long o_inv_n_3, __global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_mean_6, const unsigned long o_mean_6) {
-  __global float* restrict inv_n_3 = (__global float*)(p_inv_n_3 + o_inv_n_3);
+__kernel void aj_layer_norm_k0(__global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_mean_6, const unsigned long o_mean_6, __global unsigned char* p_inv_n_3, const unsigned long o_inv_n_3) {
   __global float* restrict x_4 = (__global float*)(p_x_4 + o_x_4);
   __global float* restrict mean_6 = (__global float*)(p_mean_6 + o_mean_6);
+  __global float* restrict inv_n_3 = (__global float*)(p_inv_n_3 + o_inv_n_3);
   const long aj_gid = (long)get_global_id(0);
   uint32_t aj_r = ((uint32_t)aj_gid);
   const long i0 = 0 + (long)aj_r;
@@ -74,12 +74,12 @@ __kernel void aj_layer_norm_k0(__global unsigned char* p_inv_n_3, const unsigned
     mean_6[i0] = ((float)(((float)v0_s) * ((float)inv_n_3[0])));
   }
 }
-__kernel void aj_layer_norm_k1(__global unsigned char* p_eps_1, const unsigned long o_eps_1, __global unsigned char* p_inv_n_3, const unsigned long o_inv_n_3, __global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_mean_6, const unsigned long o_mean_6, __global unsigned char* p_rstd_7, const unsigned long o_rstd_7) {
-  __global float* restrict eps_1 = (__global float*)(p_eps_1 + o_eps_1);
-  __global float* restrict inv_n_3 = (__global float*)(p_inv_n_3 + o_inv_n_3);
+__kernel void aj_layer_norm_k1(__global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_mean_6, const unsigned long o_mean_6, __global unsigned char* p_rstd_7, const unsigned long o_rstd_7, __global unsigned char* p_inv_n_3, const unsigned long o_inv_n_3, __global unsigned char* p_eps_1, const unsigned long o_eps_1) {
   __global float* restrict x_4 = (__global float*)(p_x_4 + o_x_4);
   __global float* restrict mean_6 = (__global float*)(p_mean_6 + o_mean_6);
   __global float* restrict rstd_7 = (__global float*)(p_rstd_7 + o_rstd_7);
+  __global float* restrict inv_n_3 = (__global float*)(p_inv_n_3 + o_inv_n_3);
+  __global float* restrict eps_1 = (__global float*)(p_eps_1 + o_eps_1);
   const long aj_gid = (long)get_global_id(0);
   const long aj_blk = aj_gid % 38;
   const long aj_b = (aj_blk % 38) * 8;
@@ -125,13 +125,13 @@ __kernel void aj_layer_norm_k1(__global unsigned char* p_eps_1, const unsigned l
   if (aj_b + 6 < 300) { const long i5 = aj_r6; float v3_ss = aj_v1.s6; rstd_7[i5] = aj_rsqrtf(((float)(((float)(((float)v3_ss) * ((float)inv_n_3[0]))) + ((float)eps_1[0])))); }
   if (aj_b + 7 < 300) { const long i5 = aj_r7; float v3_ss = aj_v1.s7; rstd_7[i5] = aj_rsqrtf(((float)(((float)(((float)v3_ss) * ((float)inv_n_3[0]))) + ((float)eps_1[0])))); }
 }
-__kernel void aj_layer_norm_k2(__global unsigned char* p_beta_0, const unsigned long o_beta_0, __global unsigned char* p_gamma_2, const unsigned long o_gamma_2, __global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_y_5, const unsigned long o_y_5, __global unsigned char* p_mean_6, const unsigned long o_mean_6, __global unsigned char* p_rstd_7, const unsigned long o_rstd_7) {
-  __global float* restrict beta_0 = (__global float*)(p_beta_0 + o_beta_0);
-  __global float* restrict gamma_2 = (__global float*)(p_gamma_2 + o_gamma_2);
-  __global float* restrict x_4 = (__global float*)(p_x_4 + o_x_4);
+__kernel void aj_layer_norm_k2(__global unsigned char* p_y_5, const unsigned long o_y_5, __global unsigned char* p_x_4, const unsigned long o_x_4, __global unsigned char* p_mean_6, const unsigned long o_mean_6, __global unsigned char* p_rstd_7, const unsigned long o_rstd_7, __global unsigned char* p_gamma_2, const unsigned long o_gamma_2, __global unsigned char* p_beta_0, const unsigned long o_beta_0) {
   __global float* restrict y_5 = (__global float*)(p_y_5 + o_y_5);
+  __global float* restrict x_4 = (__global float*)(p_x_4 + o_x_4);
   __global float* restrict mean_6 = (__global float*)(p_mean_6 + o_mean_6);
   __global float* restrict rstd_7 = (__global float*)(p_rstd_7 + o_rstd_7);
+  __global float* restrict gamma_2 = (__global float*)(p_gamma_2 + o_gamma_2);
+  __global float* restrict beta_0 = (__global float*)(p_beta_0 + o_beta_0);
   const long aj_gid = (long)get_global_id(0);
   uint32_t aj_r = ((uint32_t)aj_gid);
   const long i7 = 0 + (long)(aj_r % 700u); aj_r /= 700u;

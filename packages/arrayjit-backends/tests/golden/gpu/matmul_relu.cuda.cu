@@ -3,7 +3,7 @@
    aj_matmul_relu_k1: global 7680, local None
 */
 /* routine matmul_relu */
-extern "C" __global__ void aj_matmul_relu_k0(float* __restrict__ h_0, float* __restrict__ w_1, float* __restrict__ x_2) {
+extern "C" __global__ void aj_matmul_relu_k0(float* __restrict__ x_2, float* __restrict__ w_1, float* __restrict__ h_0) {
   const int aj_lid = (int)threadIdx.x;
   const long long aj_grp = (long long)blockIdx.x % 4;
   const long long aj_bi = (aj_grp / 2) * 64;

@@ -3,10 +3,10 @@
    aj_matmul_relu_k1: global 7680, local None
 */
 /* routine matmul_relu */
-__kernel void aj_matmul_relu_k0(__global unsigned char* p_h_0, const unsigned long o_h_0, __global unsigned char* p_w_1, const unsigned long o_w_1, __global unsigned char* p_x_2, const unsigned long o_x_2) {
-  __global float* restrict h_0 = (__global float*)(p_h_0 + o_h_0);
-  __global float* restrict w_1 = (__global float*)(p_w_1 + o_w_1);
+__kernel void aj_matmul_relu_k0(__global unsigned char* p_x_2, const unsigned long o_x_2, __global unsigned char* p_w_1, const unsigned long o_w_1, __global unsigned char* p_h_0, const unsigned long o_h_0) {
   __global float* restrict x_2 = (__global float*)(p_x_2 + o_x_2);
+  __global float* restrict w_1 = (__global float*)(p_w_1 + o_w_1);
+  __global float* restrict h_0 = (__global float*)(p_h_0 + o_h_0);
   const int aj_lid = (int)get_local_id(0);
   const long aj_grp = (long)get_group_id(0) % 4;
   const long aj_bi = (aj_grp / 2) * 64;

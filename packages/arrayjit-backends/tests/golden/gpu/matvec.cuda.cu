@@ -8,7 +8,7 @@ extern "C" __global__ void aj_matvec_k0(float* __restrict__ y_2) {
   if (aj_gid >= 300) return;
   y_2[aj_gid] = 0;
 }
-extern "C" __global__ void aj_matvec_k1(float* __restrict__ v_0, float* __restrict__ w_1, float* __restrict__ y_2) {
+extern "C" __global__ void aj_matvec_k1(float* __restrict__ y_2, float* __restrict__ v_0, float* __restrict__ w_1) {
   const int aj_lid = (int)threadIdx.x;
   const long long aj_grp = (long long)blockIdx.x % 2;
   const long long aj_bi = (aj_grp / 2) * 8;

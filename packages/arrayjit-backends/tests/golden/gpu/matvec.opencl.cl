@@ -8,10 +8,10 @@ __kernel void aj_matvec_k0(__global unsigned char* p_y_2, const unsigned long o_
   const long aj_gid = (long)get_global_id(0);
   y_2[aj_gid] = 0;
 }
-__kernel void aj_matvec_k1(__global unsigned char* p_v_0, const unsigned long o_v_0, __global unsigned char* p_w_1, const unsigned long o_w_1, __global unsigned char* p_y_2, const unsigned long o_y_2) {
+__kernel void aj_matvec_k1(__global unsigned char* p_y_2, const unsigned long o_y_2, __global unsigned char* p_v_0, const unsigned long o_v_0, __global unsigned char* p_w_1, const unsigned long o_w_1) {
+  __global float* restrict y_2 = (__global float*)(p_y_2 + o_y_2);
   __global float* restrict v_0 = (__global float*)(p_v_0 + o_v_0);
   __global float* restrict w_1 = (__global float*)(p_w_1 + o_w_1);
-  __global float* restrict y_2 = (__global float*)(p_y_2 + o_y_2);
   const int aj_lid = (int)get_local_id(0);
   const long aj_grp = (long)get_group_id(0) % 2;
   const long aj_bi = (aj_grp / 2) * 8;

@@ -2,7 +2,7 @@
    aj_row_sums_k0: global 16384, local 256
 */
 /* routine row_sums */
-extern "C" __global__ void aj_row_sums_k0(float* __restrict__ s_0, float* __restrict__ x_1) {
+extern "C" __global__ void aj_row_sums_k0(float* __restrict__ x_1, float* __restrict__ s_0) {
   __shared__ float aj_sh[256];
   const int aj_lid = (int)threadIdx.x;
   uint32_t aj_r = ((uint32_t)blockIdx.x);

@@ -2,9 +2,9 @@
    aj_row_sums_k0: global 16384, local 256
 */
 /* routine row_sums */
-__kernel void aj_row_sums_k0(__global unsigned char* p_s_0, const unsigned long o_s_0, __global unsigned char* p_x_1, const unsigned long o_x_1) {
-  __global float* restrict s_0 = (__global float*)(p_s_0 + o_s_0);
+__kernel void aj_row_sums_k0(__global unsigned char* p_x_1, const unsigned long o_x_1, __global unsigned char* p_s_0, const unsigned long o_s_0) {
   __global float* restrict x_1 = (__global float*)(p_x_1 + o_x_1);
+  __global float* restrict s_0 = (__global float*)(p_s_0 + o_s_0);
   __local float aj_sh[256];
   const int aj_lid = (int)get_local_id(0);
   uint32_t aj_r = ((uint32_t)get_group_id(0));

@@ -42,7 +42,7 @@ __device__ inline float aj_expf(float x) {
   return t37;
 }
 /* routine softmax_rows */
-extern "C" __global__ void aj_softmax_rows_k0(float* __restrict__ e_0, float* __restrict__ x_1, float* __restrict__ y_2) {
+extern "C" __global__ void aj_softmax_rows_k0(float* __restrict__ x_1, float* __restrict__ e_0, float* __restrict__ y_2) {
   __shared__ float aj_sh[64];
   __shared__ float row_e_0[1000];
   __shared__ float row_m_3[1];

@@ -42,9 +42,9 @@ inline __attribute__((always_inline)) float aj_expf(float x) {
   return t37;
 }
 /* routine softmax_rows */
-__kernel void aj_softmax_rows_k0(__global unsigned char* p_e_0, const unsigned long o_e_0, __global unsigned char* p_x_1, const unsigned long o_x_1, __global unsigned char* p_y_2, const unsigned long o_y_2) {
-  __global float* restrict e_0 = (__global float*)(p_e_0 + o_e_0);
+__kernel void aj_softmax_rows_k0(__global unsigned char* p_x_1, const unsigned long o_x_1, __global unsigned char* p_e_0, const unsigned long o_e_0, __global unsigned char* p_y_2, const unsigned long o_y_2) {
   __global float* restrict x_1 = (__global float*)(p_x_1 + o_x_1);
+  __global float* restrict e_0 = (__global float*)(p_e_0 + o_e_0);
   __global float* restrict y_2 = (__global float*)(p_y_2 + o_y_2);
   __local float aj_sh[64];
   __local float row_e_0[1000];

@@ -46,9 +46,9 @@ inline __attribute__((always_inline)) float aj_expf(float x) {
   return t37;
 }
 /* routine softmax_rows */
-__kernel void aj_softmax_rows_k0(__global unsigned char* p_x_1, const unsigned long o_x_1, __global unsigned char* p_m_3, const unsigned long o_m_3) {
-  __global float* restrict x_1 = (__global float*)(p_x_1 + o_x_1);
+__kernel void aj_softmax_rows_k0(__global unsigned char* p_m_3, const unsigned long o_m_3, __global unsigned char* p_x_1, const unsigned long o_x_1) {
   __global float* restrict m_3 = (__global float*)(p_m_3 + o_m_3);
+  __global float* restrict x_1 = (__global float*)(p_x_1 + o_x_1);
   const long aj_gid = (long)get_global_id(0);
   uint32_t aj_r = ((uint32_t)aj_gid);
   const long i0 = 0 + (long)aj_r;
@@ -79,9 +79,9 @@ __kernel void aj_softmax_rows_k2(__global unsigned char* p_e_0, const unsigned l
   const long i4 = 0 + (long)aj_r;
   e_0[(i4) * 1000 + i5] = aj_expf(((float)e_0[(i4) * 1000 + i5]));
 }
-__kernel void aj_softmax_rows_k3(__global unsigned char* p_e_0, const unsigned long o_e_0, __global unsigned char* p_se_4, const unsigned long o_se_4) {
-  __global float* restrict e_0 = (__global float*)(p_e_0 + o_e_0);
+__kernel void aj_softmax_rows_k3(__global unsigned char* p_se_4, const unsigned long o_se_4, __global unsigned char* p_e_0, const unsigned long o_e_0) {
   __global float* restrict se_4 = (__global float*)(p_se_4 + o_se_4);
+  __global float* restrict e_0 = (__global float*)(p_e_0 + o_e_0);
   const long aj_gid = (long)get_global_id(0);
   uint32_t aj_r = ((uint32_t)aj_gid);
   const long i6 = 0 + (long)aj_r;
@@ -103,9 +103,9 @@ __kernel void aj_softmax_rows_k3(__global unsigned char* p_e_0, const unsigned l
     se_4[i6] = ((float)(((float)se_4[i6]) + ((float)v1_se)));
   }
 }
-__kernel void aj_softmax_rows_k4(__global unsigned char* p_e_0, const unsigned long o_e_0, __global unsigned char* p_y_2, const unsigned long o_y_2, __global unsigned char* p_se_4, const unsigned long o_se_4) {
-  __global float* restrict e_0 = (__global float*)(p_e_0 + o_e_0);
+__kernel void aj_softmax_rows_k4(__global unsigned char* p_y_2, const unsigned long o_y_2, __global unsigned char* p_e_0, const unsigned long o_e_0, __global unsigned char* p_se_4, const unsigned long o_se_4) {
   __global float* restrict y_2 = (__global float*)(p_y_2 + o_y_2);
+  __global float* restrict e_0 = (__global float*)(p_e_0 + o_e_0);
   __global float* restrict se_4 = (__global float*)(p_se_4 + o_se_4);
   const long aj_gid = (long)get_global_id(0);
   uint32_t aj_r = ((uint32_t)aj_gid);
