@@ -12,6 +12,7 @@ time / ours). Few rounds: a cold compile of 64 layers takes seconds."""
 from __future__ import annotations
 
 import importlib.util
+import secrets
 import tempfile
 from typing import Any
 
@@ -24,6 +25,7 @@ from arrayjit_conformance.plugin import fresh_or_skip
 
 LAYERS = [2, 8, 32, 64]
 EDITED = 64
+FIRST_RUN_LAYERS = [8, 64]
 ROUNDS = 3
 
 
@@ -89,6 +91,59 @@ def test_compile_first_in_process(
     finally:
         for be in backends:
             be.finalize()
+
+
+def _first_run_group(layers: int) -> str:
+    return f"compile + first run: {layers}-layer MLP step"
+
+
+@pytest.mark.parametrize("layers", FIRST_RUN_LAYERS)
+def test_compile_and_first_run(
+    benchmark: Any, backend_name: str, layers: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Compile, link, run once and wait: what a user waits for before the first step's
+    values. A driver that generates a kernel's code at its first launch (PoCL) does it here,
+    not in the compile. Each round's nodes are labelled afresh (at random: a driver's kernel
+    cache kept on disk between processes cannot serve a round either)."""
+    fresh_or_skip(backend_name).finalize()
+    monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
+    benchmark.group = _first_run_group(layers)
+    backends: list[Any] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        be = fresh_backend(backend_name)
+        backends.append(be)
+        return (be, mlp_step(layers, tag=f"t{secrets.token_hex(4)}_")[0]), {}
+
+    def first_run(be: Any, comp: Any) -> None:
+        code = be.compile(comp, name=f"mlp{layers}")
+        stream = be.new_stream(be.get_device(0))
+        be.link(be.make_context(stream), code)()
+        be.await_stream(stream)
+
+    benchmark.extra_info["impl"] = f"{backend_name} compile + first run"
+    try:
+        benchmark.pedantic(first_run, setup=setup, rounds=ROUNDS)
+    finally:
+        for be in backends:
+            be.finalize()
+
+
+@pytest.mark.parametrize("layers", FIRST_RUN_LAYERS)
+def test_compile_and_first_run_jax(benchmark: Any, layers: int) -> None:
+    """``jax.jit(step)`` called once on the example arguments and waited for (a new function
+    each round)."""
+    jax = jax_or_skip()
+    benchmark.group = _first_run_group(layers)
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        step, args = jax_mlp_step(jax, layers)
+        return (step, args), {}
+
+    benchmark.extra_info["impl"] = JAX_IMPL
+    benchmark.pedantic(
+        lambda step, args: jax.block_until_ready(jax.jit(step)(*args)), setup=setup, rounds=ROUNDS
+    )
 
 
 def test_recompile_after_editing_one_layer(

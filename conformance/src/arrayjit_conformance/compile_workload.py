@@ -17,13 +17,14 @@ from arrayjit_tnode import Tnode
 BATCH, WIDTH = 32, 64
 
 
-def mlp_step(layers: int, edited: int | None = None) -> tuple[Assignment, int]:
+def mlp_step(layers: int, edited: int | None = None, tag: str = "") -> tuple[Assignment, int]:
     """The L-layer training step and its number of statements. Layer ``edited`` (if given)
     subtracts its bias instead of adding it: the one-layer edit whose recompile the benchmark
-    times."""
+    times. Every node's label starts with ``tag`` (names in the generated source too: a
+    driver's kernel cache keyed by the source cannot serve one tag's step to another's)."""
 
     def node(label: str, dims: tuple[int, ...], hosted: bool = False) -> Tnode:
-        return Tnode.create(dims, label=label, hosted=hosted)
+        return Tnode.create(dims, label=f"{tag}{label}", hosted=hosted)
 
     x = node("x", (BATCH, WIDTH), hosted=True)
     target = node("target", (BATCH, WIDTH), hosted=True)
