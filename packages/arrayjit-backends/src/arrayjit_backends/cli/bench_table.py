@@ -22,7 +22,8 @@ Groups with a jax row (an impl starting with ``jax``: ``jax.jit`` on the CPU, th
 programs' compiled baseline) add a column ``vs jax``: jax's time over each row's (higher is
 faster). In the compile-time groups (``compile time: L-layer MLP step``,
 ``conformance/benchmarks/test_bench_compile.py``) the jax row is ``jax.jit``'s compile of the same
-step, so ``vs jax`` is jax's compile time over ours (0.25x: ours takes four times as long)."""
+step, so ``vs jax`` is jax's compile time over ours (0.25x: ours takes four times as long); in
+``compile + first run: L-layer MLP step`` it is ``jax.jit``'s first call, waited for."""
 
 from __future__ import annotations
 
