@@ -6,14 +6,18 @@ and, at 64 layers, the recompile after editing one layer (the unedited step comp
 a fresh cache). The CPU backends compile the packed matmul's kernels once per process (their
 kernel library, :mod:`arrayjit_backend_c.cpu.units`), as jax's runtime comes compiled: a cold
 compile does not pay for it, and the row ``first in process`` (2 layers) is a cold compile
-that does. ``arrayjit bench`` shows each row's speed relative to jax (``vs jax``: jax's
-time / ours). Few rounds: a cold compile of 64 layers takes seconds."""
+that does. The ``compile + first run`` groups (8 and 64 layers) add linking, one run and the
+wait, next to ``jax.jit``'s first call: what a user waits for before the first values, and where
+a driver that generates a kernel's code at its first launch (PoCL) pays for it. ``arrayjit
+bench`` shows each row's speed relative to jax (``vs jax``: jax's time / ours). Few rounds: a
+cold compile of 64 layers takes seconds."""
 
 from __future__ import annotations
 
 import importlib.util
 import secrets
 import tempfile
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,30 +37,66 @@ def _group(layers: int) -> str:
     return f"compile time: {layers}-layer MLP step"
 
 
+def _first_run_group(layers: int) -> str:
+    return f"compile + first run: {layers}-layer MLP step"
+
+
+def _time(
+    benchmark: Any,
+    backend_name: str,
+    impl: str,
+    program: Callable[[Any], Any],
+    action: Callable[[Any, Any], None],
+    before: Callable[[], None] = lambda: None,
+) -> None:
+    """Time ``action(backend, program(backend))`` for ``ROUNDS`` rounds, each on a fresh
+    backend made after ``before()`` (``before`` and ``program`` untimed), as the row
+    ``<backend_name> <impl>``."""
+    fresh_or_skip(backend_name).finalize()
+    backends: list[Any] = []
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        before()
+        be = fresh_backend(backend_name)
+        backends.append(be)
+        return (be, program(be)), {}
+
+    benchmark.extra_info["impl"] = f"{backend_name} {impl}"
+    try:
+        benchmark.pedantic(action, setup=setup, rounds=ROUNDS)
+    finally:
+        for be in backends:
+            be.finalize()
+
+
+def _time_jax(benchmark: Any, layers: int, action: Callable[[Any, Any, Any], Any]) -> None:
+    """Time ``action(jax, step, args)`` on the L-layer step, a new function each round (jax
+    caches compiled functions by identity)."""
+    jax = jax_or_skip()
+
+    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+        step, args = jax_mlp_step(jax, layers)
+        return (step, args), {}
+
+    benchmark.extra_info["impl"] = JAX_IMPL
+    benchmark.pedantic(lambda step, args: action(jax, step, args), setup=setup, rounds=ROUNDS)
+
+
 @pytest.mark.parametrize("layers", LAYERS)
 def test_compile_cold(
     benchmark: Any, backend_name: str, layers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A fresh backend with the cache off each round: rendering, the compiler and loading."""
-    fresh_or_skip(backend_name).finalize()
     monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
     benchmark.group = _group(layers)
-    backends: list[Any] = []
-
-    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        be = fresh_backend(backend_name)
-        backends.append(be)
-        return (be, mlp_step(layers)[0]), {}
-
-    benchmark.extra_info["impl"] = f"{backend_name} cold"
     benchmark.extra_info["statements"] = mlp_step(layers)[1]
-    try:
-        benchmark.pedantic(
-            lambda be, comp: be.compile(comp, name=f"mlp{layers}"), setup=setup, rounds=ROUNDS
-        )
-    finally:
-        for be in backends:
-            be.finalize()
+    _time(
+        benchmark,
+        backend_name,
+        "cold",
+        lambda be: mlp_step(layers)[0],
+        lambda be, comp: be.compile(comp, name=f"mlp{layers}"),
+    )
 
 
 @pytest.mark.skipif(
@@ -72,48 +112,30 @@ def test_compile_first_in_process(
 
     if not backend_name.endswith(("_cc", "_llvm")):
         pytest.skip(f"{backend_name} has no kernel library")
-    fresh_or_skip(backend_name).finalize()
     monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
     benchmark.group = _group(2)
-    backends: list[Any] = []
 
-    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def program(be: Any) -> Any:
         forget_libraries()
-        be = fresh_backend(backend_name)
-        backends.append(be)
-        return (be, mlp_step(2)[0]), {}
+        return mlp_step(2)[0]
 
-    benchmark.extra_info["impl"] = f"{backend_name} first in process"
-    try:
-        benchmark.pedantic(
-            lambda be, comp: be.compile(comp, name="mlp2"), setup=setup, rounds=ROUNDS
-        )
-    finally:
-        for be in backends:
-            be.finalize()
-
-
-def _first_run_group(layers: int) -> str:
-    return f"compile + first run: {layers}-layer MLP step"
+    _time(
+        benchmark,
+        backend_name,
+        "first in process",
+        program,
+        lambda be, comp: be.compile(comp, name="mlp2"),
+    )
 
 
 @pytest.mark.parametrize("layers", FIRST_RUN_LAYERS)
 def test_compile_and_first_run(
     benchmark: Any, backend_name: str, layers: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Compile, link, run once and wait: what a user waits for before the first step's
-    values. A driver that generates a kernel's code at its first launch (PoCL) does it here,
-    not in the compile. Each round's nodes are labelled afresh (at random: a driver's kernel
-    cache kept on disk between processes cannot serve a round either)."""
-    fresh_or_skip(backend_name).finalize()
+    """Compile, link, run once and wait. Each round's nodes are labelled afresh (at random: a
+    driver's kernel cache kept on disk between processes cannot serve a round either)."""
     monkeypatch.setenv("ARRAYJIT_NO_CACHE", "1")
     benchmark.group = _first_run_group(layers)
-    backends: list[Any] = []
-
-    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        be = fresh_backend(backend_name)
-        backends.append(be)
-        return (be, mlp_step(layers, tag=f"t{secrets.token_hex(4)}_")[0]), {}
 
     def first_run(be: Any, comp: Any) -> None:
         code = be.compile(comp, name=f"mlp{layers}")
@@ -121,28 +143,12 @@ def test_compile_and_first_run(
         be.link(be.make_context(stream), code)()
         be.await_stream(stream)
 
-    benchmark.extra_info["impl"] = f"{backend_name} compile + first run"
-    try:
-        benchmark.pedantic(first_run, setup=setup, rounds=ROUNDS)
-    finally:
-        for be in backends:
-            be.finalize()
-
-
-@pytest.mark.parametrize("layers", FIRST_RUN_LAYERS)
-def test_compile_and_first_run_jax(benchmark: Any, layers: int) -> None:
-    """``jax.jit(step)`` called once on the example arguments and waited for (a new function
-    each round)."""
-    jax = jax_or_skip()
-    benchmark.group = _first_run_group(layers)
-
-    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        step, args = jax_mlp_step(jax, layers)
-        return (step, args), {}
-
-    benchmark.extra_info["impl"] = JAX_IMPL
-    benchmark.pedantic(
-        lambda step, args: jax.block_until_ready(jax.jit(step)(*args)), setup=setup, rounds=ROUNDS
+    _time(
+        benchmark,
+        backend_name,
+        "compile + first run",
+        lambda be: mlp_step(layers, tag=f"t{secrets.token_hex(4)}_")[0],
+        first_run,
     )
 
 
@@ -151,39 +157,33 @@ def test_recompile_after_editing_one_layer(
 ) -> None:
     """The step compiled into a fresh cache, then one layer edited (its bias subtracted): the
     time of the second compile, which a backend that caches per unit of code keeps short."""
-    fresh_or_skip(backend_name).finalize()
     benchmark.group = _group(EDITED)
-    backends: list[Any] = []
 
-    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        monkeypatch.setenv("ARRAYJIT_CACHE_DIR", tempfile.mkdtemp(prefix="aj-bench-edit-"))
-        be = fresh_backend(backend_name)
-        backends.append(be)
+    def program(be: Any) -> Any:
         be.compile(mlp_step(EDITED)[0], name=f"mlp{EDITED}")
-        return (be, mlp_step(EDITED, edited=EDITED // 2)[0]), {}
+        return mlp_step(EDITED, edited=EDITED // 2)[0]
 
-    benchmark.extra_info["impl"] = f"{backend_name} edit 1 layer"
-    try:
-        benchmark.pedantic(
-            lambda be, comp: be.compile(comp, name=f"mlp{EDITED}"), setup=setup, rounds=ROUNDS
-        )
-    finally:
-        for be in backends:
-            be.finalize()
+    _time(
+        benchmark,
+        backend_name,
+        "edit 1 layer",
+        program,
+        lambda be, comp: be.compile(comp, name=f"mlp{EDITED}"),
+        lambda: monkeypatch.setenv("ARRAYJIT_CACHE_DIR", tempfile.mkdtemp(prefix="aj-bench-edit-")),
+    )
 
 
 @pytest.mark.parametrize("layers", LAYERS)
 def test_compile_jax(benchmark: Any, layers: int) -> None:
-    """``jax.jit(step).lower(...).compile()`` of the same step, a new function each round (jax
-    caches compiled functions by identity)."""
-    jax = jax_or_skip()
+    """``jax.jit(step).lower(...).compile()`` of the same step."""
     benchmark.group = _group(layers)
+    _time_jax(benchmark, layers, lambda jax, step, args: jax.jit(step).lower(*args).compile())
 
-    def setup() -> tuple[tuple[Any, ...], dict[str, Any]]:
-        step, args = jax_mlp_step(jax, layers)
-        return (step, args), {}
 
-    benchmark.extra_info["impl"] = JAX_IMPL
-    benchmark.pedantic(
-        lambda step, args: jax.jit(step).lower(*args).compile(), setup=setup, rounds=ROUNDS
+@pytest.mark.parametrize("layers", FIRST_RUN_LAYERS)
+def test_compile_and_first_run_jax(benchmark: Any, layers: int) -> None:
+    """``jax.jit(step)`` called once on the example arguments and waited for."""
+    benchmark.group = _first_run_group(layers)
+    _time_jax(
+        benchmark, layers, lambda jax, step, args: jax.block_until_ready(jax.jit(step)(*args))
     )
