@@ -469,23 +469,40 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
     return found
 
 
+def _owners(cands: dict[Tnode, _Candidate]) -> dict[int, Tnode]:
+    """The candidate each top-level statement of a definition belongs to."""
+    return {k: c.tn for c in cands.values() for k in range(c.first, c.last + 1)}
+
+
 class _Plan:
     """Facts about a set of virtual nodes, computed on demand."""
 
     def __init__(
-        self, cands: dict[Tnode, _Candidate], virtual: set[Tnode], work: Sequence[int] = ()
+        self,
+        cands: dict[Tnode, _Candidate],
+        virtual: set[Tnode],
+        work: Sequence[int] = (),
+        owner: dict[int, Tnode] | None = None,
     ) -> None:
         self.cands = cands
         self.virtual = virtual
         self.work = work
         """The arithmetic of each top-level statement (:func:`arithmetic`)."""
-        self.owner = {k: c.tn for c in cands.values() for k in range(c.first, c.last + 1)}
+        self.owner = _owners(cands) if owner is None else owner
+        """The candidate each top-level statement defines (``owner`` given: the same for
+        ``cands``, shared between plans so that each store does not rebuild it)."""
         self._inputs: dict[Tnode, frozenset[Tnode]] = {}
         self._heavy: dict[Tnode, str | None] = {}
         self._evals: dict[Tnode, Fraction] = {}
         self._positions: dict[Tnode, frozenset[int]] = {}
         self._size: dict[Tnode, int] = {}
         self._depth: dict[Tnode, int] = {}
+
+    def stored(self, tn: Tnode) -> _Plan:
+        """A fresh plan after removing ``tn`` from :attr:`virtual` (in place: the set is
+        shared), its facts computed anew, the statement owners reused."""
+        self.virtual.discard(tn)
+        return _Plan(self.cands, self.virtual, self.work, self.owner)
 
     def inputs(self, tn: Tnode) -> frozenset[Tnode]:
         """The stored nodes the inlined computation of ``tn`` reads."""
@@ -623,6 +640,7 @@ def _store_repeated_work(
     virtual: set[Tnode],
     work: Sequence[int],
     reasons: dict[Tnode, str],
+    owner: dict[int, Tnode] | None = None,
 ) -> None:
     """Remove from ``virtual`` every node that breaks the work rule, the earliest first, each
     judged with the earlier offenders already stored.
@@ -632,12 +650,11 @@ def _store_repeated_work(
     (less heavy, shallower, smaller), so the nodes before it keep their verdicts, and so does
     every node after a later store (by either rule). Each removal starts a fresh
     :class:`_Plan`, whose facts about later nodes it changes."""
-    plan = _Plan(cands, virtual, work)
+    plan = _Plan(cands, virtual, work, owner)
     for tn in sorted(virtual, key=lambda tn: cands[tn].first):
         if plan.repeats_work(tn):
             reasons[tn] = _work_reason(plan, tn)
-            virtual.discard(tn)
-            plan = _Plan(cands, virtual, work)
+            plan = plan.stored(tn)
 
 
 def _store_changed_meaning(
@@ -646,6 +663,7 @@ def _store_changed_meaning(
     work: Sequence[int],
     writers: dict[Tnode, list[int]],
     reasons: dict[Tnode, str],
+    owner: dict[int, Tnode] | None = None,
 ) -> None:
     """Remove from ``virtual`` every node that breaks the meaning rule, the latest first, each
     judged with the later offenders already stored.
@@ -656,15 +674,14 @@ def _store_changed_meaning(
     read by a later one is written only by its own definition, before that reader's (so the
     later nodes keep their verdicts); storing breaks no work rule either (see
     :func:`_store_repeated_work`)."""
-    plan = _Plan(cands, virtual, work)
+    plan = _Plan(cands, virtual, work, owner)
     for tn in sorted(virtual, key=lambda tn: cands[tn].first, reverse=True):
         if plan.changes_meaning(tn, writers):
             reasons[tn] = (
                 "not virtual (meaning rule): a node its computation reads is written "
                 "between its definition and a read of it"
             )
-            virtual.discard(tn)
-            plan = _Plan(cands, virtual, work)
+            plan = plan.stored(tn)
 
 
 def choose_virtual(
@@ -691,6 +708,7 @@ def choose_virtual(
         for tn in dict.fromkeys(w.tn for w in L.writes(st)):
             writers.setdefault(tn, []).append(k)
     virtual = {tn for tn, c in cands.items() if c.sites}
+    owner = _owners(cands)
     reasons: dict[Tnode, str] = {}
     for tn in allowed - cands.keys():
         reasons[tn] = (
@@ -700,9 +718,9 @@ def choose_virtual(
     for tn in cands.keys() - virtual:
         reasons[tn] = "not virtual: no other statement reads it"
     while True:
-        _store_repeated_work(cands, virtual, work, reasons)
-        _store_changed_meaning(cands, virtual, work, writers, reasons)
-        plan = _Plan(cands, virtual, work)
+        _store_repeated_work(cands, virtual, work, reasons, owner)
+        _store_changed_meaning(cands, virtual, work, writers, reasons, owner)
+        plan = _Plan(cands, virtual, work, owner)
         total = plan.arithmetic()
         if total <= budget:
             for tn in virtual:
@@ -714,7 +732,7 @@ def choose_virtual(
 
         # Store the recomputed node whose storing saves the most (the earliest of equals).
         def saving(tn: Tnode, total: Fraction = total) -> tuple[Fraction, int]:
-            kept = _Plan(cands, virtual - {tn}, work).arithmetic()
+            kept = _Plan(cands, virtual - {tn}, work, owner).arithmetic()
             return total - kept, -cands[tn].first
 
         recomputed = (tn for tn in virtual if plan.runs(cands[tn].last) > 1)
