@@ -327,24 +327,45 @@ def seq(*stmts: Stmt) -> Stmt:
 
 def exprs_of(s: Stmt) -> Iterable[Expr]:
     """The value of every ``Set`` and ``Set_local`` in ``s`` (not descending into values)."""
-    match s:
-        case Seq(stmts=stmts):
-            for x in stmts:
-                yield from exprs_of(x)
-        case For_loop(body=body):
-            yield from exprs_of(body)
-        case Set(value=v) | Set_local(value=v):
-            yield v
+    out: list[Expr] = []
+    _collect_exprs(s, out)
+    return out
+
+
+def _collect_exprs(s: Stmt, out: list[Expr]) -> None:
+    # A list filled in place: the optimizer walks every statement several times, and nested
+    # generators cost a frame per level per value.
+    if isinstance(s, Seq):
+        for x in s.stmts:
+            _collect_exprs(x, out)
+    elif isinstance(s, For_loop):
+        _collect_exprs(s.body, out)
+    elif isinstance(s, (Set, Set_local)):
+        out.append(s.value)
 
 
 def sub_exprs(e: Expr) -> Iterable[Expr]:
     """``e`` and every expression inside it, local-scope bodies included (pre-order)."""
-    yield e
-    if isinstance(e, Local_scope):
-        for x in exprs_of(e.body):
-            yield from sub_exprs(x)
-    for x in children(e):
-        yield from sub_exprs(x)
+    out: list[Expr] = []
+    stack: list[Expr] = [e]
+    while stack:
+        x = stack.pop()
+        out.append(x)
+        # Operands pushed last to first, so that they are visited first to last.
+        if isinstance(x, Binop):
+            stack.append(x.b)
+            stack.append(x.a)
+        elif isinstance(x, Unop):
+            stack.append(x.a)
+        elif isinstance(x, Ternop):
+            stack.append(x.c)
+            stack.append(x.b)
+            stack.append(x.a)
+        elif isinstance(x, Local_scope):
+            inner: list[Expr] = []
+            _collect_exprs(x.body, inner)
+            stack.extend(reversed(inner))
+    return out
 
 
 def reads(s: Stmt) -> list[Get | Get_merge_buffer]:
@@ -354,11 +375,16 @@ def reads(s: Stmt) -> list[Get | Get_merge_buffer]:
 
 def writes(s: Stmt) -> list[Set | Zero_out]:
     """Every store to a node in ``s``, in order."""
-    match s:
-        case Seq(stmts=stmts):
-            return [w for x in stmts for w in writes(x)]
-        case For_loop(body=body):
-            return writes(body)
-        case Set() | Zero_out():
-            return [s]
-    return []
+    out: list[Set | Zero_out] = []
+    _collect_writes(s, out)
+    return out
+
+
+def _collect_writes(s: Stmt, out: list[Set | Zero_out]) -> None:
+    if isinstance(s, Seq):
+        for x in s.stmts:
+            _collect_writes(x, out)
+    elif isinstance(s, For_loop):
+        _collect_writes(s.body, out)
+    elif isinstance(s, (Set, Zero_out)):
+        out.append(s)
