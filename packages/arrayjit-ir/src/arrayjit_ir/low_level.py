@@ -388,3 +388,25 @@ def _collect_writes(s: Stmt, out: list[Set | Zero_out]) -> None:
         _collect_writes(s.body, out)
     elif isinstance(s, (Set, Zero_out)):
         out.append(s)
+
+
+@dataclass(frozen=True, eq=False)
+class Accesses:
+    """The stores and reads of each statement of a sequence (:func:`writes`, :func:`reads`),
+    gathered once: the optimizer's passes each consult them for every top-level statement.
+    Built per routine and dropped with it (it refers to the statements' nodes)."""
+
+    writes: tuple[list[Set | Zero_out], ...]
+    reads: tuple[list[Get | Get_merge_buffer], ...]
+    written: tuple[set[Tnode], ...]
+    """The nodes each statement stores to."""
+
+    @staticmethod
+    def of(stmts: Iterable[Stmt]) -> Accesses:
+        """The accesses of ``stmts``, in their order."""
+        ws: list[list[Set | Zero_out]] = []
+        rs: list[list[Get | Get_merge_buffer]] = []
+        for s in stmts:
+            ws.append(writes(s))
+            rs.append(reads(s))
+        return Accesses(tuple(ws), tuple(rs), tuple({w.tn for w in w_} for w_ in ws))

@@ -207,7 +207,8 @@ def _simplify_stmt(s: L.Stmt) -> L.Stmt:
 # ---- the pipeline ----
 
 
-def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
+def _trace(stmts: Sequence[L.Stmt], acc: L.Accesses | None = None) -> dict[Tnode, TracedNode]:
+    acc = L.Accesses.of(stmts) if acc is None else acc
     traced: dict[Tnode, TracedNode] = {}
 
     def node(tn: Tnode) -> TracedNode:
@@ -216,10 +217,9 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
         return traced[tn]
 
     defined: set[Tnode] = set()
-    for s in stmts:
-        writes = L.writes(s)
+    for s, writes, reads in zip(stmts, acc.writes, acc.reads):
         # A merge-buffer read reads another stream's value, not this node's own buffer.
-        for g in (g for g in L.reads(s) if isinstance(g, L.Get)):
+        for g in (g for g in reads if isinstance(g, L.Get)):
             t = node(g.tn)
             # A read of a node this statement also writes reads the previous value unless the
             # node was already written before (accumulation into an initialized cell).
@@ -243,13 +243,13 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
     return traced
 
 
-def _read_counts(stmts: Sequence[L.Stmt]) -> dict[Tnode, int]:
+def _read_counts(stmts: Sequence[L.Stmt], acc: L.Accesses | None = None) -> dict[Tnode, int]:
     """Reads of each node by statements that do not write it (an accumulation's read of its
     own cell is part of computing the node, not a use of it)."""
+    acc = L.Accesses.of(stmts) if acc is None else acc
     counts: dict[Tnode, int] = {}
-    for s in stmts:
-        written = {w.tn for w in L.writes(s)}
-        for g in L.reads(s):
+    for written, reads in zip(acc.written, acc.reads):
+        for g in reads:
             if isinstance(g, L.Get) and g.tn not in written:
                 counts[g.tn] = counts.get(g.tn, 0) + 1
     return counts
@@ -331,20 +331,23 @@ def optimize(
         raise UsageError(
             f"routine {name}: static symbols {missing} are not bound; pass them in bindings"
         )
+    acc = L.Accesses.of(stmts)
     merge_nodes = list(
-        dict.fromkeys(g.tn for s in stmts for g in L.reads(s) if isinstance(g, L.Get_merge_buffer))
+        dict.fromkeys(
+            g.tn for reads in acc.reads for g in reads if isinstance(g, L.Get_merge_buffer)
+        )
     )
     if len(merge_nodes) > 1:
         labels = ", ".join(tn.debug_label for tn in merge_nodes)
         raise UsageError(f"routine {name}: reads the merge buffer of several nodes: {labels}")
 
-    traced = _trace(stmts)
+    traced = _trace(stmts, acc)
     logging_decisions = logger.isEnabledFor(logging.DEBUG)
     before = {tn: tn.debug_memory_mode for tn in traced} if logging_decisions else {}
     saved = {tn: (tn.memory_mode, tn.memory_mode_provenance) for tn in traced}
     try:
         return _optimize_traced(
-            stmts, llc, traced, name, static_symbols, set(shared), merge_nodes, before
+            stmts, llc, traced, name, static_symbols, set(shared), merge_nodes, before, acc
         )
     except MemoryModeError as exc:
         # A routine that does not compile decides nothing: every node keeps its earlier mode.
@@ -380,12 +383,13 @@ def _optimize_traced(
     shared_set: set[Tnode],
     merge_nodes: list[Tnode],
     before: dict[Tnode, str],
+    acc: L.Accesses,
 ) -> Optimized:
     """:func:`optimize` past its checks and trace: virtualize, settle modes, simplify."""
     logging_decisions = bool(before)
     for tn in shared_set & set(traced):
         tn.update_memory_mode(mm.Materialized(), PROV_SHARED)
-    counts = _read_counts(stmts)
+    counts = _read_counts(stmts, acc)
     candidates = {
         tn
         for tn, t in traced.items()
@@ -400,7 +404,7 @@ def _optimize_traced(
         and not has_margins(tn)
     }
     why: dict[Tnode, str] = {}
-    new_stmts, virtual = virtualize(stmts, candidates, why)
+    new_stmts, virtual = virtualize(stmts, candidates, why, acc)
 
     # Settle every node's mode (cleanup).
     prior: dict[Tnode, mm.MemoryMode | None] = {}

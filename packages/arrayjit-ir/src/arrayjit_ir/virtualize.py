@@ -390,7 +390,7 @@ def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
     return found
 
 
-def _read_sites(stmts: Sequence[L.Stmt]) -> dict[Tnode, list[_Site]]:
+def _read_sites(stmts: Sequence[L.Stmt], acc: L.Accesses) -> dict[Tnode, list[_Site]]:
     """Every read of every node by a statement that does not write it (an accumulation's read
     of its own cell is part of computing the node)."""
     sites: dict[Tnode, list[_Site]] = {}
@@ -417,30 +417,30 @@ def _read_sites(stmts: Sequence[L.Stmt]) -> dict[Tnode, list[_Site]]:
                 visit(v, k, loops, iters, written)
 
     for k, s in enumerate(stmts):
-        walk(s, k, [], 1, {w.tn for w in L.writes(s)})
+        walk(s, k, [], 1, acc.written[k])
     return sites
 
 
-def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Candidate]:
+def _candidates(
+    stmts: Sequence[L.Stmt], allowed: set[Tnode], acc: L.Accesses
+) -> dict[Tnode, _Candidate]:
     """The nodes of ``allowed`` whose writes are consecutive statements that write only them
-    and form a definition."""
+    and form a definition (``acc``: the accesses of ``stmts``)."""
     writers: dict[Tnode, list[int]] = {}
-    only_writes: dict[int, set[Tnode]] = {}
-    for k, s in enumerate(stmts):
-        written = {w.tn for w in L.writes(s)}
-        only_writes[k] = written
+    only_writes = acc.written
+    for k, written in enumerate(only_writes):
         for tn in written:
             writers.setdefault(tn, []).append(k)
     found: dict[Tnode, _Candidate] = {}
     for tn, ks in writers.items():
         if tn not in allowed or ks != list(range(ks[0], ks[-1] + 1)):
             continue
-        if any(only_writes[k] != {tn} for k in ks):
+        if any(len(only_writes[k]) != 1 or tn not in only_writes[k] for k in ks):
             continue
         d = as_definition([stmts[k] for k in ks], tn)
         if d is None:
             continue
-        reads = {g.tn for k in ks for g in L.reads(stmts[k]) if isinstance(g, L.Get)} - {tn}
+        reads = {g.tn for k in ks for g in acc.reads[k] if isinstance(g, L.Get)} - {tn}
         counts: dict[Tnode, int] = {}
         own = 0
         for x in L.sub_exprs(d.value):
@@ -463,7 +463,7 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
             _first_costly(d.value),
             cells,
         )
-    sites = _read_sites(stmts)
+    sites = _read_sites(stmts, acc)
     for tn, c in found.items():
         c.sites = sites.get(tn, [])
     return found
@@ -685,7 +685,10 @@ def _store_changed_meaning(
 
 
 def choose_virtual(
-    stmts: Sequence[L.Stmt], allowed: set[Tnode], why: dict[Tnode, str] | None = None
+    stmts: Sequence[L.Stmt],
+    allowed: set[Tnode],
+    why: dict[Tnode, str] | None = None,
+    acc: L.Accesses | None = None,
 ) -> set[Tnode]:
     """The nodes of ``allowed`` to make virtual: see the module docstring.
 
@@ -699,13 +702,15 @@ def choose_virtual(
     recomputed node whose storing saves the most is stored (the earliest of equals).
 
     When ``why`` is given, it receives, for every node of ``allowed``, the reason for the
-    decision in words (the optimizer logs it)."""
-    cands = _candidates(stmts, allowed)
+    decision in words (the optimizer logs it). ``acc``: the accesses of ``stmts``, when the
+    caller has them (:meth:`arrayjit_ir.low_level.Accesses.of`)."""
+    acc = L.Accesses.of(stmts) if acc is None else acc
+    cands = _candidates(stmts, allowed, acc)
     work = [arithmetic(st) for st in stmts]
     budget = INLINE_WORK_FACTOR * sum(work)
     writers: dict[Tnode, list[int]] = {}
-    for k, st in enumerate(stmts):
-        for tn in dict.fromkeys(w.tn for w in L.writes(st)):
+    for k, ws in enumerate(acc.writes):
+        for tn in dict.fromkeys(w.tn for w in ws):
             writers.setdefault(tn, []).append(k)
     virtual = {tn for tn, c in cands.items() if c.sites}
     owner = _owners(cands)
@@ -763,25 +768,33 @@ def _map_gets_stmt(s: L.Stmt, defs: dict[Tnode, Definition]) -> L.Stmt:
 
 
 def virtualize(
-    stmts: Sequence[L.Stmt], allowed: set[Tnode], why: dict[Tnode, str] | None = None
+    stmts: Sequence[L.Stmt],
+    allowed: set[Tnode],
+    why: dict[Tnode, str] | None = None,
+    acc: L.Accesses | None = None,
 ) -> tuple[list[L.Stmt], set[Tnode]]:
-    """Inline the nodes :func:`choose_virtual` picks from ``allowed`` (``why``: see there).
+    """Inline the nodes :func:`choose_virtual` picks from ``allowed`` (``why``, ``acc``: see
+    there).
 
     Returns:
         The remaining top-level statements (reads of virtual nodes replaced by local scopes)
         and the set of virtual nodes.
     """
-    virtual = choose_virtual(stmts, allowed, why)
+    acc = L.Accesses.of(stmts) if acc is None else acc
+    virtual = choose_virtual(stmts, allowed, why, acc)
     defs: dict[Tnode, Definition] = {}
     out: list[L.Stmt] = []
     pending: dict[Tnode, list[L.Stmt]] = {}
     last: dict[Tnode, int] = {}
-    for k, s in enumerate(stmts):
-        for w in L.writes(s):
+    for k, ws in enumerate(acc.writes):
+        for w in ws:
             last[w.tn] = k
     for k, s in enumerate(stmts):
-        s = _map_gets_stmt(s, defs)
-        written = {w.tn for w in L.writes(s)}
+        # A statement that reads no inlined node stays as it is (rebuilding it would give an
+        # equal copy); inlining leaves the nodes a statement writes as they are.
+        if any(g.tn in defs for g in acc.reads[k] if isinstance(g, L.Get)):
+            s = _map_gets_stmt(s, defs)
+        written = acc.written[k]
         if len(written) == 1 and (tn := next(iter(written))) in virtual:
             pending.setdefault(tn, []).append(s)
             if k == last[tn]:
