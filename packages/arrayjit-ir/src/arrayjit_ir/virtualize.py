@@ -40,6 +40,7 @@ on the statements only (ties go to the earliest definition).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import math
 import threading
@@ -324,6 +325,8 @@ class _Candidate:
     """The first costly operation (:func:`arrayjit_ir.ops.is_costly`) its value evaluates."""
     cells: int = 1
     """The cells its definition computes (the extents of its output loops multiplied)."""
+    definition: Definition | None = None
+    """Its definition, from the statements as the routine gives them."""
 
 
 INLINE_SIZE_LIMIT = 64
@@ -462,6 +465,7 @@ def _candidates(
             d.value,
             _first_costly(d.value),
             cells,
+            d,
         )
     sites = _read_sites(stmts, acc)
     for tn, c in found.items():
@@ -704,6 +708,16 @@ def choose_virtual(
     When ``why`` is given, it receives, for every node of ``allowed``, the reason for the
     decision in words (the optimizer logs it). ``acc``: the accesses of ``stmts``, when the
     caller has them (:meth:`arrayjit_ir.low_level.Accesses.of`)."""
+    return _choose(stmts, allowed, why, acc)[0]
+
+
+def _choose(
+    stmts: Sequence[L.Stmt],
+    allowed: set[Tnode],
+    why: dict[Tnode, str] | None = None,
+    acc: L.Accesses | None = None,
+) -> tuple[set[Tnode], dict[Tnode, _Candidate]]:
+    """:func:`choose_virtual`, and the candidates it judged (their definitions)."""
     acc = L.Accesses.of(stmts) if acc is None else acc
     cands = _candidates(stmts, allowed, acc)
     work = [arithmetic(st) for st in stmts]
@@ -733,7 +747,7 @@ def choose_virtual(
                 reasons[tn] = f"virtual: inlined at its {n} read(s)"
             if why is not None:
                 why.update(reasons)
-            return virtual
+            return virtual, cands
 
         # Store the recomputed node whose storing saves the most (the earliest of equals).
         def saving(tn: Tnode, total: Fraction = total) -> tuple[Fraction, int]:
@@ -781,26 +795,24 @@ def virtualize(
         and the set of virtual nodes.
     """
     acc = L.Accesses.of(stmts) if acc is None else acc
-    virtual = choose_virtual(stmts, allowed, why, acc)
+    virtual, cands = _choose(stmts, allowed, why, acc)
     defs: dict[Tnode, Definition] = {}
     out: list[L.Stmt] = []
-    pending: dict[Tnode, list[L.Stmt]] = {}
-    last: dict[Tnode, int] = {}
-    for k, ws in enumerate(acc.writes):
-        for w in ws:
-            last[w.tn] = k
     for k, s in enumerate(stmts):
-        # A statement that reads no inlined node stays as it is (rebuilding it would give an
-        # equal copy); inlining leaves the nodes a statement writes as they are.
-        if any(g.tn in defs for g in acc.reads[k] if isinstance(g, L.Get)):
-            s = _map_gets_stmt(s, defs)
         written = acc.written[k]
         if len(written) == 1 and (tn := next(iter(written))) in virtual:
-            pending.setdefault(tn, []).append(s)
-            if k == last[tn]:
-                d = as_definition(pending[tn], tn)
-                assert d is not None, f"{tn.debug_label}: definition lost while inlining"
-                defs[tn] = d
+            c = cands[tn]
+            if k == c.last:
+                # The definition judged, with the reads of nodes inlined before it inlined in
+                # its value: what the definition of its statements so rewritten is (their
+                # other parts read no node), computed without rewriting them.
+                d = c.definition
+                assert d is not None
+                defs[tn] = dataclasses.replace(d, value=_map_gets(d.value, defs))
             continue
+        # A statement that reads no inlined node stays as it is (rebuilding it would give an
+        # equal copy).
+        if any(g.tn in defs for g in acc.reads[k] if isinstance(g, L.Get)):
+            s = _map_gets_stmt(s, defs)
         out.append(s)
     return out, virtual
