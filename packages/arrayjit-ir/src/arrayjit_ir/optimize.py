@@ -27,6 +27,7 @@ Passes, in order (as :func:`optimize` runs them):
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Iterable, Sequence
@@ -109,9 +110,11 @@ def _is_zero(e: L.Expr, prec: Prec | None, sign: float) -> bool:
     return (prec is not None and not prec.is_float) or math.copysign(1.0, e.value) == sign
 
 
+@functools.cache
 def _fold_dtype(prec: Prec | None) -> np.dtype[Any] | None:
     """The dtype constants fold in where an expression is evaluated in ``prec``: only floats
-    (integer contexts convert each leaf first, which folding in floats would skip)."""
+    (integer contexts convert each leaf first, which folding in floats would skip). Cached:
+    simplification asks it at every expression node, for a dozen precisions at most."""
     if prec is None or not prec.is_float:
         return None
     return np.dtype(np.float64) if prec is Prec.double else np.dtype(np.float32)

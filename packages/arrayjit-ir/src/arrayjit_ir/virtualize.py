@@ -349,27 +349,29 @@ def arithmetic(s: L.Stmt) -> int:
     """The operations ``s`` evaluates (every ``Binop``, ``Unop`` and ``Ternop`` but the free
     ones, :data:`arrayjit_ir.ops.FREE_OPS`), each counted once per run of the loops around it,
     loops inside local scopes included: the work cost model's measure of arithmetic."""
+    # isinstance chains rather than class patterns: it runs over every statement of a routine.
+    if isinstance(s, L.For_loop):
+        return s.extent * arithmetic(s.body)
+    if isinstance(s, (L.Set, L.Set_local)):
+        return _expr_arithmetic(s.value)
+    if isinstance(s, L.Seq):
+        return sum(arithmetic(y) for y in s.stmts)
+    return 0
 
-    def stmt(x: L.Stmt) -> int:
-        match x:
-            case L.Seq(stmts=stmts):
-                return sum(stmt(y) for y in stmts)
-            case L.For_loop(body=body) as lp:
-                return lp.extent * stmt(body)
-            case L.Set(value=v) | L.Set_local(value=v):
-                return expr(v)
-        return 0
 
-    def expr(e: L.Expr) -> int:
-        match e:
-            case L.Local_scope(body=body):
-                return stmt(body)
-            case L.Binop(op=op) | L.Unop(op=op) | L.Ternop(op=op):
-                own = 0 if op in ops.FREE_OPS else 1
-                return own + sum(expr(x) for x in L.children(e))
-        return 0
-
-    return stmt(s)
+def _expr_arithmetic(e: L.Expr) -> int:
+    if isinstance(e, L.Binop):
+        own = 0 if e.op in ops.FREE_OPS else 1
+        return own + _expr_arithmetic(e.a) + _expr_arithmetic(e.b)
+    if isinstance(e, L.Unop):
+        own = 0 if e.op in ops.FREE_OPS else 1
+        return own + _expr_arithmetic(e.a)
+    if isinstance(e, L.Ternop):
+        own = 0 if e.op in ops.FREE_OPS else 1
+        return own + _expr_arithmetic(e.a) + _expr_arithmetic(e.b) + _expr_arithmetic(e.c)
+    if isinstance(e, L.Local_scope):
+        return arithmetic(e.body)
+    return 0
 
 
 def _first_costly(e: L.Expr) -> str | None:
@@ -385,11 +387,10 @@ def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
     values of such a symbol read different cells."""
     found: set[Symbol | StaticSymbol] = set()
     for i in idx:
-        match i:
-            case Iterator(symbol=s):
-                found.add(s)
-            case Affine(terms=((c, s),)) if c != 0:
-                found.add(s)
+        if isinstance(i, Iterator):
+            found.add(i.symbol)
+        elif isinstance(i, Affine) and len(i.terms) == 1 and i.terms[0][0] != 0:
+            found.add(i.terms[0][1])
     return found
 
 
@@ -397,30 +398,37 @@ def _read_sites(stmts: Sequence[L.Stmt], acc: L.Accesses) -> dict[Tnode, list[_S
     """Every read of every node by a statement that does not write it (an accumulation's read
     of its own cell is part of computing the node)."""
     sites: dict[Tnode, list[_Site]] = {}
+    # isinstance chains rather than class patterns: this walks every statement of a routine.
 
-    def visit(e: L.Expr, k: int, loops: list[Symbol], iters: int, written: set[Tnode]) -> None:
-        match e:
-            case L.Get(tn=tn, indices=idx) if tn not in written:
-                once = set(loops) <= _distinct_axes(idx)
-                sites.setdefault(tn, []).append(_Site(k, once, iters))
-            case L.Local_scope(body=body):
-                walk(body, k, loops, iters, written)
-            case _:
-                for x in L.children(e):
-                    visit(x, k, loops, iters, written)
+    def visit(e: L.Expr, k: int, loops: frozenset[Symbol], iters: int, written: set[Tnode]) -> None:
+        if isinstance(e, L.Get):
+            if e.tn not in written:
+                once = loops <= _distinct_axes(e.indices)
+                sites.setdefault(e.tn, []).append(_Site(k, once, iters))
+        elif isinstance(e, L.Binop):
+            visit(e.a, k, loops, iters, written)
+            visit(e.b, k, loops, iters, written)
+        elif isinstance(e, L.Unop):
+            visit(e.a, k, loops, iters, written)
+        elif isinstance(e, L.Ternop):
+            visit(e.a, k, loops, iters, written)
+            visit(e.b, k, loops, iters, written)
+            visit(e.c, k, loops, iters, written)
+        elif isinstance(e, L.Local_scope):
+            walk(e.body, k, loops, iters, written)
 
-    def walk(s: L.Stmt, k: int, loops: list[Symbol], iters: int, written: set[Tnode]) -> None:
-        match s:
-            case L.Seq(stmts=inner):
-                for x in inner:
-                    walk(x, k, loops, iters, written)
-            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body) as lp:
-                walk(body, k, [*loops, i] if hi > lo else loops, iters * lp.extent, written)
-            case L.Set(value=v) | L.Set_local(value=v):
-                visit(v, k, loops, iters, written)
+    def walk(s: L.Stmt, k: int, loops: frozenset[Symbol], iters: int, written: set[Tnode]) -> None:
+        if isinstance(s, L.For_loop):
+            inner = loops | {s.index} if s.to_inclusive > s.from_ else loops
+            walk(s.body, k, inner, iters * s.extent, written)
+        elif isinstance(s, (L.Set, L.Set_local)):
+            visit(s.value, k, loops, iters, written)
+        elif isinstance(s, L.Seq):
+            for x in s.stmts:
+                walk(x, k, loops, iters, written)
 
     for k, s in enumerate(stmts):
-        walk(s, k, [], 1, acc.written[k])
+        walk(s, k, frozenset(), 1, acc.written[k])
     return sites
 
 
@@ -555,7 +563,16 @@ class _Plan:
     def arithmetic(self) -> Fraction:
         """The arithmetic of the routine with these nodes inlined (:func:`arithmetic` of each
         top-level statement times its :meth:`runs`)."""
-        return sum((w * self.runs(k) for k, w in enumerate(self.work)), Fraction(0))
+        # A statement that stays (the most of them) runs once: its work adds as an integer,
+        # and only the statements of virtual nodes take exact fractions (the same sum).
+        whole = 0
+        part = Fraction(0)
+        for k, w in enumerate(self.work):
+            if self.owner.get(k) in self.virtual:
+                part += w * self.runs(k)
+            else:
+                whole += w
+        return part + whole
 
     def positions(self, tn: Tnode) -> frozenset[int]:
         """The top-level statements where the inlined computation of ``tn`` will run."""
