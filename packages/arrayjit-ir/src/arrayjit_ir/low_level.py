@@ -225,16 +225,16 @@ Expr = (
 def map_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
     """``e`` with ``f`` applied to each operand of an op, left to right (``e`` itself when it
     has none)."""
-    match e:
-        case Binop(op=op, a=a, b=b):
-            a2 = f(a)
-            return Binop(op, a2, f(b))
-        case Unop(op=op, a=a):
-            return Unop(op, f(a))
-        case Ternop(op=op, a=a, b=b, c=c):
-            a2 = f(a)
-            b2 = f(b)
-            return Ternop(op, a2, b2, f(c))
+    # isinstance chains rather than class patterns: every pass over expressions comes here.
+    if isinstance(e, Binop):
+        a2 = f(e.a)
+        return Binop(e.op, a2, f(e.b))
+    if isinstance(e, Unop):
+        return Unop(e.op, f(e.a))
+    if isinstance(e, Ternop):
+        a2 = f(e.a)
+        b2 = f(e.b)
+        return Ternop(e.op, a2, b2, f(e.c))
     return e
 
 
@@ -282,27 +282,25 @@ def natural_prec(e: Expr) -> Prec:
 def map_exprs(s: Stmt, f: Callable[[Expr], Expr]) -> Stmt:
     """``s`` with ``f`` applied to the value of every ``Set`` and ``Set_local`` (loops and
     sequences rebuilt around them, other statements kept)."""
-    match s:
-        case Seq(stmts=stmts):
-            return Seq(tuple(map_exprs(x, f) for x in stmts))
-        case For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            return For_loop(i, lo, hi, map_exprs(body, f), t)
-        case Set(tn=tn, indices=idx, value=v):
-            return Set(tn, idx, f(v))
-        case Set_local(scope=sc, value=v):
-            return Set_local(sc, f(v))
+    if isinstance(s, Set):
+        return Set(s.tn, s.indices, f(s.value))
+    if isinstance(s, For_loop):
+        return For_loop(s.index, s.from_, s.to_inclusive, map_exprs(s.body, f), s.trace_it)
+    if isinstance(s, Seq):
+        return Seq(tuple([map_exprs(x, f) for x in s.stmts]))
+    if isinstance(s, Set_local):
+        return Set_local(s.scope, f(s.value))
     return s
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
     """The operands of an op (no others: a local scope's body is statements)."""
-    match e:
-        case Binop(a=a, b=b):
-            return (a, b)
-        case Unop(a=a):
-            return (a,)
-        case Ternop(a=a, b=b, c=c):
-            return (a, b, c)
+    if isinstance(e, Binop):
+        return (e.a, e.b)
+    if isinstance(e, Unop):
+        return (e.a,)
+    if isinstance(e, Ternop):
+        return (e.a, e.b, e.c)
     return ()
 
 

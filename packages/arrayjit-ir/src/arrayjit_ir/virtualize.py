@@ -77,9 +77,10 @@ def fresh_scope(tn: Tnode, acc_prec: Prec | None = None) -> L.ScopeId:
 
 def subst_index(i: AxisIndex, m: dict[Symbol, AxisIndex]) -> AxisIndex:
     """``i`` with the loop symbols of ``m`` replaced by their indices."""
+    if isinstance(i, Iterator):  # the common case first, without a class pattern
+        s = i.symbol
+        return m.get(s, i) if isinstance(s, Symbol) else i
     match i:
-        case Iterator(symbol=Symbol() as s) if s in m:
-            return m[s]
         case Affine(terms=terms, offset=off):
             out_terms: list[tuple[int, Symbol | StaticSymbol]] = []
             for c, sym in terms:
@@ -103,33 +104,45 @@ def subst_index(i: AxisIndex, m: dict[Symbol, AxisIndex]) -> AxisIndex:
 
 
 def _subst_expr(e: L.Expr, m: dict[Symbol, AxisIndex], sc: dict[L.ScopeId, L.ScopeId]) -> L.Expr:
-    match e:
-        case L.Get(tn=tn, indices=idx):
-            return L.Get(tn, tuple(subst_index(i, m) for i in idx))
-        case L.Get_merge_buffer(tn=tn, indices=idx):
-            return L.Get_merge_buffer(tn, tuple(subst_index(i, m) for i in idx))
-        case L.Embed_index(index=i):
-            return L.Embed_index(subst_index(i, m))
-        case L.Get_local(scope=s):
-            return L.Get_local(sc.get(s, s))
-        case L.Local_scope(scope=s, body=body, orig_indices=oi):
-            new = fresh_scope(s.tn, s.acc_prec)
-            inner = {**sc, s: new}
-            return L.Local_scope(new, _subst_stmt(body, m, inner), oi)
-    return L.map_children(e, lambda x: _subst_expr(x, m, sc))
+    # isinstance chains rather than class patterns (every inlined read comes here); operands
+    # left to right, so fresh names come in the same order.
+    if isinstance(e, L.Get):
+        return L.Get(e.tn, tuple([subst_index(i, m) for i in e.indices]))
+    if isinstance(e, L.Binop):
+        a = _subst_expr(e.a, m, sc)
+        return L.Binop(e.op, a, _subst_expr(e.b, m, sc))
+    if isinstance(e, L.Unop):
+        return L.Unop(e.op, _subst_expr(e.a, m, sc))
+    if isinstance(e, L.Ternop):
+        a = _subst_expr(e.a, m, sc)
+        b = _subst_expr(e.b, m, sc)
+        return L.Ternop(e.op, a, b, _subst_expr(e.c, m, sc))
+    if isinstance(e, L.Get_local):
+        return L.Get_local(sc.get(e.scope, e.scope))
+    if isinstance(e, L.Local_scope):
+        s = e.scope
+        new = fresh_scope(s.tn, s.acc_prec)
+        inner = {**sc, s: new}
+        return L.Local_scope(new, _subst_stmt(e.body, m, inner), e.orig_indices)
+    if isinstance(e, L.Get_merge_buffer):
+        return L.Get_merge_buffer(e.tn, tuple([subst_index(i, m) for i in e.indices]))
+    if isinstance(e, L.Embed_index):
+        return L.Embed_index(subst_index(e.index, m))
+    return e
 
 
 def _subst_stmt(s: L.Stmt, m: dict[Symbol, AxisIndex], sc: dict[L.ScopeId, L.ScopeId]) -> L.Stmt:
-    match s:
-        case L.Seq(stmts=stmts):
-            return L.Seq(tuple(_subst_stmt(x, m, sc) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            new = fresh_symbol()
-            return L.For_loop(new, lo, hi, _subst_stmt(body, {**m, i: Iterator(new)}, sc), t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, tuple(subst_index(i, m) for i in idx), _subst_expr(v, m, sc))
-        case L.Set_local(scope=local, value=v):
-            return L.Set_local(sc.get(local, local), _subst_expr(v, m, sc))
+    if isinstance(s, L.Set):
+        idx = tuple([subst_index(i, m) for i in s.indices])
+        return L.Set(s.tn, idx, _subst_expr(s.value, m, sc))
+    if isinstance(s, L.For_loop):
+        new = fresh_symbol()
+        body = _subst_stmt(s.body, {**m, s.index: Iterator(new)}, sc)
+        return L.For_loop(new, s.from_, s.to_inclusive, body, s.trace_it)
+    if isinstance(s, L.Seq):
+        return L.Seq(tuple([_subst_stmt(x, m, sc) for x in s.stmts]))
+    if isinstance(s, L.Set_local):
+        return L.Set_local(sc.get(s.scope, s.scope), _subst_expr(s.value, m, sc))
     return s
 
 
@@ -339,6 +352,9 @@ INLINE_DEPTH_LIMIT = 48
 long chain ``t2 = t1 + x; t3 = t2 + x; ...`` is stored every so many links, so that the code
 nests no deeper than compilers (clang's 256 brackets) and the optimizer's recursion allow."""
 
+_ONE = Fraction(1)
+"""What :meth:`_Plan.runs` gives a statement that stays (fractions are immutable)."""
+
 INLINE_WORK_FACTOR = Fraction(3, 2)
 """The most arithmetic a routine may run, in multiples of the unoptimized program's, for
 recomputing cheap pointwise nodes at their reads (:func:`arithmetic` counts it): beyond it the
@@ -546,7 +562,7 @@ class _Plan:
         node is virtual, else 1."""
         tn = self.owner.get(k)
         if tn not in self.virtual:
-            return Fraction(1)
+            return _ONE
         assert tn is not None
         cells = self.cands[tn].cells
         return self.evals(tn) / cells if cells else Fraction(0)
@@ -555,9 +571,17 @@ class _Plan:
         """How many times the inlined computation of (one cell of) ``tn`` runs: at each read,
         the runs of the loops around it, times the runs of the statement holding it."""
         if tn not in self._evals:
-            self._evals[tn] = sum(
-                (site.iters * self.runs(site.stmt) for site in self.cands[tn].sites), Fraction(0)
-            )
+            # Reads by statements that run once add as integers; exact fractions only for the
+            # others (the same sum, fewer fraction operations).
+            whole = 0
+            part = Fraction(0)
+            for site in self.cands[tn].sites:
+                r = self.runs(site.stmt)
+                if r is _ONE:
+                    whole += site.iters
+                else:
+                    part += site.iters * r
+            self._evals[tn] = part + whole
         return self._evals[tn]
 
     def arithmetic(self) -> Fraction:
@@ -786,12 +810,23 @@ def _choose(
 
 
 def _map_gets(e: L.Expr, defs: dict[Tnode, Definition]) -> L.Expr:
-    match e:
-        case L.Get(tn=tn) if tn in defs:
-            return defs[tn].inline(e)
-        case L.Local_scope(scope=sc, body=body, orig_indices=oi):
-            return L.Local_scope(sc, _map_gets_stmt(body, defs), oi)
-    return L.map_children(e, lambda x: _map_gets(x, defs))
+    # isinstance chains rather than class patterns; operands left to right, so that inlined
+    # copies get their fresh names in the same order.
+    if isinstance(e, L.Get):
+        d = defs.get(e.tn)
+        return e if d is None else d.inline(e)
+    if isinstance(e, L.Binop):
+        a = _map_gets(e.a, defs)
+        return L.Binop(e.op, a, _map_gets(e.b, defs))
+    if isinstance(e, L.Unop):
+        return L.Unop(e.op, _map_gets(e.a, defs))
+    if isinstance(e, L.Ternop):
+        a = _map_gets(e.a, defs)
+        b = _map_gets(e.b, defs)
+        return L.Ternop(e.op, a, b, _map_gets(e.c, defs))
+    if isinstance(e, L.Local_scope):
+        return L.Local_scope(e.scope, _map_gets_stmt(e.body, defs), e.orig_indices)
+    return e
 
 
 def _map_gets_stmt(s: L.Stmt, defs: dict[Tnode, Definition]) -> L.Stmt:
