@@ -398,13 +398,27 @@ class Accesses:
     reads: tuple[list[Get | Get_merge_buffer], ...]
     written: tuple[set[Tnode], ...]
     """The nodes each statement stores to."""
+    embeds: tuple[list[Embed_index], ...] = ()
+    """The indices each statement uses as numbers (with the reads' and stores' indices, every
+    index it mentions)."""
 
     @staticmethod
     def of(stmts: Iterable[Stmt]) -> Accesses:
         """The accesses of ``stmts``, in their order."""
         ws: list[list[Set | Zero_out]] = []
         rs: list[list[Get | Get_merge_buffer]] = []
+        es: list[list[Embed_index]] = []
         for s in stmts:
             ws.append(writes(s))
-            rs.append(reads(s))
-        return Accesses(tuple(ws), tuple(rs), tuple({w.tn for w in w_} for w_ in ws))
+            r: list[Get | Get_merge_buffer] = []
+            em: list[Embed_index] = []
+            for e in exprs_of(s):  # one walk for both (reads is the first half)
+                for x in sub_exprs(e):
+                    if isinstance(x, (Get, Get_merge_buffer)):
+                        r.append(x)
+                    elif isinstance(x, Embed_index):
+                        em.append(x)
+            rs.append(r)
+            es.append(em)
+        written = tuple({w.tn for w in w_} for w_ in ws)
+        return Accesses(tuple(ws), tuple(rs), written, tuple(es))

@@ -69,27 +69,29 @@ def _top_level(s: L.Stmt) -> list[L.Stmt]:
     return [s]
 
 
-def _static_symbols(s: L.Stmt) -> set[StaticSymbol]:
+def _static_symbols(acc: L.Accesses) -> set[StaticSymbol]:
+    """The static symbols the indices of the statements of ``acc`` mention."""
     found: set[StaticSymbol] = set()
 
     def idx(i: AxisIndex) -> None:
-        match i:
-            case Iterator(symbol=StaticSymbol() as sym):
-                found.add(sym)
-            case Affine(terms=terms):
-                found.update(t for _, t in terms if isinstance(t, StaticSymbol))
+        if isinstance(i, Iterator):
+            if isinstance(i.symbol, StaticSymbol):
+                found.add(i.symbol)
+        elif isinstance(i, Affine):
+            found.update(t for _, t in i.terms if isinstance(t, StaticSymbol))
 
-    for w in L.writes(s):
-        if isinstance(w, L.Set):
-            for i in w.indices:
-                idx(i)
-    for e in L.exprs_of(s):
-        for x in L.sub_exprs(e):
-            if isinstance(x, (L.Get, L.Get_merge_buffer)):
-                for i in x.indices:
+    for ws in acc.writes:
+        for w in ws:
+            if isinstance(w, L.Set):
+                for i in w.indices:
                     idx(i)
-            elif isinstance(x, L.Embed_index):
-                idx(x.index)
+    for rs in acc.reads:
+        for g in rs:
+            for i in g.indices:
+                idx(i)
+    for es in acc.embeds:
+        for x in es:
+            idx(x.index)
     return found
 
 
@@ -122,12 +124,14 @@ def _fold_dtype(prec: Prec | None) -> np.dtype[Any] | None:
 
 def _operand_precs(e: L.Expr, prec: Prec | None) -> list[Prec | None]:
     """The precision each operand of ``e`` is evaluated in (``None``: its own natural one)."""
-    match e:
-        case L.Binop(op=ops.Binop.threefry4x32) | L.Unop(op=ops.Unop.uint4x32_to_prec_uniform):
-            return [Prec.uint4x32] * len(L.children(e))
-        case L.Ternop(op=ops.Ternop.where):
-            return [None, prec, prec]
-    return [prec] * len(L.children(e))
+    # isinstance chains rather than class patterns: simplification asks at every operation.
+    if isinstance(e, L.Binop):
+        return [Prec.uint4x32] * 2 if e.op is ops.Binop.threefry4x32 else [prec, prec]
+    if isinstance(e, L.Unop):
+        return [Prec.uint4x32] if e.op is ops.Unop.uint4x32_to_prec_uniform else [prec]
+    if isinstance(e, L.Ternop):
+        return [None, prec, prec] if e.op is ops.Ternop.where else [prec, prec, prec]
+    return []
 
 
 def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
@@ -328,13 +332,13 @@ def optimize(
         MemoryModeError: a decision contradicts a node's mode set earlier.
     """
     stmts = _top_level(llc)
-    needed = _static_symbols(llc)
+    acc = L.Accesses.of(stmts)
+    needed = _static_symbols(acc)
     missing = sorted(s.name for s in needed - set(static_symbols))
     if missing:
         raise UsageError(
             f"routine {name}: static symbols {missing} are not bound; pass them in bindings"
         )
-    acc = L.Accesses.of(stmts)
     merge_nodes = list(
         dict.fromkeys(
             g.tn for reads in acc.reads for g in reads if isinstance(g, L.Get_merge_buffer)

@@ -628,7 +628,12 @@ class _Plan:
             def walk(e: L.Expr) -> int:
                 if isinstance(e, L.Get) and e.tn in self.virtual and e.tn in self.cands:
                     return self.depth(e.tn)
-                return 1 + max((walk(x) for x in L.children(e)), default=0)
+                deepest = 0
+                for x in L.children(e):
+                    d = walk(x)
+                    if d > deepest:
+                        deepest = d
+                return 1 + deepest
 
             value = c.value
             self._depth[tn] = (walk(value) if value is not None else 1) + int(c.reduction)
