@@ -309,13 +309,10 @@ def seq(*stmts: Stmt) -> Stmt:
     statement is returned as is and none gives ``Noop()``."""
     flat: list[Stmt] = []
     for s in stmts:
-        match s:
-            case Seq(stmts=inner):
-                flat.extend(x for x in inner if not isinstance(x, Noop))
-            case Noop():
-                pass
-            case _:
-                flat.append(s)
+        if isinstance(s, Seq):
+            flat.extend([x for x in s.stmts if not isinstance(x, Noop)])
+        elif not isinstance(s, Noop):
+            flat.append(s)
     if not flat:
         return Noop()
     if len(flat) == 1:

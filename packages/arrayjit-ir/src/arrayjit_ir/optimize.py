@@ -134,9 +134,15 @@ def _operand_precs(e: L.Expr, prec: Prec | None) -> list[Prec | None]:
     return []
 
 
+_LEAVES = (L.Get, L.Get_local, L.Constant, L.Get_merge_buffer, L.Constant_bits)
+"""The expressions simplification leaves as they are."""
+
+
 def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
     """``e``, evaluated in ``prec`` (``None``: in its natural precision, as the condition of
     ``where``), simplified without changing its value in that precision."""
+    if isinstance(e, _LEAVES):
+        return e  # nothing to simplify (most nodes are these; no case below matches them)
     if prec is None and isinstance(e, L.Binop | L.Unop | L.Ternop):
         # An operation in its natural precision evaluates its operands in that precision, not
         # each in its own: an integer node's scope inside a double condition still converts.
@@ -198,16 +204,18 @@ def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
 
 
 def _simplify_stmt(s: L.Stmt) -> L.Stmt:
-    match s:
-        case L.Seq(stmts=stmts):
-            return L.seq(*(_simplify_stmt(x) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            inner = _simplify_stmt(body)
-            return L.Noop() if isinstance(inner, L.Noop) else L.For_loop(i, lo, hi, inner, t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, idx, _simplify_expr(v, tn.prec))
-        case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _simplify_expr(v, sc.prec))
+    # isinstance chains rather than class patterns: this rebuilds every statement.
+    if isinstance(s, L.Set):
+        return L.Set(s.tn, s.indices, _simplify_expr(s.value, s.tn.prec))
+    if isinstance(s, L.For_loop):
+        inner = _simplify_stmt(s.body)
+        if isinstance(inner, L.Noop):
+            return L.Noop()
+        return L.For_loop(s.index, s.from_, s.to_inclusive, inner, s.trace_it)
+    if isinstance(s, L.Seq):
+        return L.seq(*[_simplify_stmt(x) for x in s.stmts])
+    if isinstance(s, L.Set_local):
+        return L.Set_local(s.scope, _simplify_expr(s.value, s.scope.prec))
     return s
 
 
