@@ -521,7 +521,7 @@ class _Plan:
         ``cands``, shared between plans so that each store does not rebuild it)."""
         self._inputs: dict[Tnode, frozenset[Tnode]] = {}
         self._heavy: dict[Tnode, str | None] = {}
-        self._evals: dict[Tnode, Fraction] = {}
+        self._evals: dict[Tnode, Fraction | int] = {}
         self._positions: dict[Tnode, frozenset[int]] = {}
         self._size: dict[Tnode, int] = {}
         self._depth: dict[Tnode, int] = {}
@@ -565,37 +565,54 @@ class _Plan:
             return _ONE
         assert tn is not None
         cells = self.cands[tn].cells
-        return self.evals(tn) / cells if cells else Fraction(0)
+        if not cells:
+            return Fraction(0)
+        ev = self.evals(tn)
+        return Fraction(ev, cells) if isinstance(ev, int) else ev / cells
 
-    def evals(self, tn: Tnode) -> Fraction:
+    def evals(self, tn: Tnode) -> Fraction | int:
         """How many times the inlined computation of (one cell of) ``tn`` runs: at each read,
-        the runs of the loops around it, times the runs of the statement holding it."""
+        the runs of the loops around it, times the runs of the statement holding it (an
+        ``int`` when every read is by a statement that runs once)."""
         if tn not in self._evals:
             # Reads by statements that run once add as integers; exact fractions only for the
             # others (the same sum, fewer fraction operations).
             whole = 0
-            part = Fraction(0)
+            part: Fraction | None = None
             for site in self.cands[tn].sites:
                 r = self.runs(site.stmt)
                 if r is _ONE:
                     whole += site.iters
                 else:
-                    part += site.iters * r
-            self._evals[tn] = part + whole
+                    part = site.iters * r if part is None else part + site.iters * r
+            self._evals[tn] = whole if part is None else part + whole
         return self._evals[tn]
 
     def arithmetic(self) -> Fraction:
         """The arithmetic of the routine with these nodes inlined (:func:`arithmetic` of each
         top-level statement times its :meth:`runs`)."""
-        # A statement that stays (the most of them) runs once: its work adds as an integer,
-        # and only the statements of virtual nodes take exact fractions (the same sum).
+        # The same exact sum with few fraction operations: a statement that stays (the most of
+        # them) runs once and adds as an integer; an inlined node whose evaluations are whole
+        # adds ``work * evals`` to the numerator over its cell count, one fraction per count.
         whole = 0
+        over: dict[int, int] = {}
         part = Fraction(0)
         for k, w in enumerate(self.work):
-            if self.owner.get(k) in self.virtual:
-                part += w * self.runs(k)
-            else:
+            tn = self.owner.get(k)
+            if tn not in self.virtual:
                 whole += w
+                continue
+            assert tn is not None
+            cells = self.cands[tn].cells
+            if not cells:
+                continue  # it runs 0 times per cell
+            ev = self.evals(tn)
+            if isinstance(ev, int):
+                over[cells] = over.get(cells, 0) + w * ev
+            else:
+                part += w * (ev / cells)
+        for cells, n in over.items():
+            part += Fraction(n, cells)
         return part + whole
 
     def positions(self, tn: Tnode) -> frozenset[int]:
