@@ -88,6 +88,14 @@ class _Walker:
                 if not 0 <= idx.value < dim:
                     _violation(tn, what, axis, dim, idx, idx.value, idx.value, "")
                 continue
+            if type(idx) is Iterator and type(idx.symbol) is Symbol:
+                # The common loop index: the general case below with one term of coefficient 1.
+                span = self.env.get(idx.symbol)
+                if span is not None:
+                    lo, hi = min(span), max(span)
+                    if lo < 0 or hi > dim - 1:
+                        _violation(tn, what, axis, dim, idx, lo, hi, "")
+                    continue
             terms, off = _terms(idx)
             lo = hi = off
             statics: list[tuple[int, str]] = []

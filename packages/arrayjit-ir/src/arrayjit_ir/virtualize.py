@@ -234,16 +234,19 @@ def as_definition(stmts: Sequence[L.Stmt], tn: Tnode) -> Definition | None:
     loop_syms = [lp.index for lp in loops]
     out_syms: list[Symbol | None] = []
     for idx, dim in zip(body.indices, tn.dims):
-        match idx:
-            case Iterator(symbol=Symbol() as s) if s in loop_syms and s not in out_syms:
-                lp = loops[loop_syms.index(s)]
-                if lp.from_ != 0 or lp.to_inclusive != dim - 1:
-                    return None
-                out_syms.append(s)
-            case Fixed_idx(value=0) if dim == 1:
-                out_syms.append(None)
-            case _:
+        # isinstance tests rather than class patterns: every candidate comes here.
+        if isinstance(idx, Iterator):
+            s = idx.symbol
+            if not (isinstance(s, Symbol) and s in loop_syms and s not in out_syms):
                 return None
+            lp = loops[loop_syms.index(s)]
+            if lp.from_ != 0 or lp.to_inclusive != dim - 1:
+                return None
+            out_syms.append(s)
+        elif isinstance(idx, Fixed_idx) and idx.value == 0 and dim == 1:
+            out_syms.append(None)
+        else:
+            return None
     reduction = tuple(lp for lp in loops if lp.index not in out_syms)
     if _wide_form(body) is not None:
         if reduction or len(stmts) != 2:
@@ -390,14 +393,6 @@ def _expr_arithmetic(e: L.Expr) -> int:
     return 0
 
 
-def _first_costly(e: L.Expr) -> str | None:
-    """The name of the first costly operation in ``e`` (local-scope bodies included)."""
-    for x in L.sub_exprs(e):
-        if isinstance(x, L.Binop | L.Unop | L.Ternop) and ops.is_costly(x.op):
-            return x.op.value
-    return None
-
-
 def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
     """Loop symbols that alone select an axis of the index (``i`` or ``c*i + o``): different
     values of such a symbol read different cells."""
@@ -470,11 +465,18 @@ def _candidates(
         reads = {g.tn for k in ks for g in acc.reads[k] if isinstance(g, L.Get)} - {tn}
         counts: dict[Tnode, int] = {}
         own = 0
+        costly: str | None = None  # the first costly operation, in pre-order
         for x in L.sub_exprs(d.value):
             if isinstance(x, L.Get) and x.tn != tn:
                 counts[x.tn] = counts.get(x.tn, 0) + 1
             else:
                 own += 1
+                if (
+                    costly is None
+                    and isinstance(x, L.Binop | L.Unop | L.Ternop)
+                    and ops.is_costly(x.op)
+                ):
+                    costly = x.op.value
         loops, _ = _nest(stmts[ks[-1]])
         cells = math.prod(lp.extent for lp in loops if lp.index in d.out_symbols)
         found[tn] = _Candidate(
@@ -487,7 +489,7 @@ def _candidates(
             own,
             counts,
             d.value,
-            _first_costly(d.value),
+            costly,
             cells,
             d,
         )
