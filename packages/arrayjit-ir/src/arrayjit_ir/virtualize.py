@@ -385,9 +385,8 @@ def _expr_arithmetic(e: L.Expr) -> int:
     if isinstance(e, L.Unop):
         own = 0 if e.op in ops.FREE_OPS else 1
         return own + _expr_arithmetic(e.a)
-    if isinstance(e, L.Ternop):
-        own = 0 if e.op in ops.FREE_OPS else 1
-        return own + _expr_arithmetic(e.a) + _expr_arithmetic(e.b) + _expr_arithmetic(e.c)
+    if isinstance(e, L.Ternop):  # no ternary op is free (FREE_OPS holds unary and binary ones)
+        return 1 + _expr_arithmetic(e.a) + _expr_arithmetic(e.b) + _expr_arithmetic(e.c)
     if isinstance(e, L.Local_scope):
         return arithmetic(e.body)
     return 0
