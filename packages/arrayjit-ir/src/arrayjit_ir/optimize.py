@@ -225,25 +225,27 @@ def _simplify_stmt(s: L.Stmt) -> L.Stmt:
 def _trace(stmts: Sequence[L.Stmt], acc: L.Accesses | None = None) -> dict[Tnode, TracedNode]:
     acc = L.Accesses.of(stmts) if acc is None else acc
     traced: dict[Tnode, TracedNode] = {}
-
-    def node(tn: Tnode) -> TracedNode:
-        if tn not in traced:
-            traced[tn] = TracedNode(tn)
-        return traced[tn]
-
+    get = traced.get  # one lookup per access (this runs for every read and store)
     defined: set[Tnode] = set()
     for s, writes, reads in zip(stmts, acc.writes, acc.reads):
         # A merge-buffer read reads another stream's value, not this node's own buffer.
-        for g in (g for g in reads if isinstance(g, L.Get)):
-            t = node(g.tn)
+        for g in reads:
+            if not isinstance(g, L.Get):
+                continue
+            tn = g.tn
+            t = get(tn)
+            if t is None:
+                t = traced[tn] = TracedNode(tn)
             # A read of a node this statement also writes reads the previous value unless the
             # node was already written before (accumulation into an initialized cell).
-            if g.tn not in defined:
+            if tn not in defined:
                 t.read_before_write = True
         # A fill of a padded node's margins writes it but does not define its cells.
         margin_only = is_margin_write(s)
         for w in writes:
-            t = node(w.tn)
+            t = get(w.tn)
+            if t is None:
+                t = traced[w.tn] = TracedNode(w.tn)
             if isinstance(w, L.Zero_out):
                 if not t.assigned and not t.read_before_write:
                     t.zero_initialized_by_code = True
