@@ -252,7 +252,9 @@ def as_definition(stmts: Sequence[L.Stmt], tn: Tnode) -> Definition | None:
         if reduction or len(stmts) != 2:
             return None
         return _wide_definition(body, tn, tuple(out_syms), init)
-    self_reads = [g for g in L.sub_exprs(body.value) if isinstance(g, L.Get) and g.tn == tn]
+    # Nodes are equal when their ids are: compared by id here, without a call per read.
+    tid = tn.id
+    self_reads = [g for g in L.sub_exprs(body.value) if isinstance(g, L.Get) and g.tn.id == tid]
     if not reduction:
         if self_reads or len(stmts) != 1:
             return None
@@ -465,8 +467,9 @@ def _candidates(
         counts: dict[Tnode, int] = {}
         own = 0
         costly: str | None = None  # the first costly operation, in pre-order
+        tid = tn.id  # nodes are equal when their ids are
         for x in L.sub_exprs(d.value):
-            if isinstance(x, L.Get) and x.tn != tn:
+            if isinstance(x, L.Get) and x.tn.id != tid:
                 counts[x.tn] = counts.get(x.tn, 0) + 1
             else:
                 own += 1
@@ -498,6 +501,13 @@ def _candidates(
     return found
 
 
+def _reads_earlier(cands: dict[Tnode, _Candidate]) -> bool:
+    """Whether every candidate's computation reads only candidates whose definitions end
+    before its own starts (the optimizer's candidates are never read before written, so
+    theirs do)."""
+    return all(cands[r].last < c.first for c in cands.values() for r in c.reads if r in cands)
+
+
 def _owners(cands: dict[Tnode, _Candidate]) -> dict[int, Tnode]:
     """The candidate each top-level statement of a definition belongs to."""
     return {k: c.tn for c in cands.values() for k in range(c.first, c.last + 1)}
@@ -527,10 +537,14 @@ class _Plan:
         self._size: dict[Tnode, int] = {}
         self._depth: dict[Tnode, int] = {}
 
-    def stored(self, tn: Tnode) -> _Plan:
-        """A fresh plan after removing ``tn`` from :attr:`virtual` (in place: the set is
-        shared), its facts computed anew, the statement owners reused."""
+    def stored(self, tn: Tnode, keep_facts: bool = False) -> _Plan:
+        """The plan after removing ``tn`` from :attr:`virtual` (in place: the set is shared):
+        a fresh one, its facts computed anew, the statement owners reused; or, with
+        ``keep_facts``, this one, its facts kept (for a sweep that never asks a fact that
+        storing ``tn`` changes; see :func:`_store_repeated_work`)."""
         self.virtual.discard(tn)
+        if keep_facts:
+            return self
         return _Plan(self.cands, self.virtual, self.work, self.owner)
 
     def inputs(self, tn: Tnode) -> frozenset[Tnode]:
@@ -717,12 +731,19 @@ def _store_repeated_work(
     node again would: storing a node only makes the inlined computations that read it lighter
     (less heavy, shallower, smaller), so the nodes before it keep their verdicts, and so does
     every node after a later store (by either rule). Each removal starts a fresh
-    :class:`_Plan`, whose facts about later nodes it changes."""
+    :class:`_Plan`, whose facts about later nodes it changes.
+
+    When every candidate reads only candidates defined before it (:func:`_reads_earlier`; so
+    it is for the optimizer's candidates, which are never read before written), the facts
+    the sweep has asked so far are about the node just judged and the nodes its computation
+    reads, all defined no later than it, none reading it: storing it changes none of them,
+    and the plan keeps them."""
+    keep = _reads_earlier(cands)
     plan = _Plan(cands, virtual, work, owner)
     for tn in sorted(virtual, key=lambda tn: cands[tn].first):
         if plan.repeats_work(tn):
             reasons[tn] = _work_reason(plan, tn)
-            plan = plan.stored(tn)
+            plan = plan.stored(tn, keep)
 
 
 def _store_changed_meaning(
@@ -741,7 +762,13 @@ def _store_changed_meaning(
     statement, earlier than its reads (so the earlier nodes' spans only shrink), and a node
     read by a later one is written only by its own definition, before that reader's (so the
     later nodes keep their verdicts); storing breaks no work rule either (see
-    :func:`_store_repeated_work`)."""
+    :func:`_store_repeated_work`).
+
+    When every candidate reads only candidates defined before it (:func:`_reads_earlier`),
+    the plan keeps its facts across stores: those storing a node changes (where the nodes it
+    reads run, the inputs of the nodes reading it) are about nodes this sweep has not reached
+    or will not ask again."""
+    keep = _reads_earlier(cands)
     plan = _Plan(cands, virtual, work, owner)
     for tn in sorted(virtual, key=lambda tn: cands[tn].first, reverse=True):
         if plan.changes_meaning(tn, writers):
@@ -749,7 +776,7 @@ def _store_changed_meaning(
                 "not virtual (meaning rule): a node its computation reads is written "
                 "between its definition and a read of it"
             )
-            plan = plan.stored(tn)
+            plan = plan.stored(tn, keep)
 
 
 def choose_virtual(
