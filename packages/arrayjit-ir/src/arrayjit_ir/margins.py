@@ -148,9 +148,11 @@ def is_margin_write(s: L.Stmt) -> bool:
     while isinstance(s, L.For_loop):
         env[s.index] = (s.from_, s.to_inclusive)
         s = s.body
-    assert isinstance(s, L.Set) and s.tn.padding is not None
+    assert isinstance(s, L.Set)
     tn = s.tn
-    for i, (left, _), d in zip(s.indices, tn.padding.axes, tn.dims_without_padding):
+    padding = tn.padding
+    assert padding is not None
+    for i, (left, _), d in zip(s.indices, padding.axes, tn.dims_without_padding):
         r = _interval(i, env)
         if r is not None and (r[1] < left or r[0] > left + d - 1):
             return True
