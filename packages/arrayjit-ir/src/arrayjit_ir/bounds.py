@@ -44,13 +44,12 @@ class _Access:
 
 
 def _terms(idx: AxisIndex) -> tuple[tuple[tuple[int, Symbol | StaticSymbol], ...], int]:
-    match idx:
-        case Fixed_idx(value=v):
-            return (), v
-        case Iterator(symbol=s):
-            return ((1, s),), 0
-        case Affine(terms=terms, offset=off):
-            return tuple(terms), off
+    if isinstance(idx, Iterator):
+        return ((1, idx.symbol),), 0
+    if isinstance(idx, Affine):
+        return tuple(idx.terms), idx.offset
+    if isinstance(idx, Fixed_idx):
+        return (), idx.value
     raise UsageError(f"bounds: {idx!r} is not an axis index")
 
 
@@ -89,6 +88,14 @@ class _Walker:
                 if not 0 <= idx.value < dim:
                     _violation(tn, what, axis, dim, idx, idx.value, idx.value, "")
                 continue
+            if type(idx) is Iterator and type(idx.symbol) is Symbol:
+                # The common loop index: the general case below with one term of coefficient 1.
+                span = self.env.get(idx.symbol)
+                if span is not None:
+                    lo, hi = min(span), max(span)
+                    if lo < 0 or hi > dim - 1:
+                        _violation(tn, what, axis, dim, idx, lo, hi, "")
+                    continue
             terms, off = _terms(idx)
             lo = hi = off
             statics: list[tuple[int, str]] = []
@@ -113,51 +120,52 @@ class _Walker:
             self.accesses.append(_Access(tn, what, axis, dim, idx, lo, hi, tuple(statics)))
 
     def stmt(self, s: L.Stmt) -> None:
-        match s:  # the most frequent statements first
-            case L.Set(tn=tn, indices=idx, value=value):
-                self.access(tn, "a write", idx)
-                self.expr(value)
-            case L.Seq(stmts=stmts):
-                for x in stmts:
-                    self.stmt(x)
-            case L.For_loop(index=sym, from_=lo, to_inclusive=hi, body=body):
-                if hi < lo:
-                    return  # never runs
-                outer = self.env.get(sym)
-                self.env[sym] = (lo, hi)
-                self.stmt(body)
-                if outer is None:
-                    del self.env[sym]
-                else:
-                    self.env[sym] = outer
-            case L.Noop() | L.Comment() | L.Zero_out():
-                pass
-            case L.Set_local(value=value):
-                self.expr(value)
-            case _:
-                raise UsageError(f"bounds: {s!r} is not a low-level statement")
+        # isinstance chains, the most frequent statements first: this walks every statement
+        # of every routine (class patterns cost more per test).
+        if isinstance(s, L.Set):
+            self.access(s.tn, "a write", s.indices)
+            self.expr(s.value)
+        elif isinstance(s, L.Seq):
+            for x in s.stmts:
+                self.stmt(x)
+        elif isinstance(s, L.For_loop):
+            lo, hi, sym = s.from_, s.to_inclusive, s.index
+            if hi < lo:
+                return  # never runs
+            outer = self.env.get(sym)
+            self.env[sym] = (lo, hi)
+            self.stmt(s.body)
+            if outer is None:
+                del self.env[sym]
+            else:
+                self.env[sym] = outer
+        elif isinstance(s, (L.Noop, L.Comment, L.Zero_out)):
+            pass
+        elif isinstance(s, L.Set_local):
+            self.expr(s.value)
+        else:
+            raise UsageError(f"bounds: {s!r} is not a low-level statement")
 
     def expr(self, e: L.Expr) -> None:
-        match e:
-            case L.Get(tn=tn, indices=idx):
-                self.access(tn, "a read", idx)
-            case L.Get_merge_buffer(tn=tn, indices=idx):
-                self.access(tn, "a merge-buffer read", idx)
-            case L.Local_scope(body=body):
-                self.stmt(body)
-            case L.Embed_index(index=idx):
-                for _, sym in _terms(idx)[0]:
-                    if isinstance(sym, StaticSymbol):
-                        self.static(sym)
-            case L.Binop(a=a, b=b):
-                self.expr(a)
-                self.expr(b)
-            case L.Unop(a=a):
-                self.expr(a)
-            case L.Ternop(a=a, b=b, c=c):
-                self.expr(a)
-                self.expr(b)
-                self.expr(c)
+        if isinstance(e, L.Get):
+            self.access(e.tn, "a read", e.indices)
+        elif isinstance(e, L.Binop):
+            self.expr(e.a)
+            self.expr(e.b)
+        elif isinstance(e, L.Unop):
+            self.expr(e.a)
+        elif isinstance(e, L.Ternop):
+            self.expr(e.a)
+            self.expr(e.b)
+            self.expr(e.c)
+        elif isinstance(e, L.Get_merge_buffer):
+            self.access(e.tn, "a merge-buffer read", e.indices)
+        elif isinstance(e, L.Local_scope):
+            self.stmt(e.body)
+        elif isinstance(e, L.Embed_index):
+            for _, sym in _terms(e.index)[0]:
+                if isinstance(sym, StaticSymbol):
+                    self.static(sym)
 
 
 def _declared(walker: _Walker, extra: Sequence[StaticSymbol]) -> dict[str, int | None]:

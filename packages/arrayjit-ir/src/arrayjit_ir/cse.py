@@ -29,14 +29,15 @@ class _Canon:
             return ("bound", self.symbols[s])
         return ("free", s)
 
+    # isinstance chains rather than class patterns (every inlined computation is keyed);
+    # parts are keyed left to right, so bound names number in the same order.
     def index(self, i: AxisIndex) -> Any:
-        match i:
-            case Fixed_idx(value=v):
-                return ("fixed", v)
-            case Iterator(symbol=s):
-                return ("it", self.sym(s))
-            case Affine(terms=terms, offset=off):
-                return ("affine", tuple((c, self.sym(s)) for c, s in terms), off)
+        if isinstance(i, Iterator):
+            return ("it", self.sym(i.symbol))
+        if isinstance(i, Fixed_idx):
+            return ("fixed", i.value)
+        if isinstance(i, Affine):
+            return ("affine", tuple([(c, self.sym(s)) for c, s in i.terms]), i.offset)
         raise TypeError(i)
 
     def scope(self, sc: L.ScopeId) -> Any:
@@ -45,44 +46,42 @@ class _Canon:
         return ("scope", sc.tn.id, sc.acc_prec, self.scopes[sc])
 
     def expr(self, e: L.Expr) -> Any:
-        match e:
-            case L.Get(tn=tn, indices=idx):
-                return ("get", tn.id, tuple(self.index(i) for i in idx))
-            case L.Get_merge_buffer(tn=tn, indices=idx):
-                return ("merge", tn.id, tuple(self.index(i) for i in idx))
-            case L.Get_local(scope=sc):
-                return ("local", self.scope(sc))
-            case L.Local_scope(scope=sc, body=body):
-                return ("ls", self.scope(sc), self.stmt(body))
-            case L.Embed_index(index=i):
-                return ("embed", self.index(i))
-            case L.Constant(value=v):
-                return ("c", v)
-            case L.Constant_bits(value=v):
-                return ("bits", v)
-            case L.Binop(op=op, a=a, b=b):
-                return ("b", op, self.expr(a), self.expr(b))
-            case L.Unop(op=op, a=a):
-                return ("u", op, self.expr(a))
-            case L.Ternop(op=op, a=a, b=b, c=c):
-                return ("t", op, self.expr(a), self.expr(b), self.expr(c))
+        if isinstance(e, L.Get):
+            return ("get", e.tn.id, tuple([self.index(i) for i in e.indices]))
+        if isinstance(e, L.Binop):
+            return ("b", e.op, self.expr(e.a), self.expr(e.b))
+        if isinstance(e, L.Unop):
+            return ("u", e.op, self.expr(e.a))
+        if isinstance(e, L.Ternop):
+            return ("t", e.op, self.expr(e.a), self.expr(e.b), self.expr(e.c))
+        if isinstance(e, L.Get_local):
+            return ("local", self.scope(e.scope))
+        if isinstance(e, L.Local_scope):
+            return ("ls", self.scope(e.scope), self.stmt(e.body))
+        if isinstance(e, L.Constant):
+            return ("c", e.value)
+        if isinstance(e, L.Get_merge_buffer):
+            return ("merge", e.tn.id, tuple([self.index(i) for i in e.indices]))
+        if isinstance(e, L.Embed_index):
+            return ("embed", self.index(e.index))
+        if isinstance(e, L.Constant_bits):
+            return ("bits", e.value)
         raise TypeError(e)
 
     def stmt(self, s: L.Stmt) -> Any:
-        match s:
-            case L.Seq(stmts=stmts):
-                return ("seq", tuple(self.stmt(x) for x in stmts))
-            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body):
-                self.symbols[i] = len(self.symbols)
-                return ("for", lo, hi, self.stmt(body))
-            case L.Set(tn=tn, indices=idx, value=v):
-                return ("set", tn.id, tuple(self.index(i) for i in idx), self.expr(v))
-            case L.Set_local(scope=sc, value=v):
-                return ("setl", self.scope(sc), self.expr(v))
-            case L.Zero_out(tn=tn):
-                return ("zero", tn.id)
-            case _:
-                return ("other",)
+        if isinstance(s, L.Set):
+            idx = tuple([self.index(i) for i in s.indices])
+            return ("set", s.tn.id, idx, self.expr(s.value))
+        if isinstance(s, L.For_loop):
+            self.symbols[s.index] = len(self.symbols)
+            return ("for", s.from_, s.to_inclusive, self.stmt(s.body))
+        if isinstance(s, L.Seq):
+            return ("seq", tuple([self.stmt(x) for x in s.stmts]))
+        if isinstance(s, L.Set_local):
+            return ("setl", self.scope(s.scope), self.expr(s.value))
+        if isinstance(s, L.Zero_out):
+            return ("zero", s.tn.id)
+        return ("other",)
 
 
 def canonical(e: L.Expr) -> Any:
@@ -91,14 +90,15 @@ def canonical(e: L.Expr) -> Any:
 
 
 def _cse_expr(e: L.Expr, seen: dict[Any, L.ScopeId]) -> L.Expr:
-    match e:
-        case L.Local_scope(scope=sc):
-            key = canonical(e)
-            if key in seen:
-                return L.Get_local(seen[key])
-            seen[key] = sc
-            return e
-    return L.map_children(e, lambda x: _cse_expr(x, seen))
+    if isinstance(e, L.Local_scope):
+        key = canonical(e)
+        if key in seen:
+            return L.Get_local(seen[key])
+        seen[key] = e.scope
+        return e
+    if isinstance(e, L.Binop | L.Unop | L.Ternop):
+        return L.map_children(e, lambda x: _cse_expr(x, seen))
+    return e  # a leaf: nothing inside to share
 
 
 def eliminate_common_subexpressions(s: L.Stmt) -> L.Stmt:

@@ -88,13 +88,12 @@ AxisIndex = Fixed_idx | Iterator | Affine
 
 def index_symbols(idx: AxisIndex) -> tuple[Symbol | StaticSymbol, ...]:
     """The symbols an axis index mentions."""
-    match idx:
-        case Fixed_idx():
-            return ()
-        case Iterator(symbol=s):
-            return (s,)
-        case Affine(terms=terms):
-            return tuple(s for _, s in terms)
+    if isinstance(idx, Iterator):  # isinstance chains: lowering asks for every index
+        return (idx.symbol,)
+    if isinstance(idx, Fixed_idx):
+        return ()
+    if isinstance(idx, Affine):
+        return tuple([s for _, s in idx.terms])
     raise TypeError(f"not an axis index: {idx!r}")
 
 

@@ -225,16 +225,16 @@ Expr = (
 def map_children(e: Expr, f: Callable[[Expr], Expr]) -> Expr:
     """``e`` with ``f`` applied to each operand of an op, left to right (``e`` itself when it
     has none)."""
-    match e:
-        case Binop(op=op, a=a, b=b):
-            a2 = f(a)
-            return Binop(op, a2, f(b))
-        case Unop(op=op, a=a):
-            return Unop(op, f(a))
-        case Ternop(op=op, a=a, b=b, c=c):
-            a2 = f(a)
-            b2 = f(b)
-            return Ternop(op, a2, b2, f(c))
+    # isinstance chains rather than class patterns: every pass over expressions comes here.
+    if isinstance(e, Binop):
+        a2 = f(e.a)
+        return Binop(e.op, a2, f(e.b))
+    if isinstance(e, Unop):
+        return Unop(e.op, f(e.a))
+    if isinstance(e, Ternop):
+        a2 = f(e.a)
+        b2 = f(e.b)
+        return Ternop(e.op, a2, b2, f(e.c))
     return e
 
 
@@ -282,27 +282,25 @@ def natural_prec(e: Expr) -> Prec:
 def map_exprs(s: Stmt, f: Callable[[Expr], Expr]) -> Stmt:
     """``s`` with ``f`` applied to the value of every ``Set`` and ``Set_local`` (loops and
     sequences rebuilt around them, other statements kept)."""
-    match s:
-        case Seq(stmts=stmts):
-            return Seq(tuple(map_exprs(x, f) for x in stmts))
-        case For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            return For_loop(i, lo, hi, map_exprs(body, f), t)
-        case Set(tn=tn, indices=idx, value=v):
-            return Set(tn, idx, f(v))
-        case Set_local(scope=sc, value=v):
-            return Set_local(sc, f(v))
+    if isinstance(s, Set):
+        return Set(s.tn, s.indices, f(s.value))
+    if isinstance(s, For_loop):
+        return For_loop(s.index, s.from_, s.to_inclusive, map_exprs(s.body, f), s.trace_it)
+    if isinstance(s, Seq):
+        return Seq(tuple([map_exprs(x, f) for x in s.stmts]))
+    if isinstance(s, Set_local):
+        return Set_local(s.scope, f(s.value))
     return s
 
 
 def children(e: Expr) -> tuple[Expr, ...]:
     """The operands of an op (no others: a local scope's body is statements)."""
-    match e:
-        case Binop(a=a, b=b):
-            return (a, b)
-        case Unop(a=a):
-            return (a,)
-        case Ternop(a=a, b=b, c=c):
-            return (a, b, c)
+    if isinstance(e, Binop):
+        return (e.a, e.b)
+    if isinstance(e, Unop):
+        return (e.a,)
+    if isinstance(e, Ternop):
+        return (e.a, e.b, e.c)
     return ()
 
 
@@ -311,13 +309,10 @@ def seq(*stmts: Stmt) -> Stmt:
     statement is returned as is and none gives ``Noop()``."""
     flat: list[Stmt] = []
     for s in stmts:
-        match s:
-            case Seq(stmts=inner):
-                flat.extend(x for x in inner if not isinstance(x, Noop))
-            case Noop():
-                pass
-            case _:
-                flat.append(s)
+        if isinstance(s, Seq):
+            flat.extend([x for x in s.stmts if not isinstance(x, Noop)])
+        elif not isinstance(s, Noop):
+            flat.append(s)
     if not flat:
         return Noop()
     if len(flat) == 1:
@@ -327,24 +322,45 @@ def seq(*stmts: Stmt) -> Stmt:
 
 def exprs_of(s: Stmt) -> Iterable[Expr]:
     """The value of every ``Set`` and ``Set_local`` in ``s`` (not descending into values)."""
-    match s:
-        case Seq(stmts=stmts):
-            for x in stmts:
-                yield from exprs_of(x)
-        case For_loop(body=body):
-            yield from exprs_of(body)
-        case Set(value=v) | Set_local(value=v):
-            yield v
+    out: list[Expr] = []
+    _collect_exprs(s, out)
+    return out
+
+
+def _collect_exprs(s: Stmt, out: list[Expr]) -> None:
+    # A list filled in place: the optimizer walks every statement several times, and nested
+    # generators cost a frame per level per value.
+    if isinstance(s, Seq):
+        for x in s.stmts:
+            _collect_exprs(x, out)
+    elif isinstance(s, For_loop):
+        _collect_exprs(s.body, out)
+    elif isinstance(s, (Set, Set_local)):
+        out.append(s.value)
 
 
 def sub_exprs(e: Expr) -> Iterable[Expr]:
     """``e`` and every expression inside it, local-scope bodies included (pre-order)."""
-    yield e
-    if isinstance(e, Local_scope):
-        for x in exprs_of(e.body):
-            yield from sub_exprs(x)
-    for x in children(e):
-        yield from sub_exprs(x)
+    out: list[Expr] = []
+    stack: list[Expr] = [e]
+    while stack:
+        x = stack.pop()
+        out.append(x)
+        # Operands pushed last to first, so that they are visited first to last.
+        if isinstance(x, Binop):
+            stack.append(x.b)
+            stack.append(x.a)
+        elif isinstance(x, Unop):
+            stack.append(x.a)
+        elif isinstance(x, Ternop):
+            stack.append(x.c)
+            stack.append(x.b)
+            stack.append(x.a)
+        elif isinstance(x, Local_scope):
+            inner: list[Expr] = []
+            _collect_exprs(x.body, inner)
+            stack.extend(reversed(inner))
+    return out
 
 
 def reads(s: Stmt) -> list[Get | Get_merge_buffer]:
@@ -354,11 +370,52 @@ def reads(s: Stmt) -> list[Get | Get_merge_buffer]:
 
 def writes(s: Stmt) -> list[Set | Zero_out]:
     """Every store to a node in ``s``, in order."""
-    match s:
-        case Seq(stmts=stmts):
-            return [w for x in stmts for w in writes(x)]
-        case For_loop(body=body):
-            return writes(body)
-        case Set() | Zero_out():
-            return [s]
-    return []
+    out: list[Set | Zero_out] = []
+    _collect_writes(s, out)
+    return out
+
+
+def _collect_writes(s: Stmt, out: list[Set | Zero_out]) -> None:
+    if isinstance(s, Seq):
+        for x in s.stmts:
+            _collect_writes(x, out)
+    elif isinstance(s, For_loop):
+        _collect_writes(s.body, out)
+    elif isinstance(s, (Set, Zero_out)):
+        out.append(s)
+
+
+@dataclass(frozen=True, eq=False)
+class Accesses:
+    """The stores and reads of each statement of a sequence (:func:`writes`, :func:`reads`),
+    gathered once: the optimizer's passes each consult them for every top-level statement.
+    Built per routine and dropped with it (it refers to the statements' nodes)."""
+
+    writes: tuple[list[Set | Zero_out], ...]
+    reads: tuple[list[Get | Get_merge_buffer], ...]
+    written: tuple[set[Tnode], ...]
+    """The nodes each statement stores to."""
+    embeds: tuple[list[Embed_index], ...] = ()
+    """The indices each statement uses as numbers (with the reads' and stores' indices, every
+    index it mentions)."""
+
+    @staticmethod
+    def of(stmts: Iterable[Stmt]) -> Accesses:
+        """The accesses of ``stmts``, in their order."""
+        ws: list[list[Set | Zero_out]] = []
+        rs: list[list[Get | Get_merge_buffer]] = []
+        es: list[list[Embed_index]] = []
+        for s in stmts:
+            ws.append(writes(s))
+            r: list[Get | Get_merge_buffer] = []
+            em: list[Embed_index] = []
+            for e in exprs_of(s):  # one walk for both (reads is the first half)
+                for x in sub_exprs(e):
+                    if isinstance(x, (Get, Get_merge_buffer)):
+                        r.append(x)
+                    elif isinstance(x, Embed_index):
+                        em.append(x)
+            rs.append(r)
+            es.append(em)
+        written = tuple({w.tn for w in w_} for w_ in ws)
+        return Accesses(tuple(ws), tuple(rs), written, tuple(es))

@@ -124,8 +124,11 @@ def _lower_accum(asg: A.Accum_op) -> L.Stmt:
         (A.rhs_node(r), isinstance(r, A.Merge_buffer), idx)
         for r, idx in zip(asg.rhs, proj.project_rhs)
     ]
-    extents = dict(zip(proj.product_iterators, proj.product_space))
-    resets = margins.reset_for_reads(asg.lhs, asg.accum, asg.op, reads, extents, proj.spec)
+    resets: L.Stmt = L.Noop()
+    # Only an operand padded without a value can need a margin fill (most have no padding).
+    if any(tn.padding is not None and tn.padding.value is None for tn, _, _ in reads):
+        extents = dict(zip(proj.product_iterators, proj.product_space))
+        resets = margins.reset_for_reads(asg.lhs, asg.accum, asg.op, reads, extents, proj.spec)
     return L.seq(resets, body, _restore_margins(asg.lhs))
 
 

@@ -133,18 +133,26 @@ def is_margin_write(s: L.Stmt) -> bool:
     """Whether ``s`` is a loop nest storing a constant only into margin cells of a padded
     node (what :func:`margin_fill` writes): some axis's index stays outside the logical
     range."""
+    # The cheap tests first (the optimizer asks this of every statement): only a constant
+    # store into a padded node needs the loop ranges.
+    body = s
+    while isinstance(body, L.For_loop):
+        if body.to_inclusive < body.from_:
+            return False
+        body = body.body
+    if not isinstance(body, L.Set) or not isinstance(body.value, L.Constant | L.Constant_bits):
+        return False
+    if body.tn.padding is None:
+        return False
     env: dict[Symbol | StaticSymbol, tuple[int, int]] = {}
     while isinstance(s, L.For_loop):
-        if s.to_inclusive < s.from_:
-            return False
         env[s.index] = (s.from_, s.to_inclusive)
         s = s.body
-    if not isinstance(s, L.Set) or not isinstance(s.value, L.Constant | L.Constant_bits):
-        return False
+    assert isinstance(s, L.Set)
     tn = s.tn
-    if tn.padding is None:
-        return False
-    for i, (left, _), d in zip(s.indices, tn.padding.axes, tn.dims_without_padding):
+    padding = tn.padding
+    assert padding is not None
+    for i, (left, _), d in zip(s.indices, padding.axes, tn.dims_without_padding):
         r = _interval(i, env)
         if r is not None and (r[1] < left or r[0] > left + d - 1):
             return True

@@ -27,6 +27,7 @@ Passes, in order (as :func:`optimize` runs them):
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from collections.abc import Iterable, Sequence
@@ -68,27 +69,29 @@ def _top_level(s: L.Stmt) -> list[L.Stmt]:
     return [s]
 
 
-def _static_symbols(s: L.Stmt) -> set[StaticSymbol]:
+def _static_symbols(acc: L.Accesses) -> set[StaticSymbol]:
+    """The static symbols the indices of the statements of ``acc`` mention."""
     found: set[StaticSymbol] = set()
 
     def idx(i: AxisIndex) -> None:
-        match i:
-            case Iterator(symbol=StaticSymbol() as sym):
-                found.add(sym)
-            case Affine(terms=terms):
-                found.update(t for _, t in terms if isinstance(t, StaticSymbol))
+        if isinstance(i, Iterator):
+            if isinstance(i.symbol, StaticSymbol):
+                found.add(i.symbol)
+        elif isinstance(i, Affine):
+            found.update(t for _, t in i.terms if isinstance(t, StaticSymbol))
 
-    for w in L.writes(s):
-        if isinstance(w, L.Set):
-            for i in w.indices:
-                idx(i)
-    for e in L.exprs_of(s):
-        for x in L.sub_exprs(e):
-            if isinstance(x, (L.Get, L.Get_merge_buffer)):
-                for i in x.indices:
+    for ws in acc.writes:
+        for w in ws:
+            if isinstance(w, L.Set):
+                for i in w.indices:
                     idx(i)
-            elif isinstance(x, L.Embed_index):
-                idx(x.index)
+    for rs in acc.reads:
+        for g in rs:
+            for i in g.indices:
+                idx(i)
+    for es in acc.embeds:
+        for x in es:
+            idx(x.index)
     return found
 
 
@@ -109,9 +112,11 @@ def _is_zero(e: L.Expr, prec: Prec | None, sign: float) -> bool:
     return (prec is not None and not prec.is_float) or math.copysign(1.0, e.value) == sign
 
 
+@functools.cache
 def _fold_dtype(prec: Prec | None) -> np.dtype[Any] | None:
     """The dtype constants fold in where an expression is evaluated in ``prec``: only floats
-    (integer contexts convert each leaf first, which folding in floats would skip)."""
+    (integer contexts convert each leaf first, which folding in floats would skip). Cached:
+    simplification asks it at every expression node, for a dozen precisions at most."""
     if prec is None or not prec.is_float:
         return None
     return np.dtype(np.float64) if prec is Prec.double else np.dtype(np.float32)
@@ -119,17 +124,25 @@ def _fold_dtype(prec: Prec | None) -> np.dtype[Any] | None:
 
 def _operand_precs(e: L.Expr, prec: Prec | None) -> list[Prec | None]:
     """The precision each operand of ``e`` is evaluated in (``None``: its own natural one)."""
-    match e:
-        case L.Binop(op=ops.Binop.threefry4x32) | L.Unop(op=ops.Unop.uint4x32_to_prec_uniform):
-            return [Prec.uint4x32] * len(L.children(e))
-        case L.Ternop(op=ops.Ternop.where):
-            return [None, prec, prec]
-    return [prec] * len(L.children(e))
+    # isinstance chains rather than class patterns: simplification asks at every operation.
+    if isinstance(e, L.Binop):
+        return [Prec.uint4x32] * 2 if e.op is ops.Binop.threefry4x32 else [prec, prec]
+    if isinstance(e, L.Unop):
+        return [Prec.uint4x32] if e.op is ops.Unop.uint4x32_to_prec_uniform else [prec]
+    if isinstance(e, L.Ternop):
+        return [None, prec, prec] if e.op is ops.Ternop.where else [prec, prec, prec]
+    return []
+
+
+_LEAVES = (L.Get, L.Get_local, L.Constant, L.Get_merge_buffer, L.Constant_bits)
+"""The expressions simplification leaves as they are."""
 
 
 def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
     """``e``, evaluated in ``prec`` (``None``: in its natural precision, as the condition of
     ``where``), simplified without changing its value in that precision."""
+    if isinstance(e, _LEAVES):
+        return e  # nothing to simplify (most nodes are these; no case below matches them)
     if prec is None and isinstance(e, L.Binop | L.Unop | L.Ternop):
         # An operation in its natural precision evaluates its operands in that precision, not
         # each in its own: an integer node's scope inside a double condition still converts.
@@ -191,44 +204,48 @@ def _simplify_expr(e: L.Expr, prec: Prec | None) -> L.Expr:
 
 
 def _simplify_stmt(s: L.Stmt) -> L.Stmt:
-    match s:
-        case L.Seq(stmts=stmts):
-            return L.seq(*(_simplify_stmt(x) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            inner = _simplify_stmt(body)
-            return L.Noop() if isinstance(inner, L.Noop) else L.For_loop(i, lo, hi, inner, t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, idx, _simplify_expr(v, tn.prec))
-        case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _simplify_expr(v, sc.prec))
+    # isinstance chains rather than class patterns: this rebuilds every statement.
+    if isinstance(s, L.Set):
+        return L.Set(s.tn, s.indices, _simplify_expr(s.value, s.tn.prec))
+    if isinstance(s, L.For_loop):
+        inner = _simplify_stmt(s.body)
+        if isinstance(inner, L.Noop):
+            return L.Noop()
+        return L.For_loop(s.index, s.from_, s.to_inclusive, inner, s.trace_it)
+    if isinstance(s, L.Seq):
+        return L.seq(*[_simplify_stmt(x) for x in s.stmts])
+    if isinstance(s, L.Set_local):
+        return L.Set_local(s.scope, _simplify_expr(s.value, s.scope.prec))
     return s
 
 
 # ---- the pipeline ----
 
 
-def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
+def _trace(stmts: Sequence[L.Stmt], acc: L.Accesses | None = None) -> dict[Tnode, TracedNode]:
+    acc = L.Accesses.of(stmts) if acc is None else acc
     traced: dict[Tnode, TracedNode] = {}
-
-    def node(tn: Tnode) -> TracedNode:
-        if tn not in traced:
-            traced[tn] = TracedNode(tn)
-        return traced[tn]
-
+    get = traced.get  # one lookup per access (this runs for every read and store)
     defined: set[Tnode] = set()
-    for s in stmts:
-        writes = L.writes(s)
+    for s, writes, reads in zip(stmts, acc.writes, acc.reads):
         # A merge-buffer read reads another stream's value, not this node's own buffer.
-        for g in (g for g in L.reads(s) if isinstance(g, L.Get)):
-            t = node(g.tn)
+        for g in reads:
+            if not isinstance(g, L.Get):
+                continue
+            tn = g.tn
+            t = get(tn)
+            if t is None:
+                t = traced[tn] = TracedNode(tn)
             # A read of a node this statement also writes reads the previous value unless the
             # node was already written before (accumulation into an initialized cell).
-            if g.tn not in defined:
+            if tn not in defined:
                 t.read_before_write = True
         # A fill of a padded node's margins writes it but does not define its cells.
         margin_only = is_margin_write(s)
         for w in writes:
-            t = node(w.tn)
+            t = get(w.tn)
+            if t is None:
+                t = traced[w.tn] = TracedNode(w.tn)
             if isinstance(w, L.Zero_out):
                 if not t.assigned and not t.read_before_write:
                     t.zero_initialized_by_code = True
@@ -243,13 +260,13 @@ def _trace(stmts: Sequence[L.Stmt]) -> dict[Tnode, TracedNode]:
     return traced
 
 
-def _read_counts(stmts: Sequence[L.Stmt]) -> dict[Tnode, int]:
+def _read_counts(stmts: Sequence[L.Stmt], acc: L.Accesses | None = None) -> dict[Tnode, int]:
     """Reads of each node by statements that do not write it (an accumulation's read of its
     own cell is part of computing the node, not a use of it)."""
+    acc = L.Accesses.of(stmts) if acc is None else acc
     counts: dict[Tnode, int] = {}
-    for s in stmts:
-        written = {w.tn for w in L.writes(s)}
-        for g in L.reads(s):
+    for written, reads in zip(acc.written, acc.reads):
+        for g in reads:
             if isinstance(g, L.Get) and g.tn not in written:
                 counts[g.tn] = counts.get(g.tn, 0) + 1
     return counts
@@ -325,26 +342,29 @@ def optimize(
         MemoryModeError: a decision contradicts a node's mode set earlier.
     """
     stmts = _top_level(llc)
-    needed = _static_symbols(llc)
+    acc = L.Accesses.of(stmts)
+    needed = _static_symbols(acc)
     missing = sorted(s.name for s in needed - set(static_symbols))
     if missing:
         raise UsageError(
             f"routine {name}: static symbols {missing} are not bound; pass them in bindings"
         )
     merge_nodes = list(
-        dict.fromkeys(g.tn for s in stmts for g in L.reads(s) if isinstance(g, L.Get_merge_buffer))
+        dict.fromkeys(
+            g.tn for reads in acc.reads for g in reads if isinstance(g, L.Get_merge_buffer)
+        )
     )
     if len(merge_nodes) > 1:
         labels = ", ".join(tn.debug_label for tn in merge_nodes)
         raise UsageError(f"routine {name}: reads the merge buffer of several nodes: {labels}")
 
-    traced = _trace(stmts)
+    traced = _trace(stmts, acc)
     logging_decisions = logger.isEnabledFor(logging.DEBUG)
     before = {tn: tn.debug_memory_mode for tn in traced} if logging_decisions else {}
     saved = {tn: (tn.memory_mode, tn.memory_mode_provenance) for tn in traced}
     try:
         return _optimize_traced(
-            stmts, llc, traced, name, static_symbols, set(shared), merge_nodes, before
+            stmts, llc, traced, name, static_symbols, set(shared), merge_nodes, before, acc
         )
     except MemoryModeError as exc:
         # A routine that does not compile decides nothing: every node keeps its earlier mode.
@@ -380,12 +400,13 @@ def _optimize_traced(
     shared_set: set[Tnode],
     merge_nodes: list[Tnode],
     before: dict[Tnode, str],
+    acc: L.Accesses,
 ) -> Optimized:
     """:func:`optimize` past its checks and trace: virtualize, settle modes, simplify."""
     logging_decisions = bool(before)
     for tn in shared_set & set(traced):
         tn.update_memory_mode(mm.Materialized(), PROV_SHARED)
-    counts = _read_counts(stmts)
+    counts = _read_counts(stmts, acc)
     candidates = {
         tn
         for tn, t in traced.items()
@@ -400,7 +421,7 @@ def _optimize_traced(
         and not has_margins(tn)
     }
     why: dict[Tnode, str] = {}
-    new_stmts, virtual = virtualize(stmts, candidates, why)
+    new_stmts, virtual = virtualize(stmts, candidates, why, acc)
 
     # Settle every node's mode (cleanup).
     prior: dict[Tnode, mm.MemoryMode | None] = {}

@@ -54,10 +54,13 @@ class Projections:
         axis with more than one iteration takes part in the left-hand side's indices, and each
         affine index of it is injective over its loops' ranges (:func:`affine_is_injective`:
         ``2*h+i`` with ``i < 2`` is, ``o+k`` is not)."""
-        extents = self._extents()
+        extents: dict[Symbol, int] | None = None  # only affine indices need them
         for idx in self.project_lhs:
-            if isinstance(idx, Affine) and not affine_is_injective(idx, extents):
-                return False
+            if isinstance(idx, Affine):
+                if extents is None:
+                    extents = self._extents()
+                if not affine_is_injective(idx, extents):
+                    return False
         lhs = self._lhs_symbols()
         return all(
             extent <= 1 or sym in lhs

@@ -211,30 +211,32 @@ def _shifted(sym: Symbol, coeff: int, off: int) -> AxisIndex:
 
 
 def _stmt(s: L.Stmt) -> L.Stmt:
-    match s:
-        case L.Seq(stmts=stmts):  # flat: backends look for loops among top-level statements
-            return L.seq(*(_stmt(x) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            nest = _reduction_nest(s)
-            if nest is not None:
-                loops, acc, term = nest
-                total = 1
-                for lp in loops:
-                    total *= lp.extent
-                if total > BLOCK:
-                    return _sum_nest(loops, acc, _expr(term))
-            return L.For_loop(i, lo, hi, _stmt(body), t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, idx, _expr(v))
-        case L.Set_local(scope=sc, value=v):
-            return L.Set_local(sc, _expr(v))
+    # isinstance chains rather than class patterns: this rebuilds every statement.
+    if isinstance(s, L.Set):
+        return L.Set(s.tn, s.indices, _expr(s.value))
+    if isinstance(s, L.For_loop):
+        nest = _reduction_nest(s)
+        if nest is not None:
+            loops, acc, term = nest
+            total = 1
+            for lp in loops:
+                total *= lp.extent
+            if total > BLOCK:
+                return _sum_nest(loops, acc, _expr(term))
+        return L.For_loop(s.index, s.from_, s.to_inclusive, _stmt(s.body), s.trace_it)
+    if isinstance(s, L.Seq):  # flat: backends look for loops among top-level statements
+        return L.seq(*[_stmt(x) for x in s.stmts])
+    if isinstance(s, L.Set_local):
+        return L.Set_local(s.scope, _expr(s.value))
     return s
 
 
 def _expr(e: L.Expr) -> L.Expr:
     if isinstance(e, L.Local_scope):
         return L.Local_scope(e.scope, _stmt(e.body), e.orig_indices)
-    return L.map_children(e, _expr)
+    if isinstance(e, L.Binop | L.Unop | L.Ternop):
+        return L.map_children(e, _expr)
+    return e  # a leaf (map_children would give it back as it is)
 
 
 def block_sums(code: L.Stmt) -> L.Stmt:

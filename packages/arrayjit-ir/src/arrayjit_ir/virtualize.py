@@ -40,6 +40,7 @@ on the statements only (ties go to the earliest definition).
 from __future__ import annotations
 
 import bisect
+import dataclasses
 import itertools
 import math
 import threading
@@ -76,9 +77,10 @@ def fresh_scope(tn: Tnode, acc_prec: Prec | None = None) -> L.ScopeId:
 
 def subst_index(i: AxisIndex, m: dict[Symbol, AxisIndex]) -> AxisIndex:
     """``i`` with the loop symbols of ``m`` replaced by their indices."""
+    if isinstance(i, Iterator):  # the common case first, without a class pattern
+        s = i.symbol
+        return m.get(s, i) if isinstance(s, Symbol) else i
     match i:
-        case Iterator(symbol=Symbol() as s) if s in m:
-            return m[s]
         case Affine(terms=terms, offset=off):
             out_terms: list[tuple[int, Symbol | StaticSymbol]] = []
             for c, sym in terms:
@@ -102,33 +104,45 @@ def subst_index(i: AxisIndex, m: dict[Symbol, AxisIndex]) -> AxisIndex:
 
 
 def _subst_expr(e: L.Expr, m: dict[Symbol, AxisIndex], sc: dict[L.ScopeId, L.ScopeId]) -> L.Expr:
-    match e:
-        case L.Get(tn=tn, indices=idx):
-            return L.Get(tn, tuple(subst_index(i, m) for i in idx))
-        case L.Get_merge_buffer(tn=tn, indices=idx):
-            return L.Get_merge_buffer(tn, tuple(subst_index(i, m) for i in idx))
-        case L.Embed_index(index=i):
-            return L.Embed_index(subst_index(i, m))
-        case L.Get_local(scope=s):
-            return L.Get_local(sc.get(s, s))
-        case L.Local_scope(scope=s, body=body, orig_indices=oi):
-            new = fresh_scope(s.tn, s.acc_prec)
-            inner = {**sc, s: new}
-            return L.Local_scope(new, _subst_stmt(body, m, inner), oi)
-    return L.map_children(e, lambda x: _subst_expr(x, m, sc))
+    # isinstance chains rather than class patterns (every inlined read comes here); operands
+    # left to right, so fresh names come in the same order.
+    if isinstance(e, L.Get):
+        return L.Get(e.tn, tuple([subst_index(i, m) for i in e.indices]))
+    if isinstance(e, L.Binop):
+        a = _subst_expr(e.a, m, sc)
+        return L.Binop(e.op, a, _subst_expr(e.b, m, sc))
+    if isinstance(e, L.Unop):
+        return L.Unop(e.op, _subst_expr(e.a, m, sc))
+    if isinstance(e, L.Ternop):
+        a = _subst_expr(e.a, m, sc)
+        b = _subst_expr(e.b, m, sc)
+        return L.Ternop(e.op, a, b, _subst_expr(e.c, m, sc))
+    if isinstance(e, L.Get_local):
+        return L.Get_local(sc.get(e.scope, e.scope))
+    if isinstance(e, L.Local_scope):
+        s = e.scope
+        new = fresh_scope(s.tn, s.acc_prec)
+        inner = {**sc, s: new}
+        return L.Local_scope(new, _subst_stmt(e.body, m, inner), e.orig_indices)
+    if isinstance(e, L.Get_merge_buffer):
+        return L.Get_merge_buffer(e.tn, tuple([subst_index(i, m) for i in e.indices]))
+    if isinstance(e, L.Embed_index):
+        return L.Embed_index(subst_index(e.index, m))
+    return e
 
 
 def _subst_stmt(s: L.Stmt, m: dict[Symbol, AxisIndex], sc: dict[L.ScopeId, L.ScopeId]) -> L.Stmt:
-    match s:
-        case L.Seq(stmts=stmts):
-            return L.Seq(tuple(_subst_stmt(x, m, sc) for x in stmts))
-        case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-            new = fresh_symbol()
-            return L.For_loop(new, lo, hi, _subst_stmt(body, {**m, i: Iterator(new)}, sc), t)
-        case L.Set(tn=tn, indices=idx, value=v):
-            return L.Set(tn, tuple(subst_index(i, m) for i in idx), _subst_expr(v, m, sc))
-        case L.Set_local(scope=local, value=v):
-            return L.Set_local(sc.get(local, local), _subst_expr(v, m, sc))
+    if isinstance(s, L.Set):
+        idx = tuple([subst_index(i, m) for i in s.indices])
+        return L.Set(s.tn, idx, _subst_expr(s.value, m, sc))
+    if isinstance(s, L.For_loop):
+        new = fresh_symbol()
+        body = _subst_stmt(s.body, {**m, s.index: Iterator(new)}, sc)
+        return L.For_loop(new, s.from_, s.to_inclusive, body, s.trace_it)
+    if isinstance(s, L.Seq):
+        return L.Seq(tuple([_subst_stmt(x, m, sc) for x in s.stmts]))
+    if isinstance(s, L.Set_local):
+        return L.Set_local(sc.get(s.scope, s.scope), _subst_expr(s.value, m, sc))
     return s
 
 
@@ -220,22 +234,27 @@ def as_definition(stmts: Sequence[L.Stmt], tn: Tnode) -> Definition | None:
     loop_syms = [lp.index for lp in loops]
     out_syms: list[Symbol | None] = []
     for idx, dim in zip(body.indices, tn.dims):
-        match idx:
-            case Iterator(symbol=Symbol() as s) if s in loop_syms and s not in out_syms:
-                lp = loops[loop_syms.index(s)]
-                if lp.from_ != 0 or lp.to_inclusive != dim - 1:
-                    return None
-                out_syms.append(s)
-            case Fixed_idx(value=0) if dim == 1:
-                out_syms.append(None)
-            case _:
+        # isinstance tests rather than class patterns: every candidate comes here.
+        if isinstance(idx, Iterator):
+            s = idx.symbol
+            if not (isinstance(s, Symbol) and s in loop_syms and s not in out_syms):
                 return None
+            lp = loops[loop_syms.index(s)]
+            if lp.from_ != 0 or lp.to_inclusive != dim - 1:
+                return None
+            out_syms.append(s)
+        elif isinstance(idx, Fixed_idx) and idx.value == 0 and dim == 1:
+            out_syms.append(None)
+        else:
+            return None
     reduction = tuple(lp for lp in loops if lp.index not in out_syms)
     if _wide_form(body) is not None:
         if reduction or len(stmts) != 2:
             return None
         return _wide_definition(body, tn, tuple(out_syms), init)
-    self_reads = [g for g in L.sub_exprs(body.value) if isinstance(g, L.Get) and g.tn == tn]
+    # Nodes are equal when their ids are: compared by id here, without a call per read.
+    tid = tn.id
+    self_reads = [g for g in L.sub_exprs(body.value) if isinstance(g, L.Get) and g.tn.id == tid]
     if not reduction:
         if self_reads or len(stmts) != 1:
             return None
@@ -324,6 +343,8 @@ class _Candidate:
     """The first costly operation (:func:`arrayjit_ir.ops.is_costly`) its value evaluates."""
     cells: int = 1
     """The cells its definition computes (the extents of its output loops multiplied)."""
+    definition: Definition | None = None
+    """Its definition, from the statements as the routine gives them."""
 
 
 INLINE_SIZE_LIMIT = 64
@@ -336,6 +357,9 @@ INLINE_DEPTH_LIMIT = 48
 long chain ``t2 = t1 + x; t3 = t2 + x; ...`` is stored every so many links, so that the code
 nests no deeper than compilers (clang's 256 brackets) and the optimizer's recursion allow."""
 
+_ONE = Fraction(1)
+"""What :meth:`_Plan.runs` gives a statement that stays (fractions are immutable)."""
+
 INLINE_WORK_FACTOR = Fraction(3, 2)
 """The most arithmetic a routine may run, in multiples of the unoptimized program's, for
 recomputing cheap pointwise nodes at their reads (:func:`arithmetic` counts it): beyond it the
@@ -346,35 +370,28 @@ def arithmetic(s: L.Stmt) -> int:
     """The operations ``s`` evaluates (every ``Binop``, ``Unop`` and ``Ternop`` but the free
     ones, :data:`arrayjit_ir.ops.FREE_OPS`), each counted once per run of the loops around it,
     loops inside local scopes included: the work cost model's measure of arithmetic."""
-
-    def stmt(x: L.Stmt) -> int:
-        match x:
-            case L.Seq(stmts=stmts):
-                return sum(stmt(y) for y in stmts)
-            case L.For_loop(body=body) as lp:
-                return lp.extent * stmt(body)
-            case L.Set(value=v) | L.Set_local(value=v):
-                return expr(v)
-        return 0
-
-    def expr(e: L.Expr) -> int:
-        match e:
-            case L.Local_scope(body=body):
-                return stmt(body)
-            case L.Binop(op=op) | L.Unop(op=op) | L.Ternop(op=op):
-                own = 0 if op in ops.FREE_OPS else 1
-                return own + sum(expr(x) for x in L.children(e))
-        return 0
-
-    return stmt(s)
+    # isinstance chains rather than class patterns: it runs over every statement of a routine.
+    if isinstance(s, L.For_loop):
+        return s.extent * arithmetic(s.body)
+    if isinstance(s, (L.Set, L.Set_local)):
+        return _expr_arithmetic(s.value)
+    if isinstance(s, L.Seq):
+        return sum(arithmetic(y) for y in s.stmts)
+    return 0
 
 
-def _first_costly(e: L.Expr) -> str | None:
-    """The name of the first costly operation in ``e`` (local-scope bodies included)."""
-    for x in L.sub_exprs(e):
-        if isinstance(x, L.Binop | L.Unop | L.Ternop) and ops.is_costly(x.op):
-            return x.op.value
-    return None
+def _expr_arithmetic(e: L.Expr) -> int:
+    if isinstance(e, L.Binop):
+        own = 0 if e.op in ops.FREE_OPS else 1
+        return own + _expr_arithmetic(e.a) + _expr_arithmetic(e.b)
+    if isinstance(e, L.Unop):
+        own = 0 if e.op in ops.FREE_OPS else 1
+        return own + _expr_arithmetic(e.a)
+    if isinstance(e, L.Ternop):  # no ternary op is free (FREE_OPS holds unary and binary ones)
+        return 1 + _expr_arithmetic(e.a) + _expr_arithmetic(e.b) + _expr_arithmetic(e.c)
+    if isinstance(e, L.Local_scope):
+        return arithmetic(e.body)
+    return 0
 
 
 def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
@@ -382,72 +399,86 @@ def _distinct_axes(idx: tuple[AxisIndex, ...]) -> set[Symbol | StaticSymbol]:
     values of such a symbol read different cells."""
     found: set[Symbol | StaticSymbol] = set()
     for i in idx:
-        match i:
-            case Iterator(symbol=s):
-                found.add(s)
-            case Affine(terms=((c, s),)) if c != 0:
-                found.add(s)
+        if isinstance(i, Iterator):
+            found.add(i.symbol)
+        elif isinstance(i, Affine) and len(i.terms) == 1 and i.terms[0][0] != 0:
+            found.add(i.terms[0][1])
     return found
 
 
-def _read_sites(stmts: Sequence[L.Stmt]) -> dict[Tnode, list[_Site]]:
+def _read_sites(stmts: Sequence[L.Stmt], acc: L.Accesses) -> dict[Tnode, list[_Site]]:
     """Every read of every node by a statement that does not write it (an accumulation's read
     of its own cell is part of computing the node)."""
     sites: dict[Tnode, list[_Site]] = {}
+    # isinstance chains rather than class patterns: this walks every statement of a routine.
 
-    def visit(e: L.Expr, k: int, loops: list[Symbol], iters: int, written: set[Tnode]) -> None:
-        match e:
-            case L.Get(tn=tn, indices=idx) if tn not in written:
-                once = set(loops) <= _distinct_axes(idx)
-                sites.setdefault(tn, []).append(_Site(k, once, iters))
-            case L.Local_scope(body=body):
-                walk(body, k, loops, iters, written)
-            case _:
-                for x in L.children(e):
-                    visit(x, k, loops, iters, written)
+    def visit(e: L.Expr, k: int, loops: frozenset[Symbol], iters: int, written: set[Tnode]) -> None:
+        if isinstance(e, L.Get):
+            if e.tn not in written:
+                once = loops <= _distinct_axes(e.indices)
+                sites.setdefault(e.tn, []).append(_Site(k, once, iters))
+        elif isinstance(e, L.Binop):
+            visit(e.a, k, loops, iters, written)
+            visit(e.b, k, loops, iters, written)
+        elif isinstance(e, L.Unop):
+            visit(e.a, k, loops, iters, written)
+        elif isinstance(e, L.Ternop):
+            visit(e.a, k, loops, iters, written)
+            visit(e.b, k, loops, iters, written)
+            visit(e.c, k, loops, iters, written)
+        elif isinstance(e, L.Local_scope):
+            walk(e.body, k, loops, iters, written)
 
-    def walk(s: L.Stmt, k: int, loops: list[Symbol], iters: int, written: set[Tnode]) -> None:
-        match s:
-            case L.Seq(stmts=inner):
-                for x in inner:
-                    walk(x, k, loops, iters, written)
-            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body) as lp:
-                walk(body, k, [*loops, i] if hi > lo else loops, iters * lp.extent, written)
-            case L.Set(value=v) | L.Set_local(value=v):
-                visit(v, k, loops, iters, written)
+    def walk(s: L.Stmt, k: int, loops: frozenset[Symbol], iters: int, written: set[Tnode]) -> None:
+        if isinstance(s, L.For_loop):
+            inner = loops | {s.index} if s.to_inclusive > s.from_ else loops
+            walk(s.body, k, inner, iters * s.extent, written)
+        elif isinstance(s, (L.Set, L.Set_local)):
+            visit(s.value, k, loops, iters, written)
+        elif isinstance(s, L.Seq):
+            for x in s.stmts:
+                walk(x, k, loops, iters, written)
 
     for k, s in enumerate(stmts):
-        walk(s, k, [], 1, {w.tn for w in L.writes(s)})
+        walk(s, k, frozenset(), 1, acc.written[k])
     return sites
 
 
-def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Candidate]:
+def _candidates(
+    stmts: Sequence[L.Stmt], allowed: set[Tnode], acc: L.Accesses
+) -> dict[Tnode, _Candidate]:
     """The nodes of ``allowed`` whose writes are consecutive statements that write only them
-    and form a definition."""
+    and form a definition (``acc``: the accesses of ``stmts``)."""
     writers: dict[Tnode, list[int]] = {}
-    only_writes: dict[int, set[Tnode]] = {}
-    for k, s in enumerate(stmts):
-        written = {w.tn for w in L.writes(s)}
-        only_writes[k] = written
+    only_writes = acc.written
+    for k, written in enumerate(only_writes):
         for tn in written:
             writers.setdefault(tn, []).append(k)
     found: dict[Tnode, _Candidate] = {}
     for tn, ks in writers.items():
         if tn not in allowed or ks != list(range(ks[0], ks[-1] + 1)):
             continue
-        if any(only_writes[k] != {tn} for k in ks):
+        if any(len(only_writes[k]) != 1 or tn not in only_writes[k] for k in ks):
             continue
         d = as_definition([stmts[k] for k in ks], tn)
         if d is None:
             continue
-        reads = {g.tn for k in ks for g in L.reads(stmts[k]) if isinstance(g, L.Get)} - {tn}
+        reads = {g.tn for k in ks for g in acc.reads[k] if isinstance(g, L.Get)} - {tn}
         counts: dict[Tnode, int] = {}
         own = 0
+        costly: str | None = None  # the first costly operation, in pre-order
+        tid = tn.id  # nodes are equal when their ids are
         for x in L.sub_exprs(d.value):
-            if isinstance(x, L.Get) and x.tn != tn:
+            if isinstance(x, L.Get) and x.tn.id != tid:
                 counts[x.tn] = counts.get(x.tn, 0) + 1
             else:
                 own += 1
+                if (
+                    costly is None
+                    and isinstance(x, L.Binop | L.Unop | L.Ternop)
+                    and ops.is_costly(x.op)
+                ):
+                    costly = x.op.value
         loops, _ = _nest(stmts[ks[-1]])
         cells = math.prod(lp.extent for lp in loops if lp.index in d.out_symbols)
         found[tn] = _Candidate(
@@ -460,32 +491,61 @@ def _candidates(stmts: Sequence[L.Stmt], allowed: set[Tnode]) -> dict[Tnode, _Ca
             own,
             counts,
             d.value,
-            _first_costly(d.value),
+            costly,
             cells,
+            d,
         )
-    sites = _read_sites(stmts)
+    sites = _read_sites(stmts, acc)
     for tn, c in found.items():
         c.sites = sites.get(tn, [])
     return found
+
+
+def _reads_earlier(cands: dict[Tnode, _Candidate]) -> bool:
+    """Whether every candidate's computation reads only candidates whose definitions end
+    before its own starts (the optimizer's candidates are never read before written, so
+    theirs do)."""
+    return all(cands[r].last < c.first for c in cands.values() for r in c.reads if r in cands)
+
+
+def _owners(cands: dict[Tnode, _Candidate]) -> dict[int, Tnode]:
+    """The candidate each top-level statement of a definition belongs to."""
+    return {k: c.tn for c in cands.values() for k in range(c.first, c.last + 1)}
 
 
 class _Plan:
     """Facts about a set of virtual nodes, computed on demand."""
 
     def __init__(
-        self, cands: dict[Tnode, _Candidate], virtual: set[Tnode], work: Sequence[int] = ()
+        self,
+        cands: dict[Tnode, _Candidate],
+        virtual: set[Tnode],
+        work: Sequence[int] = (),
+        owner: dict[int, Tnode] | None = None,
     ) -> None:
         self.cands = cands
         self.virtual = virtual
         self.work = work
         """The arithmetic of each top-level statement (:func:`arithmetic`)."""
-        self.owner = {k: c.tn for c in cands.values() for k in range(c.first, c.last + 1)}
+        self.owner = _owners(cands) if owner is None else owner
+        """The candidate each top-level statement defines (``owner`` given: the same for
+        ``cands``, shared between plans so that each store does not rebuild it)."""
         self._inputs: dict[Tnode, frozenset[Tnode]] = {}
         self._heavy: dict[Tnode, str | None] = {}
-        self._evals: dict[Tnode, Fraction] = {}
+        self._evals: dict[Tnode, Fraction | int] = {}
         self._positions: dict[Tnode, frozenset[int]] = {}
         self._size: dict[Tnode, int] = {}
         self._depth: dict[Tnode, int] = {}
+
+    def stored(self, tn: Tnode, keep_facts: bool = False) -> _Plan:
+        """The plan after removing ``tn`` from :attr:`virtual` (in place: the set is shared):
+        a fresh one, its facts computed anew, the statement owners reused; or, with
+        ``keep_facts``, this one, its facts kept (for a sweep that never asks a fact that
+        storing ``tn`` changes; see :func:`_store_repeated_work`)."""
+        self.virtual.discard(tn)
+        if keep_facts:
+            return self
+        return _Plan(self.cands, self.virtual, self.work, self.owner)
 
     def inputs(self, tn: Tnode) -> frozenset[Tnode]:
         """The stored nodes the inlined computation of ``tn`` reads."""
@@ -517,24 +577,58 @@ class _Plan:
         node is virtual, else 1."""
         tn = self.owner.get(k)
         if tn not in self.virtual:
-            return Fraction(1)
+            return _ONE
         assert tn is not None
         cells = self.cands[tn].cells
-        return self.evals(tn) / cells if cells else Fraction(0)
+        if not cells:
+            return Fraction(0)
+        ev = self.evals(tn)
+        return Fraction(ev, cells) if isinstance(ev, int) else ev / cells
 
-    def evals(self, tn: Tnode) -> Fraction:
+    def evals(self, tn: Tnode) -> Fraction | int:
         """How many times the inlined computation of (one cell of) ``tn`` runs: at each read,
-        the runs of the loops around it, times the runs of the statement holding it."""
+        the runs of the loops around it, times the runs of the statement holding it (an
+        ``int`` when every read is by a statement that runs once)."""
         if tn not in self._evals:
-            self._evals[tn] = sum(
-                (site.iters * self.runs(site.stmt) for site in self.cands[tn].sites), Fraction(0)
-            )
+            # Reads by statements that run once add as integers; exact fractions only for the
+            # others (the same sum, fewer fraction operations).
+            whole = 0
+            part: Fraction | None = None
+            for site in self.cands[tn].sites:
+                r = self.runs(site.stmt)
+                if r is _ONE:
+                    whole += site.iters
+                else:
+                    part = site.iters * r if part is None else part + site.iters * r
+            self._evals[tn] = whole if part is None else part + whole
         return self._evals[tn]
 
     def arithmetic(self) -> Fraction:
         """The arithmetic of the routine with these nodes inlined (:func:`arithmetic` of each
         top-level statement times its :meth:`runs`)."""
-        return sum((w * self.runs(k) for k, w in enumerate(self.work)), Fraction(0))
+        # The same exact sum with few fraction operations: a statement that stays (the most of
+        # them) runs once and adds as an integer; an inlined node whose evaluations are whole
+        # adds ``work * evals`` to the numerator over its cell count, one fraction per count.
+        whole = 0
+        over: dict[int, int] = {}
+        part = Fraction(0)
+        for k, w in enumerate(self.work):
+            tn = self.owner.get(k)
+            if tn not in self.virtual:
+                whole += w
+                continue
+            assert tn is not None
+            cells = self.cands[tn].cells
+            if not cells:
+                continue  # it runs 0 times per cell
+            ev = self.evals(tn)
+            if isinstance(ev, int):
+                over[cells] = over.get(cells, 0) + w * ev
+            else:
+                part += w * (ev / cells)
+        for cells, n in over.items():
+            part += Fraction(n, cells)
+        return part + whole
 
     def positions(self, tn: Tnode) -> frozenset[int]:
         """The top-level statements where the inlined computation of ``tn`` will run."""
@@ -566,7 +660,12 @@ class _Plan:
             def walk(e: L.Expr) -> int:
                 if isinstance(e, L.Get) and e.tn in self.virtual and e.tn in self.cands:
                     return self.depth(e.tn)
-                return 1 + max((walk(x) for x in L.children(e)), default=0)
+                deepest = 0
+                for x in L.children(e):
+                    d = walk(x)
+                    if d > deepest:
+                        deepest = d
+                return 1 + deepest
 
             value = c.value
             self._depth[tn] = (walk(value) if value is not None else 1) + int(c.reduction)
@@ -623,6 +722,7 @@ def _store_repeated_work(
     virtual: set[Tnode],
     work: Sequence[int],
     reasons: dict[Tnode, str],
+    owner: dict[int, Tnode] | None = None,
 ) -> None:
     """Remove from ``virtual`` every node that breaks the work rule, the earliest first, each
     judged with the earlier offenders already stored.
@@ -631,13 +731,19 @@ def _store_repeated_work(
     node again would: storing a node only makes the inlined computations that read it lighter
     (less heavy, shallower, smaller), so the nodes before it keep their verdicts, and so does
     every node after a later store (by either rule). Each removal starts a fresh
-    :class:`_Plan`, whose facts about later nodes it changes."""
-    plan = _Plan(cands, virtual, work)
+    :class:`_Plan`, whose facts about later nodes it changes.
+
+    When every candidate reads only candidates defined before it (:func:`_reads_earlier`; so
+    it is for the optimizer's candidates, which are never read before written), the facts
+    the sweep has asked so far are about the node just judged and the nodes its computation
+    reads, all defined no later than it, none reading it: storing it changes none of them,
+    and the plan keeps them."""
+    keep = _reads_earlier(cands)
+    plan = _Plan(cands, virtual, work, owner)
     for tn in sorted(virtual, key=lambda tn: cands[tn].first):
         if plan.repeats_work(tn):
             reasons[tn] = _work_reason(plan, tn)
-            virtual.discard(tn)
-            plan = _Plan(cands, virtual, work)
+            plan = plan.stored(tn, keep)
 
 
 def _store_changed_meaning(
@@ -646,6 +752,7 @@ def _store_changed_meaning(
     work: Sequence[int],
     writers: dict[Tnode, list[int]],
     reasons: dict[Tnode, str],
+    owner: dict[int, Tnode] | None = None,
 ) -> None:
     """Remove from ``virtual`` every node that breaks the meaning rule, the latest first, each
     judged with the later offenders already stored.
@@ -655,20 +762,28 @@ def _store_changed_meaning(
     statement, earlier than its reads (so the earlier nodes' spans only shrink), and a node
     read by a later one is written only by its own definition, before that reader's (so the
     later nodes keep their verdicts); storing breaks no work rule either (see
-    :func:`_store_repeated_work`)."""
-    plan = _Plan(cands, virtual, work)
+    :func:`_store_repeated_work`).
+
+    When every candidate reads only candidates defined before it (:func:`_reads_earlier`),
+    the plan keeps its facts across stores: those storing a node changes (where the nodes it
+    reads run, the inputs of the nodes reading it) are about nodes this sweep has not reached
+    or will not ask again."""
+    keep = _reads_earlier(cands)
+    plan = _Plan(cands, virtual, work, owner)
     for tn in sorted(virtual, key=lambda tn: cands[tn].first, reverse=True):
         if plan.changes_meaning(tn, writers):
             reasons[tn] = (
                 "not virtual (meaning rule): a node its computation reads is written "
                 "between its definition and a read of it"
             )
-            virtual.discard(tn)
-            plan = _Plan(cands, virtual, work)
+            plan = plan.stored(tn, keep)
 
 
 def choose_virtual(
-    stmts: Sequence[L.Stmt], allowed: set[Tnode], why: dict[Tnode, str] | None = None
+    stmts: Sequence[L.Stmt],
+    allowed: set[Tnode],
+    why: dict[Tnode, str] | None = None,
+    acc: L.Accesses | None = None,
 ) -> set[Tnode]:
     """The nodes of ``allowed`` to make virtual: see the module docstring.
 
@@ -682,15 +797,28 @@ def choose_virtual(
     recomputed node whose storing saves the most is stored (the earliest of equals).
 
     When ``why`` is given, it receives, for every node of ``allowed``, the reason for the
-    decision in words (the optimizer logs it)."""
-    cands = _candidates(stmts, allowed)
+    decision in words (the optimizer logs it). ``acc``: the accesses of ``stmts``, when the
+    caller has them (:meth:`arrayjit_ir.low_level.Accesses.of`)."""
+    return _choose(stmts, allowed, why, acc)[0]
+
+
+def _choose(
+    stmts: Sequence[L.Stmt],
+    allowed: set[Tnode],
+    why: dict[Tnode, str] | None = None,
+    acc: L.Accesses | None = None,
+) -> tuple[set[Tnode], dict[Tnode, _Candidate]]:
+    """:func:`choose_virtual`, and the candidates it judged (their definitions)."""
+    acc = L.Accesses.of(stmts) if acc is None else acc
+    cands = _candidates(stmts, allowed, acc)
     work = [arithmetic(st) for st in stmts]
     budget = INLINE_WORK_FACTOR * sum(work)
     writers: dict[Tnode, list[int]] = {}
-    for k, st in enumerate(stmts):
-        for tn in dict.fromkeys(w.tn for w in L.writes(st)):
+    for k, ws in enumerate(acc.writes):
+        for tn in dict.fromkeys(w.tn for w in ws):
             writers.setdefault(tn, []).append(k)
     virtual = {tn for tn, c in cands.items() if c.sites}
+    owner = _owners(cands)
     reasons: dict[Tnode, str] = {}
     for tn in allowed - cands.keys():
         reasons[tn] = (
@@ -700,9 +828,9 @@ def choose_virtual(
     for tn in cands.keys() - virtual:
         reasons[tn] = "not virtual: no other statement reads it"
     while True:
-        _store_repeated_work(cands, virtual, work, reasons)
-        _store_changed_meaning(cands, virtual, work, writers, reasons)
-        plan = _Plan(cands, virtual, work)
+        _store_repeated_work(cands, virtual, work, reasons, owner)
+        _store_changed_meaning(cands, virtual, work, writers, reasons, owner)
+        plan = _Plan(cands, virtual, work, owner)
         total = plan.arithmetic()
         if total <= budget:
             for tn in virtual:
@@ -710,11 +838,11 @@ def choose_virtual(
                 reasons[tn] = f"virtual: inlined at its {n} read(s)"
             if why is not None:
                 why.update(reasons)
-            return virtual
+            return virtual, cands
 
         # Store the recomputed node whose storing saves the most (the earliest of equals).
         def saving(tn: Tnode, total: Fraction = total) -> tuple[Fraction, int]:
-            kept = _Plan(cands, virtual - {tn}, work).arithmetic()
+            kept = _Plan(cands, virtual - {tn}, work, owner).arithmetic()
             return total - kept, -cands[tn].first
 
         recomputed = (tn for tn in virtual if plan.runs(cands[tn].last) > 1)
@@ -732,12 +860,23 @@ def choose_virtual(
 
 
 def _map_gets(e: L.Expr, defs: dict[Tnode, Definition]) -> L.Expr:
-    match e:
-        case L.Get(tn=tn) if tn in defs:
-            return defs[tn].inline(e)
-        case L.Local_scope(scope=sc, body=body, orig_indices=oi):
-            return L.Local_scope(sc, _map_gets_stmt(body, defs), oi)
-    return L.map_children(e, lambda x: _map_gets(x, defs))
+    # isinstance chains rather than class patterns; operands left to right, so that inlined
+    # copies get their fresh names in the same order.
+    if isinstance(e, L.Get):
+        d = defs.get(e.tn)
+        return e if d is None else d.inline(e)
+    if isinstance(e, L.Binop):
+        a = _map_gets(e.a, defs)
+        return L.Binop(e.op, a, _map_gets(e.b, defs))
+    if isinstance(e, L.Unop):
+        return L.Unop(e.op, _map_gets(e.a, defs))
+    if isinstance(e, L.Ternop):
+        a = _map_gets(e.a, defs)
+        b = _map_gets(e.b, defs)
+        return L.Ternop(e.op, a, b, _map_gets(e.c, defs))
+    if isinstance(e, L.Local_scope):
+        return L.Local_scope(e.scope, _map_gets_stmt(e.body, defs), e.orig_indices)
+    return e
 
 
 def _map_gets_stmt(s: L.Stmt, defs: dict[Tnode, Definition]) -> L.Stmt:
@@ -745,31 +884,37 @@ def _map_gets_stmt(s: L.Stmt, defs: dict[Tnode, Definition]) -> L.Stmt:
 
 
 def virtualize(
-    stmts: Sequence[L.Stmt], allowed: set[Tnode], why: dict[Tnode, str] | None = None
+    stmts: Sequence[L.Stmt],
+    allowed: set[Tnode],
+    why: dict[Tnode, str] | None = None,
+    acc: L.Accesses | None = None,
 ) -> tuple[list[L.Stmt], set[Tnode]]:
-    """Inline the nodes :func:`choose_virtual` picks from ``allowed`` (``why``: see there).
+    """Inline the nodes :func:`choose_virtual` picks from ``allowed`` (``why``, ``acc``: see
+    there).
 
     Returns:
         The remaining top-level statements (reads of virtual nodes replaced by local scopes)
         and the set of virtual nodes.
     """
-    virtual = choose_virtual(stmts, allowed, why)
+    acc = L.Accesses.of(stmts) if acc is None else acc
+    virtual, cands = _choose(stmts, allowed, why, acc)
     defs: dict[Tnode, Definition] = {}
     out: list[L.Stmt] = []
-    pending: dict[Tnode, list[L.Stmt]] = {}
-    last: dict[Tnode, int] = {}
     for k, s in enumerate(stmts):
-        for w in L.writes(s):
-            last[w.tn] = k
-    for k, s in enumerate(stmts):
-        s = _map_gets_stmt(s, defs)
-        written = {w.tn for w in L.writes(s)}
+        written = acc.written[k]
         if len(written) == 1 and (tn := next(iter(written))) in virtual:
-            pending.setdefault(tn, []).append(s)
-            if k == last[tn]:
-                d = as_definition(pending[tn], tn)
-                assert d is not None, f"{tn.debug_label}: definition lost while inlining"
-                defs[tn] = d
+            c = cands[tn]
+            if k == c.last:
+                # The definition judged, with the reads of nodes inlined before it inlined in
+                # its value: what the definition of its statements so rewritten is (their
+                # other parts read no node), computed without rewriting them.
+                d = c.definition
+                assert d is not None
+                defs[tn] = dataclasses.replace(d, value=_map_gets(d.value, defs))
             continue
+        # A statement that reads no inlined node stays as it is (rebuilding it would give an
+        # equal copy).
+        if any(g.tn in defs for g in acc.reads[k] if isinstance(g, L.Get)):
+            s = _map_gets_stmt(s, defs)
         out.append(s)
     return out, virtual

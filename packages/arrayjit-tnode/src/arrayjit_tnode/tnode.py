@@ -263,7 +263,10 @@ class Tnode(HostArrayMixin):
         return isinstance(other, Tnode) and other.id == self.id
 
     def __hash__(self) -> int:
-        return hash(self.id)
+        # Ids are positive ints below 2**61, which hash to themselves: the same value as
+        # hash(self.id) (so sets of nodes iterate in the same order), one call fewer. The
+        # optimizer hashes nodes some hundred thousand times per routine.
+        return self.id
 
     def __lt__(self, other: Tnode) -> bool:
         return self.id < other.id
@@ -445,7 +448,10 @@ class Tnode(HostArrayMixin):
                 node and both provenances.
             UsageError: ``mode`` is not a mode instance or ``provenance`` not an int.
         """
-        mm.check_mode(f"node {self.debug_label}", mode, provenance)
+        if not isinstance(mode, mm.ALL_MODE_KINDS) or type(provenance) is not int:
+            # Only a suspect argument pays for the message naming the node (the optimizer
+            # settles every node of every routine through here).
+            mm.check_mode(f"node {self.debug_label}", mode, provenance)
         with self._lock:
             old = self.memory_mode
             try:
@@ -459,7 +465,7 @@ class Tnode(HostArrayMixin):
             if new != old:
                 self.memory_mode = new
                 self.memory_mode_provenance = provenance
-        if new != old:
+        if new != old and logger.isEnabledFor(logging.DEBUG):
             logger.debug("%s: memory mode %s -> %s (%d)", self.debug_label, old, new, provenance)
 
     def update_memory_sharing(self, sharing: mm.Sharing, provenance: int) -> None:
