@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from arrayjit_ir import assignments as A
 from arrayjit_ir import bounds, margins, ops
 from arrayjit_ir import low_level as L
+from arrayjit_ir.definitions import fresh_scope
 from arrayjit_ir.indexing import (
     Affine,
     AxisIndex,
@@ -23,7 +24,6 @@ from arrayjit_ir.indexing import (
     index_symbols,
 )
 from arrayjit_ir.low_level import rounds_when_stored
-from arrayjit_ir.virtualize import fresh_scope
 from arrayjit_tnode import Prec, Tnode, UsageError
 
 CONSTANT_FILL_LIMIT = 4096

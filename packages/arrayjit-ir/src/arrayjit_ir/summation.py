@@ -39,6 +39,7 @@ from dataclasses import dataclass
 
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
+from arrayjit_ir.definitions import fresh_scope, instantiate
 from arrayjit_ir.indexing import (
     Affine,
     AxisIndex,
@@ -48,7 +49,6 @@ from arrayjit_ir.indexing import (
     index_symbols,
 )
 from arrayjit_ir.low_level import rounds_when_stored
-from arrayjit_ir.virtualize import fresh_scope, instantiate
 from arrayjit_tnode import Prec, Tnode
 
 BLOCK = 64
