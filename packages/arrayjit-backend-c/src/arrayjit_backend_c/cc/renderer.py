@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arrayjit_backend_c.cpu.matmul import c_helpers, c_part, cpu_matmul
+from arrayjit_backend_c.cpu.matmul import c_helpers, c_part
 from arrayjit_backend_c.cpu.segments import (
     Arg,
     Segment,
@@ -324,10 +324,11 @@ class CcSyntax(CSyntax):
                     out.add(1, "}")
                 out.add(0, "}")
                 continue
-            mm = cpu_matmul(g)
+            mm = plan.matmul(g)
             if mm is not None and isinstance(g, L.For_loop):
                 segments.append(Segment(name, g, None, mm, args=plan.args[k]))
-                helpers.setdefault(mm.suffix, c_helpers(mm))
+                if mm.suffix not in helpers:  # the same text for every matmul of a suffix
+                    helpers[mm.suffix] = c_helpers(mm)
                 function(name, ["int64_t start", "int64_t stop", "void *restrict mmbuf"], k)
                 for line in c_part(mm, {op.tn: self.name(op.tn) for op in (mm.a, mm.b, mm.c)}):
                     out.add(1, line)
