@@ -220,37 +220,36 @@ def split_segments(
 
 def touched_nodes(s: L.Stmt, acc: set[Tnode]) -> set[Tnode]:
     """Every node a statement reads, writes or zeroes (local-scope bodies included)."""
-    match s:
-        case L.Seq(stmts=stmts):
-            for x in stmts:
-                touched_nodes(x, acc)
-        case L.For_loop(body=body):
-            touched_nodes(body, acc)
-        case L.Zero_out(tn=tn):
-            acc.add(tn)
-        case L.Set(tn=tn, value=v):
-            acc.add(tn)
-            _touched_expr(v, acc)
-        case L.Set_local(value=v):
-            _touched_expr(v, acc)
+    # isinstance chains, not match: planning walks every statement (issue 38).
+    if isinstance(s, L.Seq):
+        for x in s.stmts:
+            touched_nodes(x, acc)
+    elif isinstance(s, L.For_loop):
+        touched_nodes(s.body, acc)
+    elif isinstance(s, L.Set):
+        acc.add(s.tn)
+        _touched_expr(s.value, acc)
+    elif isinstance(s, L.Zero_out):
+        acc.add(s.tn)
+    elif isinstance(s, L.Set_local):
+        _touched_expr(s.value, acc)
     return acc
 
 
 def _touched_expr(e: L.Expr, acc: set[Tnode]) -> None:
-    match e:
-        case L.Get(tn=tn):
-            acc.add(tn)
-        case L.Local_scope(body=body):
-            touched_nodes(body, acc)
-        case L.Binop(a=a, b=b):
-            _touched_expr(a, acc)
-            _touched_expr(b, acc)
-        case L.Unop(a=a):
-            _touched_expr(a, acc)
-        case L.Ternop(a=a, b=b, c=c):
-            _touched_expr(a, acc)
-            _touched_expr(b, acc)
-            _touched_expr(c, acc)
+    if isinstance(e, L.Get):
+        acc.add(e.tn)
+    elif isinstance(e, L.Binop):
+        _touched_expr(e.a, acc)
+        _touched_expr(e.b, acc)
+    elif isinstance(e, L.Unop):
+        _touched_expr(e.a, acc)
+    elif isinstance(e, L.Ternop):
+        _touched_expr(e.a, acc)
+        _touched_expr(e.b, acc)
+        _touched_expr(e.c, acc)
+    elif isinstance(e, L.Local_scope):
+        touched_nodes(e.body, acc)
 
 
 @dataclass(frozen=True)
