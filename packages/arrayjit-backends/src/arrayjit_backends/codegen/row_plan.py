@@ -187,16 +187,17 @@ def _renamed(s: L.Stmt, names: Mapping[Symbol, Symbol]) -> L.Stmt:
 def row_bytes(loops: Sequence[L.For_loop]) -> int:
     """Bytes of one row of the fused loops' working set: per node that a loop reads or stores
     indexed by its row symbol, the cells of one value of that axis."""
-    return _row_bytes([_row_sizes(lp) for lp in loops])
+    return _row_bytes([_row_sizes(lp, sets_of(lp.body), gets_of(lp.body)) for lp in loops])
 
 
-def _row_sizes(lp: L.For_loop) -> dict[Tnode, int]:
-    """Per node that ``lp`` reads or stores indexed by its symbol, the bytes of one row."""
+def _row_sizes(lp: L.For_loop, stores: Sequence[L.Set], gets: Sequence[L.Get]) -> dict[Tnode, int]:
+    """Per node that ``lp`` reads or stores indexed by its symbol, the bytes of one row
+    (``stores`` and ``gets``: those of its body, :func:`sets_of` and :func:`gets_of`)."""
     sizes: dict[Tnode, int] = {}
     it = Iterator(lp.index)
-    accesses: list[tuple[Tnode, tuple[AxisIndex, ...]]] = [
-        (x.tn, x.indices) for x in sets_of(lp.body)
-    ] + [(g.tn, g.indices) for g in gets_of(lp.body)]
+    accesses: list[tuple[Tnode, tuple[AxisIndex, ...]]] = [(x.tn, x.indices) for x in stores] + [
+        (g.tn, g.indices) for g in gets
+    ]
     for tn, idx in accesses:
         if it in idx:
             cells = math.prod(d for k, d in enumerate(tn.dims) if k != idx.index(it))
@@ -237,13 +238,12 @@ class _Facts:
     def __call__(self, lp: L.For_loop) -> _LoopFacts:
         found = self._seen.get(id(lp))
         if found is None:
-            found = _LoopFacts(
-                lp,
-                zeroes(lp),
-                sets_of(lp),
-                reads_of(lp),
-                None if self.cells else _row_sizes(lp),
-            )
+            stores, reads = sets_of(lp), reads_of(lp)
+            sizes = None
+            if not self.cells:  # the reads of nodes (gets_of) are the reads less the merge's
+                gets = [g for g in reads if isinstance(g, L.Get)]
+                sizes = _row_sizes(lp, stores, gets)
+            found = _LoopFacts(lp, zeroes(lp), stores, reads, sizes)
             self._seen[id(lp)] = found
         return found
 
