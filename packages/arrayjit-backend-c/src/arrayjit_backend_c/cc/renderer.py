@@ -32,7 +32,9 @@ from arrayjit_backends.codegen.kernel_plan import (
     ScalarReduction,
     has_loops,
     is_parallel_loop,
+    local_scopes,
     local_sum,
+    reads_of,
     scalar_reduction,
 )
 from arrayjit_ir import low_level as L
@@ -96,8 +98,8 @@ def dot_loop(loop: L.For_loop) -> DotLoop | None:
     store = loop.body
     if not isinstance(store, L.Set) or (loop.to_inclusive - loop.from_ + 1) % DOT_JAM:
         return None
-    scopes = [x for x in L.sub_exprs(store.value) if isinstance(x, L.Local_scope)]
-    if len(scopes) != 1 or any(g.tn is store.tn for g in L.reads(store)):
+    scopes = local_scopes(store.value)
+    if len(scopes) != 1 or any(g.tn is store.tn for g in reads_of(store)):
         return None
     scope = scopes[0]
     parts = list(scope.body.stmts) if isinstance(scope.body, L.Seq) else [scope.body]

@@ -194,6 +194,39 @@ def _expr_gets_into(e: L.Expr, out: list[Any], merge: bool = False) -> None:
         out.append(e)
 
 
+def local_scopes(e: L.Expr) -> list[L.Local_scope]:
+    """The local scopes inside ``e`` (``e`` itself included, and those inside their bodies),
+    in the order of :func:`~arrayjit_ir.low_level.sub_exprs`, in one walk."""
+    out: list[L.Local_scope] = []
+    _expr_scopes(e, out)
+    return out
+
+
+def _expr_scopes(e: L.Expr, out: list[L.Local_scope]) -> None:
+    if isinstance(e, L.Local_scope):
+        out.append(e)
+        _stmt_scopes(e.body, out)
+    elif isinstance(e, L.Binop):
+        _expr_scopes(e.a, out)
+        _expr_scopes(e.b, out)
+    elif isinstance(e, L.Unop):
+        _expr_scopes(e.a, out)
+    elif isinstance(e, L.Ternop):
+        _expr_scopes(e.a, out)
+        _expr_scopes(e.b, out)
+        _expr_scopes(e.c, out)
+
+
+def _stmt_scopes(s: L.Stmt, out: list[L.Local_scope]) -> None:
+    if isinstance(s, L.Seq):
+        for x in s.stmts:
+            _stmt_scopes(x, out)
+    elif isinstance(s, L.For_loop):
+        _stmt_scopes(s.body, out)
+    elif isinstance(s, L.Set | L.Set_local):
+        _expr_scopes(s.value, out)
+
+
 def _expr_gets(e: L.Expr) -> list[L.Get]:
     out: list[L.Get] = []
     _expr_gets_into(e, out)
@@ -218,20 +251,35 @@ def _parallel_over(
 ) -> bool:
     """:func:`is_parallel_loop` of a loop over ``index`` around a body with these stores,
     zeroings and reads (asked only when the stores allow it)."""
-    it = Iterator(index)
     axis: dict[Tnode, int] = {}
     for st in stores:
-        if it not in st.indices:
+        k = iterator_axis(st.indices, index)
+        if k < 0:
             return False
-        k = st.indices.index(it)
         if axis.setdefault(st.tn, k) != k:
             return False
     if zeroes():
         return False
-    return all(
-        g.tn not in axis or (len(g.indices) > axis[g.tn] and g.indices[axis[g.tn]] == it)
-        for g in gets()
-    )
+    for g in gets():
+        k = axis.get(g.tn, -1)
+        if k < 0:
+            continue
+        if len(g.indices) <= k:
+            return False
+        x = g.indices[k]
+        if not (x.__class__ is Iterator and x.symbol == index):
+            return False
+    return True
+
+
+def iterator_axis(idx: Sequence[AxisIndex], symbol: Symbol | StaticSymbol) -> int:
+    """The first axis of ``idx`` indexed by ``Iterator(symbol)``, or -1: ``idx.index(it)``
+    without building ``it`` or calling its ``__eq__`` per axis (the planners ask it of every
+    access, issue 38)."""
+    for k, i in enumerate(idx):
+        if i.__class__ is Iterator and i.symbol == symbol:  # as Iterator.__eq__ compares
+            return k
+    return -1
 
 
 def parallel_order(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
@@ -449,4 +497,4 @@ def local_sum(loop: L.For_loop) -> tuple[ops.Binop, L.ScopeId] | None:
 
 def has_loops(e: L.Expr) -> bool:
     """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
-    return any(isinstance(x, L.Local_scope) and loop_work(x.body) > 1 for x in L.sub_exprs(e))
+    return any(loop_work(x.body) > 1 for x in local_scopes(e))

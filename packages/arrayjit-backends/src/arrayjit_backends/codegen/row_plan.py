@@ -21,7 +21,14 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from arrayjit_backends.codegen.kernel_plan import gets_of, is_parallel_loop, reads_of, sets_of
+from arrayjit_backends.codegen.kernel_plan import (
+    gets_of,
+    is_parallel_loop,
+    iterator_axis,
+    local_scopes,
+    reads_of,
+    sets_of,
+)
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Iterator, Symbol, fresh_symbol
@@ -194,13 +201,14 @@ def _row_sizes(lp: L.For_loop, stores: Sequence[L.Set], gets: Sequence[L.Get]) -
     """Per node that ``lp`` reads or stores indexed by its symbol, the bytes of one row
     (``stores`` and ``gets``: those of its body, :func:`sets_of` and :func:`gets_of`)."""
     sizes: dict[Tnode, int] = {}
-    it = Iterator(lp.index)
-    accesses: list[tuple[Tnode, tuple[AxisIndex, ...]]] = [(x.tn, x.indices) for x in stores] + [
-        (g.tn, g.indices) for g in gets
-    ]
-    for tn, idx in accesses:
-        if it in idx:
-            cells = math.prod(d for k, d in enumerate(tn.dims) if k != idx.index(it))
+    sym = lp.index
+    accesses: list[L.Set | L.Get] = [*stores, *gets]
+    for x in accesses:
+        k = iterator_axis(x.indices, sym)
+        if k >= 0:
+            tn = x.tn
+            dims = tn.dims
+            cells = math.prod(dims[:k]) * math.prod(dims[k + 1 :])  # every axis but k
             sizes[tn] = max(sizes.get(tn, 0), cells * tn.prec.byte_size)
     return sizes
 
@@ -291,12 +299,14 @@ def _has_row(loop: L.For_loop) -> bool:
                 return True
             case L.Seq(stmts=stmts):
                 return any(walks(x) for x in stmts)
-        return any(isinstance(x, L.Local_scope) for e in L.exprs_of(s) for x in L.sub_exprs(e))
+        return any(local_scopes(e) for e in L.exprs_of(s))
 
     return walks(loop.body)
 
 
-def _fuse(run: Sequence[L.For_loop]) -> L.For_loop | None:
+def _fuse(
+    run: Sequence[L.For_loop], parallel: Callable[[L.For_loop], bool] = is_parallel_loop
+) -> L.For_loop | None:
     """The loops ``run`` as one loop over their rows, if its iterations write disjoint cells;
     inside it, consecutive loops over the same cells whose cells are independent (softmax's
     ``e = x - m`` then ``e = exp(e)``) merged the same way, so a cell's steps run while its
@@ -304,13 +314,14 @@ def _fuse(run: Sequence[L.For_loop]) -> L.For_loop | None:
     row = run[0].index
     stmts = fuse_row_loops([_rename(lp, row) for lp in run], cells=True)
     fused = L.For_loop(row, run[0].from_, run[0].to_inclusive, L.Seq(tuple(stmts)))
-    return fused if is_parallel_loop(fused) else None
+    return fused if parallel(fused) else None
 
 
 def fuse_row_loops(
     stmts: Sequence[L.Stmt],
     apart: Callable[[L.Stmt], bool] = lambda s: False,
     cells: bool = False,
+    parallel: Callable[[L.For_loop], bool] = is_parallel_loop,
 ) -> list[L.Stmt]:
     """``stmts`` (top-level statements) with each maximal run of two or more consecutive loops
     over the same rows (zeroings of nodes over those rows included, as loops storing zeros),
@@ -321,7 +332,8 @@ def fuse_row_loops(
     fused loop's iterations write disjoint cells (:func:`~arrayjit_backends.codegen.
     kernel_plan.is_parallel_loop` holds), so it runs in parallel as any such loop. With
     ``cells`` (the statements of a fused loop's row), runs of loops over single cells merge
-    too, whatever their size."""
+    too, whatever their size. ``parallel``: :func:`~arrayjit_backends.codegen.kernel_plan.
+    is_parallel_loop`, or a memo of it (the caller asks it of the fused loops again)."""
     result: list[L.Stmt] = []
     run: list[L.For_loop] = []
     kept: list[L.Stmt] = []  # the run's statements as written
@@ -329,7 +341,7 @@ def fuse_row_loops(
 
     def close() -> None:
         walks = cells or any(_has_row(lp) for lp in run)
-        fused = _fuse(run) if len(run) >= 2 and walks else None
+        fused = _fuse(run, parallel) if len(run) >= 2 and walks else None
         result.extend(kept if fused is None else [fused])
         run.clear()
         kept.clear()
@@ -377,8 +389,8 @@ def _dot_cells(s: L.Stmt, takes: Callable[[L.For_loop], bool]) -> list[L.Stmt] |
     body = nest[-1].body
     if not isinstance(body, L.Set) or len(nest) < 2:
         return None
-    scopes = [x for x in L.sub_exprs(body.value) if isinstance(x, L.Local_scope)]
-    if len(scopes) != 1 or any(g.tn is body.tn for g in L.reads(body)):
+    scopes = local_scopes(body.value)
+    if len(scopes) != 1 or any(g.tn is body.tn for g in reads_of(body)):
         return None
     dot = scopes[0]
     match dot.body:
@@ -448,13 +460,13 @@ def _writes_row_first(s: L.Stmt, tn: Tnode, row: Symbol) -> bool:
         (lp.from_, lp.to_inclusive) == (0, d - 1) for lp, d in zip(loops, tn.dims[1:], strict=True)
     ):
         return False
-    first = next((x for x in inner if any(t.tn is tn for t in (*sets_of(x), *L.reads(x)))), None)
+    first = next((x for x in inner if any(t.tn is tn for t in (*sets_of(x), *reads_of(x)))), None)
     return (
         isinstance(first, L.Set)
         and first.tn is tn
-        and all(g.tn is not tn for g in L.reads(first))
+        and all(g.tn is not tn for g in reads_of(first))
         and all(
-            x.indices == cell for st in inner for x in (*sets_of(st), *L.reads(st)) if x.tn is tn
+            x.indices == cell for st in inner for x in (*sets_of(st), *reads_of(st)) if x.tn is tn
         )
     )
 
@@ -471,7 +483,7 @@ def resident_rows(loop: L.For_loop, only_here: Sequence[Tnode]) -> tuple[Tnode, 
         return ()
     row = Iterator(loop.index)
     body = list(loop.body.stmts) if isinstance(loop.body, L.Seq) else [loop.body]
-    sets, reads = sets_of(loop.body), L.reads(loop.body)  # the same for every candidate
+    sets, reads = sets_of(loop.body), reads_of(loop.body)  # the same for every candidate
     chosen: list[Tnode] = []
     room = RESIDENT_BYTES
     for tn in sorted(only_here, key=lambda t: -t.size_in_bytes):
@@ -484,7 +496,7 @@ def resident_rows(loop: L.For_loop, only_here: Sequence[Tnode]) -> tuple[Tnode, 
             continue
         if any(isinstance(g, L.Get_merge_buffer) and g.tn is tn for g in reads):
             continue
-        first = next(x for x in body if any(t.tn is tn for t in (*sets_of(x), *L.reads(x))))
+        first = next(x for x in body if any(t.tn is tn for t in (*sets_of(x), *reads_of(x))))
         if _writes_row_first(first, tn, loop.index):
             chosen.append(tn)
             room -= size
