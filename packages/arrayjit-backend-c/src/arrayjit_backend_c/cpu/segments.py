@@ -159,25 +159,43 @@ COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
 ``(partials, count)``."""
 
 
-class MatmulMemo:
-    """:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul` of statements, each computed once
-    (one plan asks it of the same statement up to six times: :func:`split_segments`, the row
-    plan, the renderers). Keyed by identity, the statements kept, so that an id stays theirs;
-    it lives as long as its plan."""
+class PlanMemo:
+    """What planning asks of a statement more than once, computed once per plan:
+    :func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul` (calling the memo), its
+    :func:`~arrayjit_backends.codegen.kernel_plan.loop_work` (:meth:`work`) and, for a loop,
+    :func:`~arrayjit_backends.codegen.kernel_plan.is_parallel_loop` (:meth:`parallel`). One
+    plan asked each of these of the same statement up to six times (:func:`split_segments`,
+    the row plan, the renderers; issue 38). Keyed by identity, the statements kept, so that an
+    id stays theirs; it lives as long as its plan."""
 
     def __init__(self) -> None:
-        self._seen: dict[int, tuple[L.Stmt, CpuMatmul | None]] = {}
+        self._matmul: dict[int, tuple[L.Stmt, CpuMatmul | None]] = {}
+        self._work: dict[int, tuple[L.Stmt, int]] = {}
+        self._parallel: dict[int, tuple[L.Stmt, bool]] = {}
 
     def __call__(self, s: L.Stmt) -> CpuMatmul | None:
-        hit = self._seen.get(id(s))
+        hit = self._matmul.get(id(s))
         if hit is None:
-            hit = self._seen[id(s)] = (s, cpu_matmul(s))
+            work = self.work(s) if isinstance(s, L.For_loop) else None
+            hit = self._matmul[id(s)] = (s, cpu_matmul(s, work))
+        return hit[1]
+
+    def work(self, s: L.Stmt) -> int:
+        """:func:`~arrayjit_backends.codegen.kernel_plan.loop_work` of ``s``."""
+        hit = self._work.get(id(s))
+        if hit is None:
+            hit = self._work[id(s)] = (s, loop_work(s))
+        return hit[1]
+
+    def parallel(self, loop: L.For_loop) -> bool:
+        """:func:`~arrayjit_backends.codegen.kernel_plan.is_parallel_loop` of ``loop``."""
+        hit = self._parallel.get(id(loop))
+        if hit is None:
+            hit = self._parallel[id(loop)] = (loop, is_parallel_loop(loop))
         return hit[1]
 
 
-def split_segments(
-    code: L.Stmt, matmul_of: Callable[[L.Stmt], CpuMatmul | None] | None = None
-) -> list[Group]:
+def split_segments(code: L.Stmt, memo: PlanMemo | None = None) -> list[Group]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work, worth two threads or more
     (:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`), that write disjoint cells or
@@ -189,27 +207,29 @@ def split_segments(
     (:func:`~arrayjit_backends.codegen.row_plan.packed_dots`: a fill, the matmul, the rest of
     each cell's value); then consecutive loops over the same rows run as one loop
     (:func:`~arrayjit_backends.codegen.row_plan.fuse_row_loops`; packed matmuls stay apart).
-    ``matmul_of``: :func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`, or a memo of it
-    (:class:`MatmulMemo`)."""
-    matmul = matmul_of or cpu_matmul
+    ``memo``: the plan's :class:`PlanMemo` (default: one of its own)."""
+    matmul = memo or PlanMemo()
     packed = packed_dots(
         list(code.stmts) if isinstance(code, L.Seq) else [code],
         takes=lambda s: matmul(s) is not None,
     )
     stmts = fuse_row_loops(
-        packed, apart=lambda s: isinstance(s, L.For_loop) and matmul(s) is not None
+        packed,
+        apart=lambda s: isinstance(s, L.For_loop) and matmul(s) is not None,
+        parallel=matmul.parallel,
     )
     groups: list[Group] = []
     for s in stmts:
-        if (
+        # The packed matmul first (known): the same answer as asking it last.
+        if (isinstance(s, L.For_loop) and matmul(s) is not None) or (
             isinstance(s, L.For_loop | L.Set)
-            and loop_work(s) >= PARALLEL_MIN_WORK
+            and matmul.work(s) >= PARALLEL_MIN_WORK
             and worth_threads(s) > 1
             and (
                 scalar_reduction(s) is not None
-                or (isinstance(s, L.For_loop) and is_parallel_loop(s))
+                or (isinstance(s, L.For_loop) and matmul.parallel(s))
             )
-        ) or (isinstance(s, L.For_loop) and matmul(s) is not None):
+        ):
             groups.append(s)
         elif groups and isinstance(groups[-1], list):
             groups[-1].append(s)
@@ -279,8 +299,8 @@ class SegmentPlan:
     arrays of its own (:func:`~arrayjit_backends.codegen.row_plan.resident_rows`): they have
     no buffer and no array of the whole node anywhere."""
     matmul_of: Callable[[L.Stmt], CpuMatmul | None] = cpu_matmul
-    """:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`, as the plan computed it (a
-    :class:`MatmulMemo`): :meth:`matmul`."""
+    """:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`, as the plan computed it (its
+    :class:`PlanMemo`): :meth:`matmul`."""
 
     def matmul(self, s: L.Stmt) -> CpuMatmul | None:
         """The packed matmul the top-level statement ``s`` of the groups is, if it is one
@@ -317,7 +337,7 @@ def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
     rows, :meth:`SegmentPlan.resident`), the kernel-local nodes each row loop holds a row at a
     time, which get no buffer. Linear in the size of the routine: each segment's work is over
     the nodes it touches."""
-    matmul_of = MatmulMemo()
+    matmul_of = PlanMemo()
     groups = split_segments(widen_blocks(opt.code, SIMD_LANES), matmul_of)
     # Each top-level statement's nodes, found once: a serial run's are the union of its
     # statements' (issue 38: the walk took a tenth of a 64-layer MLP's planning, twice).
