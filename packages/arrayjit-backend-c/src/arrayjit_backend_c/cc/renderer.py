@@ -18,7 +18,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from arrayjit_backend_c.cpu.matmul import c_helpers, c_part, cpu_matmul
+from arrayjit_backend_c.cpu.matmul import c_helpers, c_part
 from arrayjit_backend_c.cpu.segments import (
     Arg,
     Segment,
@@ -32,7 +32,9 @@ from arrayjit_backends.codegen.kernel_plan import (
     ScalarReduction,
     has_loops,
     is_parallel_loop,
+    local_scopes,
     local_sum,
+    reads_of,
     scalar_reduction,
 )
 from arrayjit_ir import low_level as L
@@ -96,8 +98,8 @@ def dot_loop(loop: L.For_loop) -> DotLoop | None:
     store = loop.body
     if not isinstance(store, L.Set) or (loop.to_inclusive - loop.from_ + 1) % DOT_JAM:
         return None
-    scopes = [x for x in L.sub_exprs(store.value) if isinstance(x, L.Local_scope)]
-    if len(scopes) != 1 or any(g.tn is store.tn for g in L.reads(store)):
+    scopes = local_scopes(store.value)
+    if len(scopes) != 1 or any(g.tn is store.tn for g in reads_of(store)):
         return None
     scope = scopes[0]
     parts = list(scope.body.stmts) if isinstance(scope.body, L.Seq) else [scope.body]
@@ -324,10 +326,11 @@ class CcSyntax(CSyntax):
                     out.add(1, "}")
                 out.add(0, "}")
                 continue
-            mm = cpu_matmul(g)
+            mm = plan.matmul(g)
             if mm is not None and isinstance(g, L.For_loop):
                 segments.append(Segment(name, g, None, mm, args=plan.args[k]))
-                helpers.setdefault(mm.suffix, c_helpers(mm))
+                if mm.suffix not in helpers:  # the same text for every matmul of a suffix
+                    helpers[mm.suffix] = c_helpers(mm)
                 function(name, ["int64_t start", "int64_t stop", "void *restrict mmbuf"], k)
                 for line in c_part(mm, {op.tn: self.name(op.tn) for op in (mm.a, mm.b, mm.c)}):
                     out.add(1, line)

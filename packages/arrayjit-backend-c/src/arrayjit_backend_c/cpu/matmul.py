@@ -196,10 +196,12 @@ def _operand(g: L.Get, rows: L.For_loop | None, cols: L.For_loop | None) -> Oper
     return Operand(g.tn, offset, rs, cs)
 
 
-def cpu_matmul(stmt: L.Stmt) -> CpuMatmul | None:
+def cpu_matmul(stmt: L.Stmt, work: int | None = None) -> CpuMatmul | None:
     """The :class:`CpuMatmul` a top-level statement is, if it is one (see the module
-    docstring)."""
-    if not isinstance(stmt, L.For_loop) or loop_work(stmt) < MATMUL_MIN_WORK:
+    docstring). ``work``: ``loop_work(stmt)`` where the caller has it."""
+    if not isinstance(stmt, L.For_loop):
+        return None
+    if (loop_work(stmt) if work is None else work) < MATMUL_MIN_WORK:
         return None
     nest, rest = parallel_order(stmt)
     plan: MatmulPlan | None = matmul_plan(nest, rest)

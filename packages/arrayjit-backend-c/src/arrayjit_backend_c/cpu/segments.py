@@ -176,7 +176,43 @@ COMBINE_ARGTYPES = [ctypes.c_void_p, ctypes.c_int64]
 ``(partials, count)``."""
 
 
-def split_segments(code: L.Stmt) -> list[Group]:
+class PlanMemo:
+    """What planning asks of a statement more than once, computed once per plan:
+    :func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul` (calling the memo), its
+    :func:`~arrayjit_backends.codegen.kernel_plan.loop_work` (:meth:`work`) and, for a loop,
+    :func:`~arrayjit_backends.codegen.kernel_plan.is_parallel_loop` (:meth:`parallel`). One
+    plan asked each of these of the same statement up to six times (:func:`split_segments`,
+    the row plan, the renderers; issue 38). Keyed by identity, the statements kept, so that an
+    id stays theirs; it lives as long as its plan."""
+
+    def __init__(self) -> None:
+        self._matmul: dict[int, tuple[L.Stmt, CpuMatmul | None]] = {}
+        self._work: dict[int, tuple[L.Stmt, int]] = {}
+        self._parallel: dict[int, tuple[L.Stmt, bool]] = {}
+
+    def __call__(self, s: L.Stmt) -> CpuMatmul | None:
+        hit = self._matmul.get(id(s))
+        if hit is None:
+            work = self.work(s) if isinstance(s, L.For_loop) else None
+            hit = self._matmul[id(s)] = (s, cpu_matmul(s, work))
+        return hit[1]
+
+    def work(self, s: L.Stmt) -> int:
+        """:func:`~arrayjit_backends.codegen.kernel_plan.loop_work` of ``s``."""
+        hit = self._work.get(id(s))
+        if hit is None:
+            hit = self._work[id(s)] = (s, loop_work(s))
+        return hit[1]
+
+    def parallel(self, loop: L.For_loop) -> bool:
+        """:func:`~arrayjit_backends.codegen.kernel_plan.is_parallel_loop` of ``loop``."""
+        hit = self._parallel.get(id(loop))
+        if hit is None:
+            hit = self._parallel[id(loop)] = (loop, is_parallel_loop(loop))
+        return hit[1]
+
+
+def split_segments(code: L.Stmt, memo: PlanMemo | None = None) -> list[Group]:
     """The routine's top-level statements grouped into serial runs (lists) and parallel loops:
     top-level loops with at least ``PARALLEL_MIN_WORK`` work, worth two threads or more
     (:func:`~arrayjit_backends.codegen.kernel_plan.worth_threads`), that write disjoint cells or
@@ -187,25 +223,30 @@ def split_segments(code: L.Stmt) -> list[Group]:
     from inlined dot products that the packed matmul can compute is split first
     (:func:`~arrayjit_backends.codegen.row_plan.packed_dots`: a fill, the matmul, the rest of
     each cell's value); then consecutive loops over the same rows run as one loop
-    (:func:`~arrayjit_backends.codegen.row_plan.fuse_row_loops`; packed matmuls stay apart)."""
+    (:func:`~arrayjit_backends.codegen.row_plan.fuse_row_loops`; packed matmuls stay apart).
+    ``memo``: the plan's :class:`PlanMemo` (default: one of its own)."""
+    matmul = memo or PlanMemo()
     packed = packed_dots(
         list(code.stmts) if isinstance(code, L.Seq) else [code],
-        takes=lambda s: cpu_matmul(s) is not None,
+        takes=lambda s: matmul(s) is not None,
     )
     stmts = fuse_row_loops(
-        packed, apart=lambda s: isinstance(s, L.For_loop) and cpu_matmul(s) is not None
+        packed,
+        apart=lambda s: isinstance(s, L.For_loop) and matmul(s) is not None,
+        parallel=matmul.parallel,
     )
     groups: list[Group] = []
     for s in stmts:
-        if (
+        # The packed matmul first (known): the same answer as asking it last.
+        if (isinstance(s, L.For_loop) and matmul(s) is not None) or (
             isinstance(s, L.For_loop | L.Set)
-            and loop_work(s) >= PARALLEL_MIN_WORK
+            and matmul.work(s) >= PARALLEL_MIN_WORK
             and worth_threads(s) > 1
             and (
                 scalar_reduction(s) is not None
-                or (isinstance(s, L.For_loop) and is_parallel_loop(s))
+                or (isinstance(s, L.For_loop) and matmul.parallel(s))
             )
-        ) or (isinstance(s, L.For_loop) and cpu_matmul(s) is not None):
+        ):
             groups.append(s)
         elif groups and isinstance(groups[-1], list):
             groups[-1].append(s)
@@ -216,37 +257,36 @@ def split_segments(code: L.Stmt) -> list[Group]:
 
 def touched_nodes(s: L.Stmt, acc: set[Tnode]) -> set[Tnode]:
     """Every node a statement reads, writes or zeroes (local-scope bodies included)."""
-    match s:
-        case L.Seq(stmts=stmts):
-            for x in stmts:
-                touched_nodes(x, acc)
-        case L.For_loop(body=body):
-            touched_nodes(body, acc)
-        case L.Zero_out(tn=tn):
-            acc.add(tn)
-        case L.Set(tn=tn, value=v):
-            acc.add(tn)
-            _touched_expr(v, acc)
-        case L.Set_local(value=v):
-            _touched_expr(v, acc)
+    # isinstance chains, not match: planning walks every statement (issue 38).
+    if isinstance(s, L.Seq):
+        for x in s.stmts:
+            touched_nodes(x, acc)
+    elif isinstance(s, L.For_loop):
+        touched_nodes(s.body, acc)
+    elif isinstance(s, L.Set):
+        acc.add(s.tn)
+        _touched_expr(s.value, acc)
+    elif isinstance(s, L.Zero_out):
+        acc.add(s.tn)
+    elif isinstance(s, L.Set_local):
+        _touched_expr(s.value, acc)
     return acc
 
 
 def _touched_expr(e: L.Expr, acc: set[Tnode]) -> None:
-    match e:
-        case L.Get(tn=tn):
-            acc.add(tn)
-        case L.Local_scope(body=body):
-            touched_nodes(body, acc)
-        case L.Binop(a=a, b=b):
-            _touched_expr(a, acc)
-            _touched_expr(b, acc)
-        case L.Unop(a=a):
-            _touched_expr(a, acc)
-        case L.Ternop(a=a, b=b, c=c):
-            _touched_expr(a, acc)
-            _touched_expr(b, acc)
-            _touched_expr(c, acc)
+    if isinstance(e, L.Get):
+        acc.add(e.tn)
+    elif isinstance(e, L.Binop):
+        _touched_expr(e.a, acc)
+        _touched_expr(e.b, acc)
+    elif isinstance(e, L.Unop):
+        _touched_expr(e.a, acc)
+    elif isinstance(e, L.Ternop):
+        _touched_expr(e.a, acc)
+        _touched_expr(e.b, acc)
+        _touched_expr(e.c, acc)
+    elif isinstance(e, L.Local_scope):
+        touched_nodes(e.body, acc)
 
 
 @dataclass(frozen=True)
@@ -275,6 +315,14 @@ class SegmentPlan:
     """Per row loop (by ``id``) of the groups, the kernel-local nodes it holds a row of in
     arrays of its own (:func:`~arrayjit_backends.codegen.row_plan.resident_rows`): they have
     no buffer and no array of the whole node anywhere."""
+    matmul_of: Callable[[L.Stmt], CpuMatmul | None] = cpu_matmul
+    """:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`, as the plan computed it (its
+    :class:`PlanMemo`): :meth:`matmul`."""
+
+    def matmul(self, s: L.Stmt) -> CpuMatmul | None:
+        """The packed matmul the top-level statement ``s`` of the groups is, if it is one
+        (:func:`~arrayjit_backend_c.cpu.matmul.cpu_matmul`, computed once per plan)."""
+        return self.matmul_of(s)
 
     def resident(self, s: L.Stmt) -> tuple[Tnode, ...]:
         """The nodes the top-level statement ``s`` of the groups holds a row at a time."""
@@ -306,25 +354,38 @@ def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
     rows, :meth:`SegmentPlan.resident`), the kernel-local nodes each row loop holds a row at a
     time, which get no buffer. Linear in the size of the routine: each segment's work is over
     the nodes it touches."""
-    groups = split_segments(widen_blocks(opt.code, SIMD_LANES))
-    touched = [touched_nodes(L.Seq(tuple(g)) if isinstance(g, list) else g, set()) for g in groups]
+    matmul_of = PlanMemo()
+    groups = split_segments(widen_blocks(opt.code, SIMD_LANES), matmul_of)
+    # Each top-level statement's nodes, found once: a serial run's are the union of its
+    # statements' (issue 38: the walk took a tenth of a 64-layer MLP's planning, twice).
+    tops = [s for g in groups for s in (g if isinstance(g, list) else [g])]
+    top_touched = [touched_nodes(s, set()) for s in tops]
+    touched: list[set[Tnode]] = []
+    at = 0
+    for g in groups:
+        count = len(g) if isinstance(g, list) else 1
+        mine = top_touched[at : at + count]
+        touched.append(set().union(*mine) if isinstance(g, list) else mine[0])
+        at += count
     params = kernel_params(opt)
     local_nodes = opt.local_nodes  # a scan of every traced node: taken once (issue 38)
     local = set(local_nodes)
     held: dict[int, tuple[Tnode, ...]] = {}
     if rows:
-        tops = [s for g in groups for s in (g if isinstance(g, list) else [g])]
-        reach = [touched_nodes(s, set()) & local for s in tops]
+        reach = [t & local for t in top_touched]
         readers: dict[Tnode, int] = {}  # per local node, how many top-level statements touch it
         for r in reach:
             for tn in r:
                 readers[tn] = readers.get(tn, 0) + 1
+        order = {tn: k for k, tn in enumerate(local_nodes)}
         for s, r in zip(tops, reach, strict=True):
-            only = [tn for tn in local_nodes if tn in r and readers[tn] == 1]
+            # In local-node order, from the statement's own nodes (not a scan of every local
+            # node per statement: quadratic, issue 38).
+            only = sorted((tn for tn in r if readers[tn] == 1), key=order.__getitem__)
             if (
                 isinstance(s, L.For_loop)
                 and only
-                and cpu_matmul(s) is None
+                and matmul_of(s) is None
                 and scalar_reduction(s) is None
             ):
                 found = resident_rows(s, only)
@@ -361,7 +422,7 @@ def plan_segments(opt: Optimized, rows: bool = False) -> SegmentPlan:
         range(tail, tail + len(params.static_symbols))
     )
     args = [tuple(sorted([index[tn] for tn in t if tn in index] + fixed)) for t in touched]
-    return SegmentPlan(opt, params, groups, touched, scratch, args, stack, zeroed, held)
+    return SegmentPlan(opt, params, groups, touched, scratch, args, stack, zeroed, held, matmul_of)
 
 
 CHUNKS_PER_WORKER = 4

@@ -52,7 +52,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from arrayjit_backend_c.cpu.matmul import CpuMatmul, cpu_matmul
+from arrayjit_backend_c.cpu.matmul import CpuMatmul
 from arrayjit_backend_c.cpu.segments import (
     Arg,
     Segment,
@@ -564,12 +564,15 @@ class LlvmGen(ScalarGen):
                 segments.append(Segment(name, args=plan.args[k]))
                 function(name, [], k, functools.partial(self._serial, g, plan))
                 continue
-            mm = cpu_matmul(g)
+            mm = plan.matmul(g)
             if mm is not None and isinstance(g, L.For_loop):
                 segments.append(Segment(name, g, None, mm, args=plan.args[k]))
-                text, decls = llvm_matmul.helpers(mm)
-                self._mm_helpers.setdefault(mm.suffix, text)
-                self._decls.update(dict.fromkeys(decls))
+                if mm.suffix not in self._mm_helpers:
+                    # The same text and declarations for every matmul of a suffix (rendering
+                    # them per matmul took a third of a 64-layer MLP's generation, issue 38).
+                    text, decls = llvm_matmul.helpers(mm)
+                    self._mm_helpers[mm.suffix] = text
+                    self._decls.update(dict.fromkeys(decls))
                 extra = ["i64 %start", "i64 %stop", "ptr noalias %mmbuf"]
                 function(name, extra, k, functools.partial(self._matmul, mm))
                 continue

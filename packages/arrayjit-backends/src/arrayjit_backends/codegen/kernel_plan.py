@@ -17,8 +17,9 @@ Nothing here renders text or depends on a target.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
@@ -49,22 +50,34 @@ PARALLEL_MIN_WORK = 1 << 15
 def loop_work(s: L.Stmt, *, zeroing: bool = False) -> int:
     """Innermost iterations ``s`` runs, the loops of computations inlined into it included;
     with ``zeroing``, a ``Zero_out`` counts its cells (else one)."""
-    match s:
-        case L.For_loop(from_=lo, to_inclusive=hi, body=body):
-            return max(hi - lo + 1, 0) * loop_work(body, zeroing=zeroing)
-        case L.Seq(stmts=stmts):
-            return sum(loop_work(x, zeroing=zeroing) for x in stmts)
-        case L.Set(value=v) | L.Set_local(value=v):
-            return max(1, _inlined_work(v, zeroing))
-        case L.Zero_out(tn=tn) if zeroing:
-            return tn.num_elems
+    # isinstance chains and plain loops, no generators: a planner asks this of every
+    # top-level statement several times (issue 38).
+    if isinstance(s, L.For_loop):
+        return max(s.to_inclusive - s.from_ + 1, 0) * loop_work(s.body, zeroing=zeroing)
+    if isinstance(s, L.Seq):
+        total = 0
+        for x in s.stmts:
+            total += loop_work(x, zeroing=zeroing)
+        return total
+    if isinstance(s, L.Set | L.Set_local):
+        return max(1, _inlined_work(s.value, zeroing))
+    if zeroing and isinstance(s, L.Zero_out):
+        return s.tn.num_elems
     return 1
 
 
 def _inlined_work(e: L.Expr, zeroing: bool) -> int:
     if isinstance(e, L.Local_scope):
         return loop_work(e.body, zeroing=zeroing)
-    return sum(_inlined_work(x, zeroing) for x in L.children(e))
+    if isinstance(e, L.Binop):
+        return _inlined_work(e.a, zeroing) + _inlined_work(e.b, zeroing)
+    if isinstance(e, L.Unop):
+        return _inlined_work(e.a, zeroing)
+    if isinstance(e, L.Ternop):
+        return (
+            _inlined_work(e.a, zeroing) + _inlined_work(e.b, zeroing) + _inlined_work(e.c, zeroing)
+        )
+    return 0
 
 
 _EXPENSIVE_UNOPS = frozenset(
@@ -136,32 +149,137 @@ def sets_of(s: L.Stmt) -> list[L.Set]:
 
 def gets_of(s: L.Stmt) -> list[L.Get]:
     """Every read of a node in ``s`` (the merge buffer excluded), inlined computations
-    included."""
-    return [g for e in L.exprs_of(s) for g in _expr_gets(e)]
+    included, in order (the order of :func:`~arrayjit_ir.low_level.exprs_of` and
+    :func:`~arrayjit_ir.low_level.sub_exprs`)."""
+    out: list[L.Get] = []
+    _stmt_gets(s, out)
+    return out
+
+
+def reads_of(s: L.Stmt) -> list[L.Get | L.Get_merge_buffer]:
+    """Every read of a node in ``s``, the merge buffer included, inlined computations
+    included, in order: :func:`~arrayjit_ir.low_level.reads`, in one walk."""
+    out: list[L.Get | L.Get_merge_buffer] = []
+    _stmt_gets(s, out, True)
+    return out
+
+
+def _stmt_gets(s: L.Stmt, out: list[Any], merge: bool = False) -> None:
+    # One walk appending to a list, in the order of exprs_of and sub_exprs: their
+    # generators cost most of a planner's time (issue 38). ``merge``: merge-buffer reads too.
+    if isinstance(s, L.Seq):
+        for x in s.stmts:
+            _stmt_gets(x, out, merge)
+    elif isinstance(s, L.For_loop):
+        _stmt_gets(s.body, out, merge)
+    elif isinstance(s, L.Set | L.Set_local):
+        _expr_gets_into(s.value, out, merge)
+
+
+def _expr_gets_into(e: L.Expr, out: list[Any], merge: bool = False) -> None:
+    if isinstance(e, L.Get):
+        out.append(e)
+    elif isinstance(e, L.Binop):
+        _expr_gets_into(e.a, out, merge)
+        _expr_gets_into(e.b, out, merge)
+    elif isinstance(e, L.Unop):
+        _expr_gets_into(e.a, out, merge)
+    elif isinstance(e, L.Ternop):
+        _expr_gets_into(e.a, out, merge)
+        _expr_gets_into(e.b, out, merge)
+        _expr_gets_into(e.c, out, merge)
+    elif isinstance(e, L.Local_scope):
+        _stmt_gets(e.body, out, merge)
+    elif merge and isinstance(e, L.Get_merge_buffer):
+        out.append(e)
+
+
+def local_scopes(e: L.Expr) -> list[L.Local_scope]:
+    """The local scopes inside ``e`` (``e`` itself included, and those inside their bodies),
+    in the order of :func:`~arrayjit_ir.low_level.sub_exprs`, in one walk."""
+    out: list[L.Local_scope] = []
+    _expr_scopes(e, out)
+    return out
+
+
+def _expr_scopes(e: L.Expr, out: list[L.Local_scope]) -> None:
+    if isinstance(e, L.Local_scope):
+        out.append(e)
+        _stmt_scopes(e.body, out)
+    elif isinstance(e, L.Binop):
+        _expr_scopes(e.a, out)
+        _expr_scopes(e.b, out)
+    elif isinstance(e, L.Unop):
+        _expr_scopes(e.a, out)
+    elif isinstance(e, L.Ternop):
+        _expr_scopes(e.a, out)
+        _expr_scopes(e.b, out)
+        _expr_scopes(e.c, out)
+
+
+def _stmt_scopes(s: L.Stmt, out: list[L.Local_scope]) -> None:
+    if isinstance(s, L.Seq):
+        for x in s.stmts:
+            _stmt_scopes(x, out)
+    elif isinstance(s, L.For_loop):
+        _stmt_scopes(s.body, out)
+    elif isinstance(s, L.Set | L.Set_local):
+        _expr_scopes(s.value, out)
 
 
 def _expr_gets(e: L.Expr) -> list[L.Get]:
-    return [g for g in L.sub_exprs(e) if isinstance(g, L.Get)]
+    out: list[L.Get] = []
+    _expr_gets_into(e, out)
+    return out
 
 
 def is_parallel_loop(loop: L.For_loop) -> bool:
     """Whether the iterations of ``loop`` write disjoint cells and read nothing another
     iteration writes: every store indexes its node by the loop symbol on some axis, every read of
     a stored node uses the same index on that axis, and nothing is zeroed inside."""
-    it = Iterator(loop.index)
+    stores = sets_of(loop.body)
+    return _parallel_over(
+        loop.index, stores, lambda: _has_zero_out(loop.body), lambda: gets_of(loop.body)
+    )
+
+
+def _parallel_over(
+    index: Symbol,
+    stores: Sequence[L.Set],
+    zeroes: Callable[[], bool],
+    gets: Callable[[], Sequence[L.Get]],
+) -> bool:
+    """:func:`is_parallel_loop` of a loop over ``index`` around a body with these stores,
+    zeroings and reads (asked only when the stores allow it)."""
     axis: dict[Tnode, int] = {}
-    for st in sets_of(loop.body):
-        if it not in st.indices:
+    for st in stores:
+        k = iterator_axis(st.indices, index)
+        if k < 0:
             return False
-        k = st.indices.index(it)
         if axis.setdefault(st.tn, k) != k:
             return False
-    if _has_zero_out(loop.body):
+    if zeroes():
         return False
-    return all(
-        g.tn not in axis or (len(g.indices) > axis[g.tn] and g.indices[axis[g.tn]] == it)
-        for g in gets_of(loop.body)
-    )
+    for g in gets():
+        k = axis.get(g.tn, -1)
+        if k < 0:
+            continue
+        if len(g.indices) <= k:
+            return False
+        x = g.indices[k]
+        if not (x.__class__ is Iterator and x.symbol == index):
+            return False
+    return True
+
+
+def iterator_axis(idx: Sequence[AxisIndex], symbol: Symbol | StaticSymbol) -> int:
+    """The first axis of ``idx`` indexed by ``Iterator(symbol)``, or -1: ``idx.index(it)``
+    without building ``it`` or calling its ``__eq__`` per axis (the planners ask it of every
+    access, issue 38)."""
+    for k, i in enumerate(idx):
+        if i.__class__ is Iterator and i.symbol == symbol:  # as Iterator.__eq__ compares
+            return k
+    return -1
 
 
 def parallel_order(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
@@ -177,17 +295,28 @@ def parallel_order(loop: L.For_loop) -> tuple[list[L.For_loop], L.Stmt]:
     A matmul the optimizer ordered ``i, k, j`` gives ``[i, j]`` and the ``k`` loop.
     """
     loops, body = _perfect_nest(loop)
+    # Whether a loop is parallel over a nest of others around ``body`` depends only on its
+    # symbol and ``body``'s stores, reads and zeroings (the loops around ``body`` add none):
+    # so the loops taken one at a time, each the first parallel one left, are the parallel
+    # loops in their order, each found from one walk of ``body`` (issue 38).
+    stores = sets_of(body)
+    zero: list[bool] = []
+    reads: list[list[L.Get]] = []
+
+    def zeroes() -> bool:
+        if not zero:
+            zero.append(_has_zero_out(body))
+        return zero[0]
+
+    def gets() -> list[L.Get]:
+        if not reads:
+            reads.append(gets_of(body))
+        return reads[0]
+
     chosen: list[L.For_loop] = []
-    rest = loops
-    while rest:
-        for k, lp in enumerate(rest):
-            others = rest[:k] + rest[k + 1 :]
-            if is_parallel_loop(replace(lp, body=_nest(others, body))):
-                chosen.append(lp)
-                rest = others
-                break
-        else:
-            break
+    rest: list[L.For_loop] = []
+    for lp in loops:
+        (chosen if _parallel_over(lp.index, stores, zeroes, gets) else rest).append(lp)
     return chosen, _nest(rest, body)
 
 
@@ -368,4 +497,4 @@ def local_sum(loop: L.For_loop) -> tuple[ops.Binop, L.ScopeId] | None:
 
 def has_loops(e: L.Expr) -> bool:
     """Whether computing ``e`` runs a loop (in a local scope): such a term is no SIMD lane."""
-    return any(isinstance(x, L.Local_scope) and loop_work(x.body) > 1 for x in L.sub_exprs(e))
+    return any(loop_work(x.body) > 1 for x in local_scopes(e))

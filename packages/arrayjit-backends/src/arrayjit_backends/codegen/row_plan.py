@@ -19,8 +19,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 
-from arrayjit_backends.codegen.kernel_plan import gets_of, is_parallel_loop, sets_of
+from arrayjit_backends.codegen.kernel_plan import (
+    gets_of,
+    is_parallel_loop,
+    iterator_axis,
+    local_scopes,
+    reads_of,
+    sets_of,
+)
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Iterator, Symbol, fresh_symbol
@@ -73,7 +81,7 @@ def independent(parts: Sequence[tuple[Sequence[Symbol], L.Stmt]]) -> bool:
                 return False
     for syms, s in parts:
         its = [Iterator(x) for x in syms]
-        for g in L.reads(s):
+        for g in reads_of(s):
             read_at = axes.get(g.tn)
             if read_at is None:
                 continue
@@ -117,41 +125,67 @@ def _rename(loop: L.For_loop, row: Symbol) -> L.Stmt:
 
 def _renamed(s: L.Stmt, names: Mapping[Symbol, Symbol]) -> L.Stmt:
     """``s`` with the loop symbols of ``names`` replaced by their values in every index (the
-    loops' own symbols are not renamed: ``names`` holds symbols of loops around ``s``)."""
+    loops' own symbols are not renamed: ``names`` holds symbols of loops around ``s``). A part
+    that no renaming changes is returned as it is (an equal value: building copies of every
+    node was most of the cost of fusing rows, issue 38)."""
+    if all(k == v for k, v in names.items()):
+        return s
 
     def index(i: AxisIndex) -> AxisIndex:
-        match i:
-            case Iterator(symbol=x) if isinstance(x, Symbol) and x in names:
-                return Iterator(names[x])
-            case Affine(terms=terms, offset=off):
-                return Affine(
-                    tuple((c, names.get(x, x) if isinstance(x, Symbol) else x) for c, x in terms),
-                    off,
-                )
+        if isinstance(i, Iterator):
+            x = i.symbol
+            if isinstance(x, Symbol) and x in names:
+                y = names[x]
+                return i if y == x else Iterator(y)
+            return i
+        if isinstance(i, Affine):
+            terms = tuple((c, names.get(x, x) if isinstance(x, Symbol) else x) for c, x in i.terms)
+            return i if terms == i.terms else Affine(terms, i.offset)
         return i
 
+    def indices(idx: tuple[AxisIndex, ...]) -> tuple[AxisIndex, ...]:
+        new = tuple(index(i) for i in idx)
+        return idx if all(a is b for a, b in zip(new, idx, strict=True)) else new
+
     def expr(e: L.Expr) -> L.Expr:
-        match e:
-            case L.Get(tn=tn, indices=idx):
-                return L.Get(tn, tuple(index(i) for i in idx))
-            case L.Get_merge_buffer(tn=tn, indices=idx):
-                return L.Get_merge_buffer(tn, tuple(index(i) for i in idx))
-            case L.Embed_index(index=i):
-                return L.Embed_index(index(i))
-            case L.Local_scope(scope=sc, body=body, orig_indices=oi):
-                return L.Local_scope(sc, stmt(body), oi)
-        return L.map_children(e, expr)
+        if isinstance(e, L.Get):
+            idx = indices(e.indices)
+            return e if idx is e.indices else L.Get(e.tn, idx)
+        if isinstance(e, L.Binop):
+            a, b = expr(e.a), expr(e.b)
+            return e if a is e.a and b is e.b else L.Binop(e.op, a, b)
+        if isinstance(e, L.Unop):
+            a = expr(e.a)
+            return e if a is e.a else L.Unop(e.op, a)
+        if isinstance(e, L.Ternop):
+            a, b, c = expr(e.a), expr(e.b), expr(e.c)
+            return e if a is e.a and b is e.b and c is e.c else L.Ternop(e.op, a, b, c)
+        if isinstance(e, L.Get_merge_buffer):
+            idx = indices(e.indices)
+            return e if idx is e.indices else L.Get_merge_buffer(e.tn, idx)
+        if isinstance(e, L.Embed_index):
+            i = index(e.index)
+            return e if i is e.index else L.Embed_index(i)
+        if isinstance(e, L.Local_scope):
+            body = stmt(e.body)
+            return e if body is e.body else L.Local_scope(e.scope, body, e.orig_indices)
+        return e
 
     def stmt(s: L.Stmt) -> L.Stmt:
-        match s:
-            case L.Seq(stmts=stmts):
-                return L.Seq(tuple(stmt(x) for x in stmts))
-            case L.For_loop(index=i, from_=lo, to_inclusive=hi, body=body, trace_it=t):
-                return L.For_loop(i, lo, hi, stmt(body), t)
-            case L.Set(tn=tn, indices=idx, value=v):
-                return L.Set(tn, tuple(index(i) for i in idx), expr(v))
-            case L.Set_local(scope=sc, value=v):
-                return L.Set_local(sc, expr(v))
+        if isinstance(s, L.Seq):
+            stmts = tuple(stmt(x) for x in s.stmts)
+            return s if all(a is b for a, b in zip(stmts, s.stmts, strict=True)) else L.Seq(stmts)
+        if isinstance(s, L.For_loop):
+            body = stmt(s.body)
+            if body is s.body:
+                return s
+            return L.For_loop(s.index, s.from_, s.to_inclusive, body, s.trace_it)
+        if isinstance(s, L.Set):
+            idx, v = indices(s.indices), expr(s.value)
+            return s if idx is s.indices and v is s.value else L.Set(s.tn, idx, v)
+        if isinstance(s, L.Set_local):
+            v = expr(s.value)
+            return s if v is s.value else L.Set_local(s.scope, v)
         return s
 
     return stmt(s)
@@ -160,25 +194,99 @@ def _renamed(s: L.Stmt, names: Mapping[Symbol, Symbol]) -> L.Stmt:
 def row_bytes(loops: Sequence[L.For_loop]) -> int:
     """Bytes of one row of the fused loops' working set: per node that a loop reads or stores
     indexed by its row symbol, the cells of one value of that axis."""
+    return _row_bytes([_row_sizes(lp, sets_of(lp.body), gets_of(lp.body)) for lp in loops])
+
+
+def _row_sizes(lp: L.For_loop, stores: Sequence[L.Set], gets: Sequence[L.Get]) -> dict[Tnode, int]:
+    """Per node that ``lp`` reads or stores indexed by its symbol, the bytes of one row
+    (``stores`` and ``gets``: those of its body, :func:`sets_of` and :func:`gets_of`)."""
     sizes: dict[Tnode, int] = {}
-    for lp in loops:
-        it = Iterator(lp.index)
-        accesses: list[tuple[Tnode, tuple[AxisIndex, ...]]] = [
-            (x.tn, x.indices) for x in sets_of(lp.body)
-        ] + [(g.tn, g.indices) for g in gets_of(lp.body)]
-        for tn, idx in accesses:
-            if it in idx:
-                cells = math.prod(d for k, d in enumerate(tn.dims) if k != idx.index(it))
-                sizes[tn] = max(sizes.get(tn, 0), cells * tn.prec.byte_size)
+    sym = lp.index
+    accesses: list[L.Set | L.Get] = [*stores, *gets]
+    for x in accesses:
+        k = iterator_axis(x.indices, sym)
+        if k >= 0:
+            tn = x.tn
+            dims = tn.dims
+            cells = math.prod(dims[:k]) * math.prod(dims[k + 1 :])  # every axis but k
+            sizes[tn] = max(sizes.get(tn, 0), cells * tn.prec.byte_size)
+    return sizes
+
+
+def _row_bytes(per_loop: Sequence[Mapping[Tnode, int]]) -> int:
+    """:func:`row_bytes` from each loop's :func:`_row_sizes`: per node the largest."""
+    sizes: dict[Tnode, int] = {}
+    for mine in per_loop:
+        for tn, size in mine.items():
+            sizes[tn] = max(sizes.get(tn, 0), size)
     return sum(sizes.values())
 
 
-def _fusable(loops: Sequence[L.For_loop], cells: bool = False) -> bool:
-    return (
-        len(loops) <= MAX_STEPS
-        and (cells or row_bytes(loops) <= ROW_BYTES_LIMIT)
-        and independent([([lp.index], lp) for lp in loops])
-    )
+@dataclass(frozen=True)
+class _LoopFacts:
+    """What :func:`_fusable` asks of one loop, found once per :func:`fuse_row_loops` (a run
+    growing a loop at a time asked it of every loop of the run again, issue 38)."""
+
+    loop: L.For_loop
+    """The loop (kept: the facts are found by its ``id``)."""
+    zeroes: bool
+    stores: list[L.Set]
+    reads: list[L.Get | L.Get_merge_buffer]
+    sizes: dict[Tnode, int] | None
+    """:func:`_row_sizes` (None where the run fuses cells: no limit on a row's bytes)."""
+
+
+class _Facts:
+    """:class:`_LoopFacts` of loops, each found once."""
+
+    def __init__(self, cells: bool) -> None:
+        self.cells = cells
+        self._seen: dict[int, _LoopFacts] = {}
+
+    def __call__(self, lp: L.For_loop) -> _LoopFacts:
+        found = self._seen.get(id(lp))
+        if found is None:
+            stores, reads = sets_of(lp), reads_of(lp)
+            sizes = None
+            if not self.cells:  # the reads of nodes (gets_of) are the reads less the merge's
+                gets = [g for g in reads if isinstance(g, L.Get)]
+                sizes = _row_sizes(lp, stores, gets)
+            found = _LoopFacts(lp, zeroes(lp), stores, reads, sizes)
+            self._seen[id(lp)] = found
+        return found
+
+
+def _fusable(loops: Sequence[L.For_loop], facts: _Facts) -> bool:
+    """Whether ``loops`` may run as one loop over their rows: at most :data:`MAX_STEPS`, at
+    most :data:`ROW_BYTES_LIMIT` a row (unless ``facts.cells``), and :func:`independent`
+    (computed here from each loop's facts, as :func:`independent` computes it)."""
+    if len(loops) > MAX_STEPS:
+        return False
+    found = [facts(lp) for lp in loops]
+    if not facts.cells and _row_bytes([f.sizes or {} for f in found]) > ROW_BYTES_LIMIT:
+        return False
+    axes: dict[Tnode, int] = {}
+    for f in found:
+        it = Iterator(f.loop.index)
+        if f.zeroes:
+            return False
+        for st in f.stores:
+            if it not in st.indices:
+                return False
+            at = st.indices.index(it)
+            if axes.setdefault(st.tn, at) != at:
+                return False
+    for f in found:
+        it = Iterator(f.loop.index)
+        for g in f.reads:
+            read_at = axes.get(g.tn)
+            if read_at is None:
+                continue
+            if isinstance(g, L.Get_merge_buffer):
+                return False
+            if not (read_at < len(g.indices) and g.indices[read_at] == it):
+                return False
+    return True
 
 
 def _has_row(loop: L.For_loop) -> bool:
@@ -191,12 +299,14 @@ def _has_row(loop: L.For_loop) -> bool:
                 return True
             case L.Seq(stmts=stmts):
                 return any(walks(x) for x in stmts)
-        return any(isinstance(x, L.Local_scope) for e in L.exprs_of(s) for x in L.sub_exprs(e))
+        return any(local_scopes(e) for e in L.exprs_of(s))
 
     return walks(loop.body)
 
 
-def _fuse(run: Sequence[L.For_loop]) -> L.For_loop | None:
+def _fuse(
+    run: Sequence[L.For_loop], parallel: Callable[[L.For_loop], bool] = is_parallel_loop
+) -> L.For_loop | None:
     """The loops ``run`` as one loop over their rows, if its iterations write disjoint cells;
     inside it, consecutive loops over the same cells whose cells are independent (softmax's
     ``e = x - m`` then ``e = exp(e)``) merged the same way, so a cell's steps run while its
@@ -204,13 +314,14 @@ def _fuse(run: Sequence[L.For_loop]) -> L.For_loop | None:
     row = run[0].index
     stmts = fuse_row_loops([_rename(lp, row) for lp in run], cells=True)
     fused = L.For_loop(row, run[0].from_, run[0].to_inclusive, L.Seq(tuple(stmts)))
-    return fused if is_parallel_loop(fused) else None
+    return fused if parallel(fused) else None
 
 
 def fuse_row_loops(
     stmts: Sequence[L.Stmt],
     apart: Callable[[L.Stmt], bool] = lambda s: False,
     cells: bool = False,
+    parallel: Callable[[L.For_loop], bool] = is_parallel_loop,
 ) -> list[L.Stmt]:
     """``stmts`` (top-level statements) with each maximal run of two or more consecutive loops
     over the same rows (zeroings of nodes over those rows included, as loops storing zeros),
@@ -221,14 +332,16 @@ def fuse_row_loops(
     fused loop's iterations write disjoint cells (:func:`~arrayjit_backends.codegen.
     kernel_plan.is_parallel_loop` holds), so it runs in parallel as any such loop. With
     ``cells`` (the statements of a fused loop's row), runs of loops over single cells merge
-    too, whatever their size."""
+    too, whatever their size. ``parallel``: :func:`~arrayjit_backends.codegen.kernel_plan.
+    is_parallel_loop`, or a memo of it (the caller asks it of the fused loops again)."""
     result: list[L.Stmt] = []
     run: list[L.For_loop] = []
     kept: list[L.Stmt] = []  # the run's statements as written
+    facts = _Facts(cells)
 
     def close() -> None:
         walks = cells or any(_has_row(lp) for lp in run)
-        fused = _fuse(run) if len(run) >= 2 and walks else None
+        fused = _fuse(run, parallel) if len(run) >= 2 and walks else None
         result.extend(kept if fused is None else [fused])
         run.clear()
         kept.clear()
@@ -236,13 +349,13 @@ def fuse_row_loops(
     for s in stmts:
         if run:
             lp = _row_loop(s, (run[0].from_, run[0].to_inclusive)) if not apart(s) else None
-            if lp is not None and _fusable([*run, lp], cells):
+            if lp is not None and _fusable([*run, lp], facts):
                 run.append(lp)
                 kept.append(s)
                 continue
             close()
         lp = _row_loop(s, None) if not apart(s) else None
-        if lp is not None and _fusable([lp], cells):
+        if lp is not None and _fusable([lp], facts):
             run.append(lp)
             kept.append(s)
         else:
@@ -276,8 +389,8 @@ def _dot_cells(s: L.Stmt, takes: Callable[[L.For_loop], bool]) -> list[L.Stmt] |
     body = nest[-1].body
     if not isinstance(body, L.Set) or len(nest) < 2:
         return None
-    scopes = [x for x in L.sub_exprs(body.value) if isinstance(x, L.Local_scope)]
-    if len(scopes) != 1 or any(g.tn is body.tn for g in L.reads(body)):
+    scopes = local_scopes(body.value)
+    if len(scopes) != 1 or any(g.tn is body.tn for g in reads_of(body)):
         return None
     dot = scopes[0]
     match dot.body:
@@ -347,13 +460,13 @@ def _writes_row_first(s: L.Stmt, tn: Tnode, row: Symbol) -> bool:
         (lp.from_, lp.to_inclusive) == (0, d - 1) for lp, d in zip(loops, tn.dims[1:], strict=True)
     ):
         return False
-    first = next((x for x in inner if any(t.tn is tn for t in (*sets_of(x), *L.reads(x)))), None)
+    first = next((x for x in inner if any(t.tn is tn for t in (*sets_of(x), *reads_of(x)))), None)
     return (
         isinstance(first, L.Set)
         and first.tn is tn
-        and all(g.tn is not tn for g in L.reads(first))
+        and all(g.tn is not tn for g in reads_of(first))
         and all(
-            x.indices == cell for st in inner for x in (*sets_of(st), *L.reads(st)) if x.tn is tn
+            x.indices == cell for st in inner for x in (*sets_of(st), *reads_of(st)) if x.tn is tn
         )
     )
 
@@ -370,7 +483,7 @@ def resident_rows(loop: L.For_loop, only_here: Sequence[Tnode]) -> tuple[Tnode, 
         return ()
     row = Iterator(loop.index)
     body = list(loop.body.stmts) if isinstance(loop.body, L.Seq) else [loop.body]
-    sets, reads = sets_of(loop.body), L.reads(loop.body)  # the same for every candidate
+    sets, reads = sets_of(loop.body), reads_of(loop.body)  # the same for every candidate
     chosen: list[Tnode] = []
     room = RESIDENT_BYTES
     for tn in sorted(only_here, key=lambda t: -t.size_in_bytes):
@@ -383,7 +496,7 @@ def resident_rows(loop: L.For_loop, only_here: Sequence[Tnode]) -> tuple[Tnode, 
             continue
         if any(isinstance(g, L.Get_merge_buffer) and g.tn is tn for g in reads):
             continue
-        first = next(x for x in body if any(t.tn is tn for t in (*sets_of(x), *L.reads(x))))
+        first = next(x for x in body if any(t.tn is tn for t in (*sets_of(x), *reads_of(x))))
         if _writes_row_first(first, tn, loop.index):
             chosen.append(tn)
             room -= size
