@@ -354,7 +354,7 @@ def is_c_contiguous(shape: Sequence[int], strides: Sequence[int] | None, itemsiz
     return all(n == 1 or s == w for n, s, w in zip(shape, strides, want, strict=True))
 
 
-@functools.cache
+@functools.lru_cache(maxsize=4096)  # bounded: shapes are the user's
 def host_layout(prec: Prec, dims: tuple[int, ...]) -> tuple[np.dtype[Any], tuple[int, ...]]:
     """The numpy dtype and host shape (padding included) of a node of ``prec`` and ``dims``:
     what :func:`layout_mismatch` checks first, remembered for the per-transfer checks."""
