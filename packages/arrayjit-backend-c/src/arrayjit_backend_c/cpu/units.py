@@ -267,7 +267,7 @@ def split_c(source: str) -> SplitRoutine:
 
 
 def _in_unit_order(functions: list[_Function]) -> list[_Function]:
-    """The functions in the order the units hold them: by segment, then the tasks."""
+    """The functions in the order the units hold them: by segment (see :func:`_families`)."""
     return [f for family in _families(functions) for f in family]
 
 
