@@ -43,6 +43,7 @@ unchanged: correct, only not split.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import hashlib
 import os
 import re
@@ -201,13 +202,24 @@ def _rename(
     token: re.Pattern[str],
     local: Callable[[str], str | None],
 ) -> str:
-    """``text`` with each token for which ``local(token)`` gives a name replaced by it."""
+    """``text`` with each token for which ``local(token)`` gives a name replaced by it.
+    ``local`` is asked once per distinct token, in order of first appearance (it numbers the
+    names it gives in that order), and each occurrence takes its answer."""
+    parts = _capturing(token).split(text)  # text, token, text, token, ..., text
+    tokens = parts[1::2]
+    names = {}
+    for tok in dict.fromkeys(tokens):
+        new = local(tok)
+        if new is not None:
+            names[tok] = new
+    parts[1::2] = [names.get(tok, tok) for tok in tokens]
+    return "".join(parts)
 
-    def sub(m: re.Match[str]) -> str:
-        new = local(m.group(0))
-        return m.group(0) if new is None else new
 
-    return token.sub(sub, text)
+@functools.cache
+def _capturing(token: re.Pattern[str]) -> re.Pattern[str]:
+    """``token`` as one capturing group (for ``split``: the tokens between the rest)."""
+    return re.compile(f"({token.pattern})", token.flags)
 
 
 def split_c(source: str) -> SplitRoutine:
