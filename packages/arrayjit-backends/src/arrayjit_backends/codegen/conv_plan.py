@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from arrayjit_backends.codegen.kernel_plan import fused_reduction
+from arrayjit_backends.codegen.kernel_plan import fused_operands, fused_reduction
 from arrayjit_ir import low_level as L
 from arrayjit_ir import ops
 from arrayjit_ir.indexing import Affine, AxisIndex, Fixed_idx, Iterator, Symbol
@@ -180,15 +180,10 @@ def gemm_plan(nest: list[L.For_loop], rest: L.Stmt) -> GemmPlan | None:
     if red is None:
         return None
     target = red.target
-    prec = target.tn.prec
-    if prec not in (Prec.single, Prec.double):
+    operands = fused_operands(red)
+    if operands is None:
         return None
-    assert isinstance(red.term, L.Binop)
-    x, w = red.term.a, red.term.b
-    if not (isinstance(x, L.Get) and isinstance(w, L.Get)):
-        return None
-    if x.tn.prec is not prec or w.tn.prec is not prec:
-        return None
+    x, w = operands
     if any(_extent(lp) < 1 for lp in (*nest, *red.loops)):
         return None
     found = [_strides(g.tn, g.indices) for g in (x, w, L.Get(target.tn, target.indices))]

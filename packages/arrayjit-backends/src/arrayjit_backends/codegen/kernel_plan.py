@@ -392,6 +392,19 @@ def fused_reduction(nest: Sequence[L.For_loop], rest: L.Stmt) -> ScalarReduction
     return red if red is not None and red.fused else None
 
 
+def fused_operands(red: ScalarReduction) -> tuple[L.Get, L.Get] | None:
+    """The two reads a fused reduction (:func:`fused_reduction`) multiplies, when its target is
+    a float32 or float64 cell and both are reads of nodes of its precision; else None. What the
+    contraction recognizers take as their operands."""
+    prec = red.target.tn.prec
+    x, w = (red.term.a, red.term.b) if isinstance(red.term, L.Binop) else (None, None)
+    if prec not in (Prec.single, Prec.double):
+        return None
+    if not (isinstance(x, L.Get) and isinstance(w, L.Get)):
+        return None
+    return (x, w) if x.tn.prec is prec and w.tn.prec is prec else None
+
+
 def scalar_reduction(s: L.For_loop | L.Set) -> ScalarReduction | None:
     """The :class:`ScalarReduction` ``s`` is, if it is one.
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from arrayjit_backends.codegen.kernel_plan import fused_reduction
+from arrayjit_backends.codegen.kernel_plan import fused_operands, fused_reduction
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import AxisIndex, Fixed_idx, Iterator, Symbol
 from arrayjit_tnode import Prec
@@ -104,12 +104,10 @@ def matmul_plan(nest: list[L.For_loop], rest: L.Stmt) -> MatmulPlan | None:
     batch = tuple(lp for lp in found[:-2] if isinstance(lp, L.For_loop))
     if any(lp.to_inclusive < lp.from_ for lp in (*nest, k)):
         return None
-    assert isinstance(red.term, L.Binop)
-    x, w = red.term.a, red.term.b
-    if not (isinstance(x, L.Get) and isinstance(w, L.Get)):
+    operands = fused_operands(red)
+    if operands is None:
         return None
-    if x.tn.prec is not prec or w.tn.prec is not prec:
-        return None
+    x, w = operands
     a_side = {k.index} | ({rows.index} if rows is not None else set())
     b_side = {k.index} | ({cols.index} if cols is not None else set())
     opt = {lp.index for lp in batch}

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from arrayjit_backends.codegen.c_syntax import Out
-from arrayjit_backends.codegen.kernel_plan import ScalarReduction, fused_reduction
+from arrayjit_backends.codegen.kernel_plan import ScalarReduction, fused_operands, fused_reduction
 from arrayjit_backends.gpu.dialect import GpuSyntax
 from arrayjit_ir import low_level as L
 from arrayjit_ir.indexing import Iterator, Symbol, index_symbols
@@ -79,13 +79,11 @@ def contraction_plan(nest: tuple[L.For_loop, ...], rest: L.Stmt) -> ContractionP
         id(lp.index) for lp in nest
     ):
         return None
-    term = red.term
-    if not isinstance(term, L.Binop):
+    operands = fused_operands(red)
+    if operands is None:
         return None
-    for g in (term.a, term.b):
-        if not isinstance(g, L.Get) or g.tn.prec is not prec or g.tn is target.tn:
-            return None
-        if len(g.indices) != len(g.tn.dims):
+    for g in operands:
+        if g.tn is target.tn or len(g.indices) != len(g.tn.dims):
             return None
     return ContractionPlan(nest, red)
 
