@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from arrayjit_backend_c.cc import toolchain
 from arrayjit_backend_c.cc.renderer import CcSyntax
 from arrayjit_backend_c.cpu.segments import SegmentedCode, SegmentedCompiler
-from arrayjit_backend_c.cpu.units import SplitRoutine, library_object, split_c, unit_objects
+from arrayjit_backend_c.cpu.units import SplitRoutine, library_objects, split_c, unit_objects
 from arrayjit_backends.codegen.c_syntax import CSyntax
 from arrayjit_backends.impl.compile_cache import CompileCache, cache_key
 from arrayjit_backends.impl.cpu_compiler import kernel_name
@@ -138,11 +138,7 @@ class CcCompiler(SegmentedCompiler):
             return toolchain.compile_object(self.cc, unit, f"{fn_name}_u{k}")
 
         check = toolchain.is_shared_object
-        library = (
-            []
-            if split.library is None
-            else [library_object(split.library, self.cache, key(split.library), build, check)]
-        )
+        library = library_objects(split, self.cache, key, build, check)
         if len(split.units) == 1:
             return toolchain.compile_shared_object(self.cc, split.units[0], fn_name, library)
         objects = unit_objects(split.units, self.cache, key, build, check)

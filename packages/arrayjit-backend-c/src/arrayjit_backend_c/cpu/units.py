@@ -24,7 +24,7 @@ text does not depend on the rest of the routine, and group consecutive families 
 - The kernel library: the packed matmul's kernels (the header's functions that are not inlined:
   large, shape-generic, the same in every routine that multiplies matrices of one precision)
   are :attr:`SplitRoutine.library`, a unit of their own where they are external, declared in
-  the others. :func:`library_object` compiles it once per process (and caches it as any unit):
+  the others. :func:`library_objects` compiles it once per process (and caches it as any unit):
   like a runtime library, it is not compiled again for each routine (it took 0.26 s of LLVM's
   0.27 s and 0.3 s of gcc's 0.4 s on a two-layer MLP step).
 - Small routines stay whole: C whose distinct functions hold less than
@@ -87,7 +87,7 @@ class SplitRoutine:
     """Each function of the routine by its name in the source: its symbol in the units."""
     library: str | None = None
     """The kernel library unit (see the module docstring) the units call, if any: its object
-    code comes from :func:`library_object`."""
+    code comes from :func:`library_objects`."""
 
 
 @dataclass(frozen=True)
@@ -644,24 +644,27 @@ def forget_libraries() -> None:
         _libraries.clear()
 
 
-def library_object(
-    library: str,
+def library_objects(
+    split: SplitRoutine,
     cache: CompileCache,
-    key: str,
+    key: Callable[[str], str],
     build: Callable[[str, int], bytes],
     check: Callable[[bytes], bool],
-) -> bytes:
-    """The object code of a kernel library (:attr:`SplitRoutine.library`): as built or read
-    earlier in this process under ``key``, else as :func:`unit_objects` gives it (the cache,
-    else ``build``). Two threads compiling their first routines at once may both build it; the
-    first result is kept."""
+) -> list[bytes]:
+    """The object code of ``split``'s kernel library (:attr:`SplitRoutine.library`), as a list
+    of one (none where it has no library): as built or read earlier in this process under its
+    ``key``, else as :func:`unit_objects` gives it (the cache, else ``build``). Two threads
+    compiling their first routines at once may both build it; the first result is kept."""
+    if split.library is None:
+        return []
+    library, library_key = split.library, key(split.library)
     with _libraries_lock:
-        data = _libraries.get(key)
+        data = _libraries.get(library_key)
     if data is None:
-        data = unit_objects((library,), cache, lambda _: key, build, check, workers=1)[0]
+        data = unit_objects((library,), cache, lambda _: library_key, build, check, workers=1)[0]
         with _libraries_lock:
-            data = _libraries.setdefault(key, data)
-    return data
+            data = _libraries.setdefault(library_key, data)
+    return [data]
 
 
 __all__ = [
@@ -669,7 +672,7 @@ __all__ = [
     "MIN_UNIT_BYTES",
     "SplitRoutine",
     "forget_libraries",
-    "library_object",
+    "library_objects",
     "split_c",
     "split_llvm",
     "unit_objects",

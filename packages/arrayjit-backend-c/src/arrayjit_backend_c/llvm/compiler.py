@@ -34,7 +34,7 @@ from arrayjit_backend_c.cpu.llvm_jit import (
     object_key,
 )
 from arrayjit_backend_c.cpu.segments import SegmentedCode, SegmentedCompiler
-from arrayjit_backend_c.cpu.units import SplitRoutine, library_object, split_llvm, unit_objects
+from arrayjit_backend_c.cpu.units import SplitRoutine, library_objects, split_llvm, unit_objects
 from arrayjit_backend_c.llvm.renderer import LlvmGen
 from arrayjit_backends.impl.compile_cache import CompileCache
 from arrayjit_backends.impl.cpu_compiler import kernel_name
@@ -109,11 +109,7 @@ class LlvmCompiler(SegmentedCompiler):
         def build(unit: str, k: int) -> bytes:
             return compile_object(unit, f"{fn_name}_u{k}", self.target)
 
-        library = (
-            []
-            if split.library is None
-            else [library_object(split.library, self.cache, key(split.library), build, is_object)]
-        )
+        library = library_objects(split, self.cache, key, build, is_object)
         if len(split.units) == 1 and not library:
             return compile_object(split.units[0], fn_name, self.target)
         return bundle([*library, *unit_objects(split.units, self.cache, key, build, is_object, 1)])
