@@ -34,7 +34,7 @@ import ctypes
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -188,28 +188,34 @@ class PlanMemo:
     def __init__(self) -> None:
         self._matmul: dict[int, tuple[L.Stmt, CpuMatmul | None]] = {}
         self._work: dict[int, tuple[L.Stmt, int]] = {}
-        self._parallel: dict[int, tuple[L.Stmt, bool]] = {}
+        self._parallel: dict[int, tuple[L.For_loop, bool]] = {}
 
     def __call__(self, s: L.Stmt) -> CpuMatmul | None:
-        hit = self._matmul.get(id(s))
-        if hit is None:
-            work = self.work(s) if isinstance(s, L.For_loop) else None
-            hit = self._matmul[id(s)] = (s, cpu_matmul(s, work))
-        return hit[1]
+        return _memoized(self._matmul, s, self._matmul_of)
+
+    def _matmul_of(self, s: L.Stmt) -> CpuMatmul | None:
+        return cpu_matmul(s, self.work(s) if isinstance(s, L.For_loop) else None)
 
     def work(self, s: L.Stmt) -> int:
         """:func:`~arrayjit_backends.codegen.kernel_plan.loop_work` of ``s``."""
-        hit = self._work.get(id(s))
-        if hit is None:
-            hit = self._work[id(s)] = (s, loop_work(s))
-        return hit[1]
+        return _memoized(self._work, s, loop_work)
 
     def parallel(self, loop: L.For_loop) -> bool:
         """:func:`~arrayjit_backends.codegen.kernel_plan.is_parallel_loop` of ``loop``."""
-        hit = self._parallel.get(id(loop))
-        if hit is None:
-            hit = self._parallel[id(loop)] = (loop, is_parallel_loop(loop))
-        return hit[1]
+        return _memoized(self._parallel, loop, is_parallel_loop)
+
+
+_S = TypeVar("_S", bound=L.Stmt)
+_R = TypeVar("_R")
+
+
+def _memoized(table: dict[int, tuple[_S, _R]], s: _S, compute: Callable[[_S], _R]) -> _R:
+    """``compute(s)``, kept in ``table`` by the identity of ``s`` (with ``s``, so that the id
+    stays its own)."""
+    hit = table.get(id(s))
+    if hit is None:
+        hit = table[id(s)] = (s, compute(s))
+    return hit[1]
 
 
 def split_segments(code: L.Stmt, memo: PlanMemo | None = None) -> list[Group]:
