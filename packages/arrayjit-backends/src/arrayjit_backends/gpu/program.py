@@ -47,6 +47,7 @@ folds the offset into the device pointer on the host side instead (one parameter
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from arrayjit_backends.codegen.c_syntax import Out
@@ -243,12 +244,10 @@ def _parameter_diet(
     prologue.pop("", None)
     position = {n: k for k, (n, _) in enumerate(buffers)}
     tail, _ = _signature(syntax, KernelParams((), params.merge_node, params.static_symbols), [])
-    starts = [i for i, line in enumerate(lines) if line.endswith(f"{whole} {{")]
     taken: dict[str, tuple[int, ...]] = {}
-    result = lines[: starts[0]] if starts else list(lines)
-    for n, start in enumerate(starts):
-        end = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        body = [line for line in lines[start + 1 : end] if line.strip() not in prologue]
+    result, spans = _kernel_spans(lines, lambda line: line.endswith(f"{whole} {{"))
+    for text in spans:
+        body = [line for line in text[1:] if line.strip() not in prologue]
         # In the order the body first names them: kernels that differ only in their
         # buffers' names then take them alike (see _share_identical).
         words = dict.fromkeys(w for line in body for w in _WORD.findall(line))
@@ -256,13 +255,25 @@ def _parameter_diet(
         args = [a for k in used for a in syntax.buffer_params(*buffers[k])]
         if tail:
             args.append(tail)
-        head = lines[start][: -len(f"{whole} {{")]
+        head = text[0][: -len(f"{whole} {{")]
         taken[head.rsplit(" ", 1)[-1]] = used
         result.append(f"{head}({', '.join(args)}) {{")
-        own = {line.strip(): line for line in lines[start + 1 : end] if line.strip() in prologue}
+        own = {line.strip(): line for line in text[1:] if line.strip() in prologue}
         result += [own[p] for k in used if (p := syntax.buffer_prologue(*buffers[k])) in own]
-        result += [line for line in lines[start + 1 : end] if line.strip() not in prologue]
+        result += body
     return result, [replace(k, buffers=taken[k.name]) for k in kernels]
+
+
+def _kernel_spans(
+    lines: list[str], is_header: Callable[[str], bool]
+) -> tuple[list[str], list[list[str]]]:
+    """The lines before the first kernel, and each kernel's lines: from a line ``is_header``
+    accepts to the next one (the program's kernels follow one another)."""
+    starts = [i for i, line in enumerate(lines) if is_header(line)]
+    ends = [*starts[1:], len(lines)]
+    return lines[: starts[0]] if starts else list(lines), [
+        lines[a:b] for a, b in zip(starts, ends, strict=True)
+    ]
 
 
 def _share_identical(
@@ -272,19 +283,17 @@ def _share_identical(
     kernels that are the same text but for the routine's own names (its nodes, loop indices,
     temporaries, reduction partials, kernel names: the repeated layers of a model), and
     ``kernels`` launching the first of them in place of the others. A kernel's buffers are its
-    parameters, in the program's order, so the same text with other names is the same kernel
-    given other arguments. A GPU compiler then generates code once for N such kernels (PoCL
-    generates each kernel's code at its first launch: 60-180 ms a kernel)."""
+    parameters, in the order its body first names them, so the same text with other names is
+    the same kernel given other arguments. A GPU compiler then generates code once for N such
+    kernels (PoCL generates each kernel's code at its first launch: 60-180 ms a kernel)."""
     ours = syntax.generated_names() | {k.name for k in kernels}
     ours |= {_WORD.findall(p)[-1] for b in buffers for p in syntax.buffer_params(*b)}
     ours |= {name for name, _ in buffers}  # the reduction partials are named apart
     prefix = f"{syntax.kernel_prefix} "
-    starts = [i for i, line in enumerate(lines) if line.startswith(prefix)]
     first: dict[str, str] = {}  # a kernel's text, normalized: the kernel that defines it
     alias: dict[str, str] = {}
-    result = lines[: starts[0]] if starts else list(lines)
-    for n, start in enumerate(starts):
-        text = lines[start : starts[n + 1] if n + 1 < len(starts) else len(lines)]
+    result, spans = _kernel_spans(lines, lambda line: line.startswith(prefix))
+    for text in spans:
         name = text[0][len(prefix) :].split("(", 1)[0]
         numbers: dict[str, str] = {}
 
