@@ -4,6 +4,7 @@ computes; the split source compiles and runs like the whole one."""
 
 import logging
 import re
+import threading
 from typing import Any
 
 import numpy as np
@@ -14,6 +15,7 @@ from arrayjit_backend_c.cpu import units
 from arrayjit_backend_c.llvm import compiler as llvm_compiler
 from arrayjit_conformance.compile_workload import BATCH, WIDTH
 from arrayjit_conformance.compile_workload import mlp_step as workload_step
+from arrayjit_ir import ir
 from arrayjit_ir.assignments import Assignment, nodes
 from arrayjit_tnode import Tnode
 
@@ -273,3 +275,48 @@ def test_the_kernel_library_compiles_once_per_process(
     run(backend, acts, "second")
     assert libraries[0] is not None and libraries[0] == libraries[1]
     assert compiled.count(libraries[0]) == 1
+
+
+def test_eight_threads_compiling_their_first_matmuls_at_once(
+    backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Eight threads of a process that has no kernel library yet compile and run a matmul each
+    (different shapes) on one backend at the same instant: every product is numpy's, and the
+    process keeps one library (the threads that built it too keep the first)."""
+    monkeypatch.setattr(units, "_libraries", {})
+    threads = 8
+    rng = np.random.default_rng(11)
+    jobs = []
+    for i in range(threads):
+        a = Tnode.create((24, 40 + i), label=f"a{i}", hosted=True)
+        b = Tnode.create((40 + i, 32), label=f"b{i}", hosted=True)
+        c = Tnode.create((24, 32), label=f"c{i}", hosted=True)
+        va = rng.standard_normal((24, 40 + i)).astype(np.float32)
+        vb = rng.standard_normal((40 + i, 32)).astype(np.float32)
+        a.set_values(va)
+        b.set_values(vb)
+        jobs.append((ir.accum(c, "add", a, b, op="mul", spec="ik,kj->ij"), c, va @ vb))
+    start = threading.Barrier(threads, timeout=120)
+    got: list[Any] = [None] * threads
+
+    def work(i: int) -> None:
+        try:
+            comp, c, _ = jobs[i]
+            start.wait()
+            code = backend.compile(comp, name=f"mm{i}")
+            r = backend.link(backend.make_context(backend.new_stream(backend.get_device(0))), code)
+            r()
+            backend.to_host(r.context, c)
+            got[i] = c.get_values()
+        except BaseException as exc:  # reported below, with the thread
+            got[i] = exc
+
+    workers = [threading.Thread(target=work, args=(i,)) for i in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    for i, (_, _, want) in enumerate(jobs):
+        assert isinstance(got[i], np.ndarray), f"thread {i}: {got[i]!r}"
+        np.testing.assert_allclose(got[i], want, rtol=1e-4, atol=1e-4)
+    assert len(units._libraries) == 1
